@@ -1,0 +1,3 @@
+from fusiongen.cli import main
+
+main()

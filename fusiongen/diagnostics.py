@@ -1,0 +1,112 @@
+"""Diagnostics: the one way fusiongen talks to a user about their spec.
+
+Every user mistake becomes a `Diagnostic` with a stable code, a position and, where one helps, a hint.
+Phases collect them instead of raising, so a run reports every mistake at once, sorted by position.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+class Severity(enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding about a spec, printable as `file:line:col: error[FG102]: message`."""
+
+    code: str
+    message: str
+    file: str
+    position: Position = Position(1, 1)
+    severity: Severity = Severity.ERROR
+    hint: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.file, self.position.line, self.position.col, self.code, self.message)
+
+    def format(self) -> str:
+        head = (
+            f"{self.file}:{self.position.line}:{self.position.col}: "
+            f"{self.severity.value}[{self.code}]: {self.message}"
+        )
+        return f"{head}\n  hint: {self.hint}" if self.hint else head
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.position.line,
+            "col": self.position.col,
+            "severity": self.severity.value,
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+class SpecError(Exception):
+    """Raised by a phase that cannot go on; carries every diagnostic found so far."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.diagnostics = sorted_diagnostics(diagnostics)
+        super().__init__(f"{len(self.diagnostics)} diagnostic(s)")
+
+
+def sorted_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Sort by file and position, dropping exact repeats (two phases may see the same mistake)."""
+    unique = {(d.sort_key(), d.severity, d.hint): d for d in diagnostics}
+    return sorted(unique.values(), key=Diagnostic.sort_key)
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    return any(d.is_error for d in diagnostics)
+
+
+# The catalogue of codes. Codes are stable: tests and users' CI pin them.
+CODES: dict[str, str] = {
+    "FG001": "TOML syntax error",
+    "FG002": "the spec file cannot be read",
+    "FG100": "unknown key",
+    "FG101": "wrong value type",
+    "FG102": "defined twice",
+    "FG103": "missing required key",
+    "FG104": "invalid name",
+    "FG110": "unknown type",
+    "FG111": "unknown model or presenter in returns",
+    "FG112": "enum values misused",
+    "FG113": "list items misused",
+    "FG114": "default does not match the field",
+    "FG120": "hidden names an unknown field",
+    "FG121": "guarded names an unknown field",
+    "FG122": "fillable names an unknown field",
+    "FG123": "casts names an unknown field",
+    "FG124": "field both guarded and fillable",
+    "FG125": "cast to an unsupported type",
+    "FG130": "input_from names an unknown model",
+    "FG131": "input_from names an unknown operation",
+    "FG132": "input_from is malformed",
+    "FG133": "input field also fillable",
+    "FG140": "not a valid Python identifier",
+    "FG141": "a Python keyword or reserved name",
+    "FG142": "handler names collide",
+    "FG143": "generated names collide",
+    "FG400": "handler missing",
+    "FG401": "handler signature incompatible",
+    "FG402": "handler module missing",
+    "FG403": "handler module cannot be parsed",
+}

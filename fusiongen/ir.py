@@ -1,0 +1,101 @@
+"""The intermediate representation: the spec with every reference resolved and every name checked.
+
+Frozen dataclasses, in declaration order. By the time something is in the IR it is known to be
+consistent (validation has run), and its names are valid Python, so rendering never has to decide
+anything about the user's intent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCALAR_KINDS = ("string", "text", "integer", "number", "boolean", "date", "datetime", "uuid", "enum", "list")
+CAST_KINDS = ("string", "integer", "number", "boolean", "date", "datetime")
+
+
+@dataclass(frozen=True)
+class TypeIR:
+    """A field's type: a scalar kind, an enum, a list of items, or a model."""
+
+    kind: str  # one of SCALAR_KINDS, or "model"
+    enum_values: tuple[str, ...] = ()
+    items: TypeIR | None = None
+    model: str | None = None
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models this type refers to, directly or through list items."""
+        if self.kind == "model" and self.model:
+            return (self.model,)
+        return self.items.models if self.items else ()
+
+
+@dataclass(frozen=True)
+class FieldIR:
+    name: str
+    type: TypeIR
+    description: str | None = None
+    required: bool = True
+    nullable: bool = False
+    has_default: bool = False
+    default: Any = field(default=None, compare=False)
+    hidden: bool = False
+    guarded: bool = False
+    cast: str | None = None  # read-time conversion target, one of CAST_KINDS
+
+
+@dataclass(frozen=True)
+class ModelIR:
+    name: str
+    snake: str
+    description: str | None
+    fields: tuple[FieldIR, ...]
+    fillable: tuple[tuple[str, tuple[str, ...]], ...]  # (operation, field names)
+
+    @property
+    def visible_fields(self) -> tuple[FieldIR, ...]:
+        """What an agent may see: declared and not hidden."""
+        return tuple(f for f in self.fields if not f.hidden)
+
+    @property
+    def writable_fields(self) -> tuple[FieldIR, ...]:
+        """What an agent may send inside a nested object: declared and not guarded."""
+        return tuple(f for f in self.fields if not f.guarded)
+
+    def field(self, name: str) -> FieldIR | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+
+@dataclass(frozen=True)
+class ReturnsIR:
+    """What a tool returns: the shape of a model (its visible fields), one or a list."""
+
+    model: str
+    collection: bool
+
+
+@dataclass(frozen=True)
+class ToolIR:
+    name: str  # the MCP tool name, e.g. "invoice.get"
+    ident: str  # a Python identifier derived from it, e.g. "invoice_get"
+    handler: str  # the handler function's name in the handler module
+    kind: str  # query | mutation | action
+    description: str | None
+    inputs: tuple[FieldIR, ...]
+    guarded: tuple[str, ...]  # names refused with a "guarded" message (from input_from's model)
+    returns: ReturnsIR | None
+
+
+@dataclass(frozen=True)
+class ServerIR:
+    name: str
+    version: str
+    package: str
+    instructions: str | None
+    handlers_module: str
+    models: tuple[ModelIR, ...]
+    tools: tuple[ToolIR, ...]
+
+    def model(self, name: str) -> ModelIR:
+        return next(m for m in self.models if m.name == name)

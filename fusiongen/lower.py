@@ -1,0 +1,314 @@
+"""Lower a parsed spec to the IR, resolving references and collecting every diagnostic on the way.
+
+Lowering never stops at the first mistake: each check records a diagnostic and carries on with a
+best guess, so one run shows the user everything that is wrong. If any error was recorded, the
+caller gets a `SpecError` instead of an IR.
+"""
+
+from __future__ import annotations
+
+import difflib
+import keyword
+import re
+from collections.abc import Iterable, Mapping
+
+from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
+from fusiongen.ir import CAST_KINDS, SCALAR_KINDS, FieldIR, ModelIR, ReturnsIR, ServerIR, ToolIR, TypeIR
+from fusiongen.loader import LoadedSpec, Loc
+from fusiongen.spec import FieldSpec, ModelSpec, ToolSpec
+
+SERVER_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
+TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,127}\Z")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+# Attribute names the generated input objects use themselves.
+RESERVED_FIELDS = frozenset({"fields_set"})
+
+
+def lower(loaded: LoadedSpec) -> ServerIR:
+    lowering = _Lowering(loaded)
+    ir = lowering.run()
+    if has_errors(lowering.diagnostics):
+        raise SpecError(lowering.diagnostics)
+    return ir
+
+
+def snake_case(name: str) -> str:
+    """`LineItem` → `line_item`, `invoice.get` → `invoice_get`."""
+    name = re.sub(r"[.\-\s]+", "_", name)
+    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
+    return name.lower()
+
+
+def pascal_case(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[._\-\s]+", name) if part)
+
+
+class _Lowering:
+    def __init__(self, loaded: LoadedSpec) -> None:
+        self.loaded = loaded
+        self.spec = loaded.spec
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, code: str, message: str, loc: Loc, *, hint: str | None = None, value: bool = False) -> None:
+        self.diagnostics.append(self.loaded.diagnostic(code, message, loc, hint=hint, value=value))
+
+    # --- server -------------------------------------------------------------------------------
+    def run(self) -> ServerIR:
+        server = self.spec.server
+        if not SERVER_NAME.match(server.name):
+            self.error("FG104", f'server name "{server.name}" must match [a-z][a-z0-9_-]*', ("server", "name"),
+                       value=True)
+        package = server.package or snake_case(server.name).replace("-", "_") + "_server"
+        if server.package is not None:
+            self.check_identifier(package, ("server", "package"), "package name")
+        handlers = server.handlers or f"{package}_handlers"
+        if not MODULE.match(handlers) or any(keyword.iskeyword(p) for p in handlers.split(".")):
+            self.error("FG140", f'handler module "{handlers}" is not an importable Python module name',
+                       ("server", "handlers"), value=True)
+        models = tuple(self.lower_model(name, model) for name, model in self.spec.models.items())
+        tools = tuple(self.lower_tool(name, tool) for name, tool in self.spec.tools.items())
+        self.check_collisions(models, tools)
+        return ServerIR(
+            name=server.name,
+            version=server.version,
+            package=package,
+            instructions=server.instructions,
+            handlers_module=handlers,
+            models=models,
+            tools=tools,
+        )
+
+    def check_identifier(self, name: str, loc: Loc, what: str, *, value: bool = True) -> bool:
+        if not IDENTIFIER.match(name):
+            self.error("FG140", f'{what} "{name}" is not a valid Python identifier', loc, value=value,
+                       hint="use letters, digits and underscores, not starting with a digit")
+            return False
+        if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in RESERVED_FIELDS:
+            self.error("FG141", f'{what} "{name}" is a Python keyword or a reserved name', loc, value=value,
+                       hint="rename it; generated code uses it as an identifier")
+            return False
+        return True
+
+    # --- types and fields -----------------------------------------------------------------------
+    def lower_type(self, name: str, spec: FieldSpec, loc: Loc) -> TypeIR:
+        type_loc = (*loc, "type")
+        if spec.values is not None and spec.type != "enum":
+            self.error("FG112", f'"values" only applies to enum fields, and this one is {spec.type}', (*loc, "values"))
+        if spec.items is not None and spec.type != "list":
+            self.error("FG113", f'"items" only applies to list fields, and this one is {spec.type}', (*loc, "items"))
+        if spec.type == "enum":
+            if not spec.values:
+                self.error("FG112", f'enum field "{name}" needs a non-empty "values" list', type_loc, value=True)
+            elif len(set(spec.values)) != len(spec.values):
+                self.error("FG112", f'enum field "{name}" lists a value twice', (*loc, "values"), value=True)
+            return TypeIR("enum", enum_values=tuple(spec.values or ()))
+        if spec.type == "list":
+            if spec.items is None:
+                self.error("FG113", f'list field "{name}" needs "items" (a scalar type or a model name)', type_loc,
+                           value=True)
+                return TypeIR("list", items=TypeIR("string"))
+            return TypeIR("list", items=self.resolve_type_name(spec.items, (*loc, "items"), in_list=True))
+        return self.resolve_type_name(spec.type, type_loc)
+
+    def resolve_type_name(self, type_name: str, loc: Loc, *, in_list: bool = False) -> TypeIR:
+        if type_name in SCALAR_KINDS and type_name not in ("enum", "list"):
+            return TypeIR(type_name)
+        if type_name in self.spec.models:
+            return TypeIR("model", model=type_name)
+        if in_list and type_name in ("enum", "list"):
+            self.error("FG113", f'list items cannot be "{type_name}"; name a scalar type or a model', loc, value=True)
+            return TypeIR("string")
+        known = [*SCALAR_KINDS, *self.spec.models]
+        close = difflib.get_close_matches(type_name, known, n=1)
+        self.error("FG110", f'unknown type "{type_name}"', loc, value=True,
+                   hint=f'did you mean "{close[0]}"?' if close else "a scalar type or a model name")
+        return TypeIR("string")
+
+    def lower_field(self, name: str, spec: FieldSpec, loc: Loc, *, hidden: bool = False, guarded: bool = False,
+                    cast: str | None = None) -> FieldIR:
+        self.check_identifier(name, loc, "field name", value=False)
+        type_ir = self.lower_type(name, spec, loc)
+        has_default = "default" in spec.model_fields_set
+        if has_default and not _default_fits(spec.default, type_ir, spec.nullable):
+            self.error("FG114", f'default of "{name}" is not a valid {type_ir.kind}', (*loc, "default"), value=True)
+        return FieldIR(
+            name=name,
+            type=type_ir,
+            description=spec.description,
+            required=spec.required and not has_default,
+            nullable=spec.nullable,
+            has_default=has_default,
+            default=spec.default,
+            hidden=hidden,
+            guarded=guarded,
+            cast=cast,
+        )
+
+    # --- models ---------------------------------------------------------------------------------
+    def lower_model(self, name: str, model: ModelSpec) -> ModelIR:
+        loc: Loc = ("models", name)
+        self.check_identifier(name, loc, "model name", value=False)
+        declared = model.fields
+        self.check_names(name, model.hidden, declared, ("models", name, "hidden"), "FG120", "hidden")
+        self.check_names(name, model.guarded, declared, ("models", name, "guarded"), "FG121", "guarded")
+        for cast_field, target in model.casts.items():
+            if cast_field not in declared:
+                self.unknown_field("FG123", "casts", name, cast_field, declared, (*loc, "casts", cast_field))
+            if target not in CAST_KINDS:
+                self.error("FG125", f'cannot cast "{cast_field}" to "{target}"', (*loc, "casts", cast_field),
+                           value=True, hint="cast targets: " + ", ".join(CAST_KINDS))
+        guarded = set(model.guarded)
+        for operation, names in model.fillable.items():
+            op_loc = (*loc, "fillable", operation)
+            self.check_identifier(operation, op_loc, "operation name", value=False)
+            self.check_names(name, names, declared, op_loc, "FG122", f"fillable.{operation}")
+            for index, field_name in enumerate(names):
+                if field_name in guarded:
+                    self.error("FG124", f'field "{field_name}" of model "{name}" is both guarded and fillable '
+                               f'("{operation}")', (*op_loc, index),
+                               hint="a guarded field can never be written; remove it from one of the lists")
+        fields = tuple(
+            self.lower_field(
+                field_name,
+                spec,
+                ("models", name, "fields", field_name),
+                hidden=field_name in model.hidden,
+                guarded=field_name in guarded,
+                cast=model.casts.get(field_name) if model.casts.get(field_name) in CAST_KINDS else None,
+            )
+            for field_name, spec in declared.items()
+        )
+        return ModelIR(
+            name=name,
+            snake=snake_case(name),
+            description=model.description,
+            fields=fields,
+            fillable=tuple((op, tuple(n for n in names if n in declared)) for op, names in model.fillable.items()),
+        )
+
+    def check_names(self, model: str, names: Iterable[str], declared: Mapping[str, FieldSpec], loc: Loc,
+                    code: str, what: str) -> None:
+        for index, field_name in enumerate(names):
+            if field_name not in declared:
+                self.unknown_field(code, what, model, field_name, declared, (*loc, index))
+
+    def unknown_field(self, code: str, what: str, model: str, name: str, declared: Iterable[str], loc: Loc) -> None:
+        close = difflib.get_close_matches(name, list(declared), n=1)
+        self.error(code, f'{what} names "{name}", which is not a field of model "{model}"', loc, value=True,
+                   hint=f'did you mean "{close[0]}"?' if close else None)
+
+    # --- tools ----------------------------------------------------------------------------------
+    def lower_tool(self, name: str, tool: ToolSpec) -> ToolIR:
+        loc: Loc = ("tools", name)
+        if not TOOL_NAME.match(name):
+            self.error("FG104", f'tool name "{name}" must start with a letter and use only letters, digits, '
+                       '"_", "-" and "." (at most 128 characters)', loc)
+        ident = snake_case(name)
+        handler = tool.handler or ident
+        self.check_identifier(handler, (*loc, "handler") if tool.handler else loc, "handler name",
+                              value=tool.handler is not None)
+        inputs = [self.lower_field(n, s, (*loc, "input", n)) for n, s in tool.input.items()]
+        guarded: tuple[str, ...] = ()
+        if tool.input_from is not None:
+            from_fields, guarded = self.resolve_input_from(tool, loc)
+            inputs.extend(from_fields)
+        returns = self.resolve_returns(tool.returns, (*loc, "returns")) if tool.returns is not None else None
+        return ToolIR(
+            name=name,
+            ident=ident,
+            handler=handler,
+            kind=tool.kind,
+            description=tool.description,
+            inputs=tuple(inputs),
+            guarded=guarded,
+            returns=returns,
+        )
+
+    def resolve_input_from(self, tool: ToolSpec, loc: Loc) -> tuple[list[FieldIR], tuple[str, ...]]:
+        assert tool.input_from is not None
+        from_loc = (*loc, "input_from")
+        model_name, dot, operation = tool.input_from.partition(".")
+        if not dot or not model_name or not operation:
+            self.error("FG132", f'input_from must be "Model.operation", not "{tool.input_from}"', from_loc, value=True)
+            return [], ()
+        model = self.spec.models.get(model_name)
+        if model is None:
+            close = difflib.get_close_matches(model_name, list(self.spec.models), n=1)
+            self.error("FG130", f'input_from names unknown model "{model_name}"', from_loc, value=True,
+                       hint=f'did you mean "{close[0]}"?' if close else None)
+            return [], ()
+        if operation not in model.fillable:
+            known = ", ".join(model.fillable) or "none"
+            self.error("FG131", f'model "{model_name}" has no fillable operation "{operation}"', from_loc, value=True,
+                       hint=f"its operations: {known}")
+            return [], ()
+        fields: list[FieldIR] = []
+        for field_name in model.fillable[operation]:
+            spec = model.fields.get(field_name)
+            if spec is None:
+                continue  # reported on the model
+            if field_name in tool.input:
+                self.error("FG133", f'input field "{field_name}" is also fillable through input_from '
+                           f'"{tool.input_from}"', (*loc, "input", field_name),
+                           hint="declare selector fields (like an id) in input, and writable ones in fillable")
+                continue
+            if operation == "update":  # an update is partial: every fillable field may be left out
+                spec = spec.model_copy(update={"required": False})
+            fields.append(self.lower_field(field_name, spec, ("models", model_name, "fields", field_name),
+                                           hidden=field_name in model.hidden))
+        guarded = tuple(g for g in model.guarded if g not in tool.input)
+        return fields, guarded
+
+    def resolve_returns(self, returns: str, loc: Loc) -> ReturnsIR | None:
+        collection = returns.endswith("[]")
+        name = returns[:-2] if collection else returns
+        if name in self.spec.models:
+            return ReturnsIR(model=name, collection=collection)
+        close = difflib.get_close_matches(name, list(self.spec.models), n=1)
+        self.error("FG111", f'returns names unknown model "{name}"', loc, value=True,
+                   hint=f'did you mean "{close[0]}"?' if close else 'name a model, or "Model[]" for a list')
+        return None
+
+    def check_collisions(self, models: tuple[ModelIR, ...], tools: tuple[ToolIR, ...]) -> None:
+        first_by_handler: dict[str, str] = {}
+        first_by_ident: dict[str, str] = {}
+        for tool in tools:
+            loc: Loc = ("tools", tool.name)
+            if tool.handler in first_by_handler:
+                other = first_by_handler[tool.handler]
+                self.error("FG142", f'tools "{other}" and "{tool.name}" both use handler "{tool.handler}"',
+                           (*loc, "handler") if self.spec.tools[tool.name].handler else loc,
+                           hint='give one of them its own "handler"')
+            first_by_handler.setdefault(tool.handler, tool.name)
+            if tool.ident in first_by_ident:
+                other = first_by_ident[tool.ident]
+                self.error("FG143", f'tools "{other}" and "{tool.name}" map to the same Python name "{tool.ident}"',
+                           loc, hint="rename one of them")
+            first_by_ident.setdefault(tool.ident, tool.name)
+        first_by_snake: dict[str, str] = {}
+        for model in models:
+            if model.snake in first_by_snake:
+                self.error("FG143", f'models "{first_by_snake[model.snake]}" and "{model.name}" map to the same '
+                           f'Python name "{model.snake}"', ("models", model.name), hint="rename one of them")
+            first_by_snake.setdefault(model.snake, model.name)
+
+
+def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
+    if value is None:
+        return nullable
+    kind = type_ir.kind
+    if kind in ("string", "text", "date", "datetime", "uuid"):
+        return isinstance(value, str)
+    if kind == "enum":
+        return value in type_ir.enum_values
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "list":
+        return isinstance(value, list) and all(
+            type_ir.items is not None and _default_fits(v, type_ir.items, False) for v in value)
+    return isinstance(value, dict)

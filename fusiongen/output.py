@@ -1,0 +1,78 @@
+"""Writing: the only impure step. Stage everything, then publish file by file with atomic renames.
+
+A build either publishes all its files or none (staging happens before anything in OUT changes);
+files this spec generated earlier and no longer needs are removed; nothing else in OUT is touched.
+Unchanged files are not rewritten, so their timestamps stay and tools watching them stay quiet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fusiongen.pipeline import Generation, owned_files
+
+
+@dataclass
+class Published:
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def publish(generation: Generation, out_dir: Path) -> Published:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = Published()
+    stale = [p for p in owned_files(out_dir, generation.header) if p not in generation.files]
+    staging = Path(tempfile.mkdtemp(prefix=".fusiongen-staging-", dir=out_dir))
+    try:
+        pending: list[tuple[Path, Path, str]] = []
+        for path, text in sorted(generation.files.items()):
+            target = out_dir / path
+            if target.is_file() and target.read_bytes() == text.encode("utf-8"):
+                result.unchanged.append(path)
+                continue
+            staged = staging / path
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            with staged.open("w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            pending.append((staged, target, path))
+        for staged, target, path in pending:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, target)
+            result.written.append(path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for path in stale:
+        (out_dir / path).unlink(missing_ok=True)
+        result.removed.append(path)
+        _remove_empty_parents((out_dir / path).parent, out_dir)
+    return result
+
+
+def _remove_empty_parents(directory: Path, stop: Path) -> None:
+    """Remove directories that removing stale files left empty (a bytecode cache does not count)."""
+    while directory != stop and directory.is_dir():
+        entries = [e for e in directory.iterdir() if e.name != "__pycache__"]
+        if entries:
+            return
+        shutil.rmtree(directory)
+        directory = directory.parent
+
+
+def write_user_file(path: Path, text: str) -> None:
+    """Write a user-owned file (the handler module) atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=".fusiongen-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

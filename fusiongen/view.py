@@ -1,0 +1,336 @@
+"""Prepare everything the templates print, so that templates only place values and never decide.
+
+Each `*View` holds names, literals and small Python expressions computed from the IR. The code
+shapes chosen here (which runtime check a field uses, how a list is walked) are the generated
+server's hot path, so they are straight-line and do no work a spec could have done at build time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fusiongen.ir import FieldIR, ModelIR, ServerIR, ToolIR, TypeIR
+from fusiongen.jsonschema import input_schema, output_schema
+from fusiongen.lower import pascal_case
+from fusiongen.pyliteral import py_literal, py_string
+
+_PY_TYPES = {
+    "string": "str",
+    "text": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "date": "datetime.date",
+    "datetime": "datetime.datetime",
+    "uuid": "uuid.UUID",
+    "enum": "str",
+}
+
+
+@dataclass(frozen=True)
+class ConstantView:
+    name: str
+    annotation: str
+    literal: str
+
+
+@dataclass(frozen=True)
+class OutputFieldView:
+    key: str  # the field name as a Python string literal
+    required: bool
+    nullable: bool
+    convert: str  # expression converting `value`; may raise OutputError
+
+
+@dataclass(frozen=True)
+class ShapeView:
+    function: str
+    model: str
+    description: str
+    fields: tuple[OutputFieldView, ...]
+
+
+@dataclass(frozen=True)
+class InputFieldView:
+    name: str
+    key: str
+    local: str  # a local variable name that cannot shadow anything
+    annotation: str
+    required: bool
+    nullable: bool
+    expected: str  # what a missing required field should have been
+    absent: str  # literal used when an optional field is absent
+    convert: str  # expression validating `value`, recording errors in `errors`
+
+
+@dataclass(frozen=True)
+class NestedInputView:
+    function: str
+    model: str
+    keys_constant: str
+    guarded_constant: str
+    fields: tuple[InputFieldView, ...]
+
+
+@dataclass(frozen=True)
+class ToolView:
+    name: str
+    name_literal: str
+    ident: str
+    handler: str
+    input_class: str
+    parse_function: str
+    call_function: str
+    description_literal: str
+    keys_constant: str
+    guarded_constant: str
+    inputs: tuple[InputFieldView, ...]
+    input_schema: ConstantView
+    output_schema: ConstantView | None
+    shape_function: str | None
+    collection: bool
+    annotations: str
+
+
+@dataclass(frozen=True)
+class ServerView:
+    name: str
+    name_literal: str
+    version_literal: str
+    instructions_literal: str
+    package: str
+    handlers_module_literal: str
+    handlers_dir_literal: str
+    tools: tuple[ToolView, ...]
+    shapes: tuple[ShapeView, ...]
+    nested_inputs: tuple[NestedInputView, ...]
+    output_constants: tuple[ConstantView, ...]
+    input_constants: tuple[ConstantView, ...]
+    input_imports: tuple[str, ...]  # standard modules the input dataclasses' annotations need
+    shape_runtime_names: tuple[str, ...]  # what each module imports from _runtime: exactly what it uses
+    input_runtime_names: tuple[str, ...]
+    tools_runtime_names: tuple[str, ...]
+    tool_shapes: tuple[str, ...]
+
+
+def _expected(type_ir: TypeIR) -> str:
+    return {
+        "string": "a string", "text": "a string", "integer": "an integer", "number": "a number",
+        "boolean": "true or false", "date": "a date as YYYY-MM-DD", "datetime": "an ISO 8601 date-time",
+        "uuid": "a UUID", "enum": "one of " + ", ".join(repr(v) for v in type_ir.enum_values),
+        "list": "an array", "model": "an object",
+    }[type_ir.kind]
+
+
+def _indexed(name: str) -> str:
+    """The name expression of item `index` of the list named by the expression `name`."""
+    body = name[2:-1] if name.startswith('f"') else name[1:-1]
+    return f'f"{body}[{{index}}]"'
+
+
+class _Builder:
+    def __init__(self, server: ServerIR) -> None:
+        self.server = server
+        self.output_constants: dict[str, ConstantView] = {}
+        self.input_constants: dict[str, ConstantView] = {}
+        self.shape_models: list[str] = []
+        self.input_models: list[str] = []
+
+    # --- output ----------------------------------------------------------------------------------
+    def enum_constant(self, table: dict[str, ConstantView], owner: str, field: str, values: tuple[str, ...],
+                      *, as_set: bool) -> str:
+        name = f"_{owner}_{field}_VALUES".upper()
+        literal = py_literal(frozenset(values)) if as_set else py_literal(values)
+        table[name] = ConstantView(name, "frozenset[str]" if as_set else "tuple[str, ...]", literal)
+        return name
+
+    def want_shape(self, model: str) -> str:
+        if model not in self.shape_models:
+            self.shape_models.append(model)
+        return f"shape_{self.server.model(model).snake}"
+
+    def output_convert(self, owner: ModelIR, field: FieldIR, type_ir: TypeIR, value: str, name: str,
+                       cast: str | None) -> str:
+        if cast is not None:
+            return f"cast_{cast}({value}, at, {name})"
+        kind = type_ir.kind
+        if kind == "enum":
+            constant = self.enum_constant(self.output_constants, owner.snake, field.name, type_ir.enum_values,
+                                          as_set=True)
+            return f"out_enum({value}, {constant}, at, {name})"
+        if kind == "model":
+            assert type_ir.model is not None
+            path = f'at + ".{field.name}"' if name.startswith('"') else f'f"{{at}}.{field.name}[{{index}}]"'
+            return f"{self.want_shape(type_ir.model)}({value}, {path})"
+        if kind == "list":
+            assert type_ir.items is not None
+            item = self.output_convert(owner, field, type_ir.items, "item", f'f"{field.name}[{{index}}]"', None)
+            return f"[{item} for index, item in enumerate(items_of({value}, at, {name}))]"
+        return f"out_{'string' if kind == 'text' else kind}({value}, at, {name})"
+
+    def shape(self, model: ModelIR) -> ShapeView:
+        fields = tuple(
+            OutputFieldView(
+                key=py_string(f.name),
+                required=f.required,
+                nullable=f.nullable,
+                convert=self.output_convert(model, f, f.type, "value", py_string(f.name), f.cast),
+            )
+            for f in model.visible_fields
+        )
+        return ShapeView(f"shape_{model.snake}", model.name, model.description or f"A {model.name}.", fields)
+
+    # --- input -----------------------------------------------------------------------------------
+    def want_nested_input(self, model: str) -> str:
+        if model not in self.input_models:
+            self.input_models.append(model)
+        return f"parse_{self.server.model(model).snake}_fields"
+
+    def input_convert(self, owner: str, field: FieldIR, type_ir: TypeIR, value: str, name: str) -> str:
+        secret = ", secret=True" if field.hidden else ""
+        kind = type_ir.kind
+        if kind == "enum":
+            constant = self.enum_constant(self.input_constants, owner, field.name, type_ir.enum_values,
+                                          as_set=False)
+            return f"in_enum({value}, {constant}, {name}, errors{secret})"
+        if kind == "model":
+            assert type_ir.model is not None
+            return f"{self.want_nested_input(type_ir.model)}({value}, {name}, errors)"
+        if kind == "list":
+            assert type_ir.items is not None
+            item = self.input_convert(owner, field, type_ir.items, "item", _indexed(name))
+            return f"[{item} for index, item in enumerate(in_list({value}, {name}, errors{secret}) or ())]"
+        return f"in_{'string' if kind == 'text' else kind}({value}, {name}, errors{secret})"
+
+    def input_field(self, owner: str, field: FieldIR, prefix: str) -> InputFieldView:
+        name = f'f"{{{prefix}}}.{field.name}"' if prefix else py_string(field.name)
+        annotation = self.annotation(field)
+        return InputFieldView(
+            name=field.name,
+            key=py_string(field.name),
+            local=f"{field.name}_",
+            annotation=annotation,
+            required=field.required,
+            nullable=field.nullable,
+            expected=py_string(_expected(field.type)),
+            absent=py_literal(field.default) if field.has_default else "None",
+            convert=self.input_convert(owner, field, field.type, "value", name),
+        )
+
+    def annotation(self, field: FieldIR) -> str:
+        base = self.type_annotation(field.type)
+        always_set = field.required or (field.has_default and field.default is not None)
+        return base if always_set and not field.nullable else f"{base} | None"
+
+    def type_annotation(self, type_ir: TypeIR) -> str:
+        if type_ir.kind == "list":
+            assert type_ir.items is not None
+            return f"list[{self.type_annotation(type_ir.items)}]"
+        if type_ir.kind == "model":
+            return "dict[str, Any]"
+        return _PY_TYPES[type_ir.kind]
+
+    def nested_input(self, model: ModelIR) -> NestedInputView:
+        snake = model.snake
+        keys = f"_{snake.upper()}_FIELDS"
+        guarded = f"_{snake.upper()}_GUARDED"
+        self.input_constants[keys] = ConstantView(keys, "frozenset[str]",
+                                                  py_literal(frozenset(f.name for f in model.writable_fields)))
+        self.input_constants[guarded] = ConstantView(
+            guarded, "frozenset[str]", py_literal(frozenset(f.name for f in model.fields if f.guarded)))
+        fields = tuple(self.input_field(snake, f, "at") for f in model.writable_fields)
+        return NestedInputView(f"parse_{snake}_fields", model.name, keys, guarded, fields)
+
+    # --- tools -----------------------------------------------------------------------------------
+    def tool(self, tool: ToolIR) -> ToolView:
+        upper = tool.ident.upper()
+        keys = f"_{upper}_KEYS"
+        guarded = f"_{upper}_GUARDED"
+        self.input_constants[keys] = ConstantView(keys, "frozenset[str]",
+                                                  py_literal(frozenset(f.name for f in tool.inputs)))
+        self.input_constants[guarded] = ConstantView(guarded, "frozenset[str]", py_literal(frozenset(tool.guarded)))
+        in_schema = input_schema(self.server, tool)
+        out_schema = output_schema(self.server, tool)
+        in_name = f"{upper}_INPUT"
+        out_name = f"{upper}_OUTPUT"
+        kind_hints = {
+            "query": "read_only_hint=True, destructive_hint=False, idempotent_hint=True",
+            "mutation": "read_only_hint=False, destructive_hint=True",
+            "action": "read_only_hint=False, destructive_hint=False",
+        }
+        return ToolView(
+            name=tool.name,
+            name_literal=py_string(tool.name),
+            ident=tool.ident,
+            handler=tool.handler,
+            input_class=f"{pascal_case(tool.ident)}Input",
+            parse_function=f"parse_{tool.ident}",
+            call_function=f"call_{tool.ident}",
+            description_literal=py_string(tool.description or tool.name),
+            keys_constant=keys,
+            guarded_constant=guarded,
+            inputs=tuple(self.input_field(tool.ident, f, "") for f in tool.inputs),
+            input_schema=ConstantView(in_name, "dict[str, Any]", py_literal(in_schema, 0, len(in_name) + 23)),
+            output_schema=ConstantView(out_name, "dict[str, Any]", py_literal(out_schema, 0, len(out_name) + 23))
+            if out_schema is not None else None,
+            shape_function=self.want_shape(tool.returns.model) if tool.returns else None,
+            collection=bool(tool.returns and tool.returns.collection),
+            annotations=kind_hints[tool.kind],
+        )
+
+
+def build_view(server: ServerIR, handlers_dir: str) -> ServerView:
+    builder = _Builder(server)
+    tools = tuple(builder.tool(t) for t in server.tools)
+    shapes: list[ShapeView] = []
+    while len(shapes) < len(builder.shape_models):  # shaping a model may ask for the shapes it nests
+        shapes.append(builder.shape(server.model(builder.shape_models[len(shapes)])))
+    nested: list[NestedInputView] = []
+    while len(nested) < len(builder.input_models):
+        nested.append(builder.nested_input(server.model(builder.input_models[len(nested)])))
+    converts = " ".join(f.convert for s in shapes for f in s.fields)
+    shape_names = {"MISSING", "OutputError", "reader", *_RUNTIME_CALL.findall(converts)}
+    input_converts = " ".join(f.convert for t in tools for f in t.inputs)
+    input_converts += " ".join(f.convert for n in nested for f in n.fields)
+    input_names = {"MISSING", "FieldError", "InvalidArguments", "check_keys", *_RUNTIME_CALL.findall(input_converts)}
+    if any(f.required for t in tools for f in t.inputs) or any(f.required for n in nested for f in n.fields):
+        input_names.add("missing")
+    if nested:
+        input_names.add("in_object")
+    tools_names = {"Handler", "InvalidArguments", "handler_failed", "validation_error"}
+    if any(t.shape_function for t in tools):
+        tools_names |= {"OutputError", "data_result", "output_invalid"}
+    if any(t.collection for t in tools):
+        tools_names.add("items_of")
+    if any(not t.shape_function for t in tools):
+        tools_names.add("done_result")
+    annotations = " ".join(f.annotation for t in tools for f in t.inputs)
+    imports = tuple(m for m in ("datetime", "uuid") if f"{m}." in annotations)
+    return ServerView(
+        name=server.name,
+        name_literal=py_string(server.name),
+        version_literal=py_string(server.version),
+        instructions_literal=py_string(server.instructions) if server.instructions else "None",
+        package=server.package,
+        handlers_module_literal=py_string(server.handlers_module),
+        handlers_dir_literal=py_string(handlers_dir),
+        tools=tools,
+        shapes=tuple(shapes),
+        nested_inputs=tuple(nested),
+        output_constants=tuple(sorted(builder.output_constants.values(), key=lambda c: c.name)),
+        input_constants=tuple(builder.input_constants.values()),
+        input_imports=imports,
+        shape_runtime_names=tuple(sorted(shape_names, key=_import_order)),
+        input_runtime_names=tuple(sorted(input_names, key=_import_order)),
+        tools_runtime_names=tuple(sorted(tools_names, key=_import_order)),
+        tool_shapes=tuple(sorted({t.shape_function for t in tools if t.shape_function})),
+    )
+
+
+_RUNTIME_CALL = re.compile(r"\b((?:out|in|cast)_[a-z]+|items_of)\(")
+
+
+def _import_order(name: str) -> tuple[int, str]:
+    """isort's order: CONSTANTS, then Classes, then functions."""
+    return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
