@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+import sys
 from dataclasses import dataclass
 from typing import Final, NoReturn
 
@@ -70,10 +71,11 @@ _SIMPLE_ESCAPES: Final = {
     "b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"
 }
 _HEX_ESCAPES: Final = {"x": 2, "u": 4, "U": 8}
-# Numbers, booleans, inf/nan and dates/times only use these characters (a space may separate the
-# date from the time); the scanner skips over them without interpreting them.
+# Numbers, booleans, inf/nan and dates/times only use these characters (plus one space between a
+# date and a time); the scanner skips over them without interpreting them.
 _SCALAR_START: Final = frozenset("0123456789+-tfin")
-_SCALAR_CHARS: Final = _BARE_KEY | frozenset("+.: ")
+_SCALAR_CHARS: Final = _BARE_KEY | frozenset("+.:")
+_DIGITS: Final = frozenset("0123456789")
 
 
 def _line_starts(source: str) -> list[int]:
@@ -313,6 +315,8 @@ class _Scanner:
             else:
                 self.fail("expected a key")
             parts.append((name, start))
+            if len(parts) > sys.getrecursionlimit():  # tomli's limit too; keeps path building linear
+                self.fail("a key with too many parts")
             self.skip_ws()
             if self.peek() != ".":
                 return parts
@@ -400,12 +404,17 @@ class _Scanner:
         elif c == "{":
             self.inline_table(path)
         elif c in _SCALAR_START:
-            while self.peek() in _SCALAR_CHARS:
-                self.i += 1
-            while self.src[self.i - 1] == " ":  # a trailing space belongs to no scalar
-                self.i -= 1
+            self.skip_scalar()
+            date = self.i - start == 10 and self.src[start + 4] == "-"
+            if date and self.peek() == " " and self.src[self.i + 1 : self.i + 2] in _DIGITS:
+                self.i += 1  # `1979-05-27 07:32:00`: the time after a space is part of the value
+                self.skip_scalar()
         else:
             self.fail("expected a value")
+
+    def skip_scalar(self) -> None:
+        while self.peek() in _SCALAR_CHARS:
+            self.i += 1
 
     def array(self, path: Path | None) -> None:
         """`[v, v, ...]`, with newlines, comments and a trailing comma allowed."""

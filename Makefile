@@ -1,0 +1,54 @@
+# fusiongen's tasks. Every target that needs Python creates the virtualenv first, from scratch if needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SPECS := $(wildcard specs/*.toml)
+
+.PHONY: venv demo test golden check-golden lint bench redis-server clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## demo: build the reference server and drive it over stdio with a scripted MCP client
+demo: venv
+	$(BIN)/fusiongen build specs/billing.toml -o .demo
+	$(BIN)/python specs/demo_client.py .demo
+
+## test: everything (the virtualenv, redis-server from Debian, then pytest)
+test: venv redis-server
+	$(BIN)/python -m pytest
+
+## redis-server: the real Redis the workflow-store tests run against (Debian package)
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing Debian's redis-server"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+## golden: rewrite golden/ from specs/
+golden: venv
+	@for spec in $(SPECS); do \
+		name=$$(basename $$spec .toml); \
+		$(BIN)/fusiongen build $$spec -o golden/$$name || exit $$?; \
+	done
+
+## check-golden: fail if golden/ is not what specs/ generate (the same check CI runs)
+check-golden: venv
+	@for spec in $(SPECS); do \
+		name=$$(basename $$spec .toml); \
+		$(BIN)/fusiongen check $$spec -o golden/$$name || exit $$?; \
+	done
+
+lint: venv
+	$(BIN)/ruff check fusiongen tests bench specs
+
+bench: venv
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .demo dist build
