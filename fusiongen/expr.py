@@ -31,6 +31,7 @@ import ast
 import difflib
 import enum
 import keyword
+import math
 import re
 import string
 from collections.abc import Callable
@@ -222,12 +223,14 @@ _BINARY = {"or": 1, "and": 2, "in": 4, "not in": 4, "==": 4, "!=": 4, "<": 4, "<
 _OR, _AND, _NOT, _CMP, _ATOM = 1, 2, 3, 4, 9
 _HELPERS = {"<": "_x_lt", "<=": "_x_le", ">": "_x_gt", ">=": "_x_ge", "+": "_x_add",
             "-": "_x_sub", "*": "_x_mul", "/": "_x_div", "//": "_x_floordiv", "%": "_x_mod"}
-_OPS2 = ("**", "//", "==", "!=", "<=", ">=", "&&", "||")
-_HINTS = {"=": "; use '==' to compare", "!": "; use 'not'", "&&": "; use 'and'",
+_HINTS = {"=": "; use '==' to compare", "is": "; use '==' or '!='", "!": "; use 'not'", "&&": "; use 'and'",
           "&": "; use 'and'", "||": "; use 'or'", "|": "; use 'or'",
           "**": " (there is no power operator)", ":": " (no format specs; use round(x, 2))"}
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t"}
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_TOKEN = re.compile(r"""\s*(?:(?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\w*)
+    |(?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?P<name>[^\W\d]\w*)
+    |(?P<op>\*\*|//|==|!=|<=|>=|&&|\|\||\S))""", re.X | re.S)
 _MAX_NESTING = 40  # bounds parser recursion (parentheses, calls, lists, prefix chains)
 _MAX_DEPTH = 60  # bounds tree depth: our recursion and CPython's 200-parenthesis limit
 _NUMS = frozenset({_T.INTEGER, _T.NUMBER, _T.ANY})
@@ -246,11 +249,7 @@ _SIGS: dict[str, tuple[str, tuple[frozenset[ExprType], ...], str, int]] = {
 
 
 class _Syntax(Exception):
-    """Internal: the first syntax error; becomes an ExprError and never escapes."""
-
-    def __init__(self, start: int, end: int, message: str) -> None:
-        super().__init__(message)
-        self.start, self.end, self.message = start, end, message
+    """Internal: the first syntax error, as (message, start, end); never escapes the module."""
 
 
 @dataclass(frozen=True)
@@ -281,52 +280,46 @@ def _mk(kind: str, start: int, end: int, *, op: str = "", value: object = None,
     """Build a node, refusing trees too deep to check or to emit safely."""
     depth = 1 + max((k.depth for k in kids), default=0)
     if depth > _MAX_DEPTH:
-        raise _Syntax(start, end, f"expression is too complex (over {_MAX_DEPTH} levels)")
+        raise _Syntax(f"expression is too complex (over {_MAX_DEPTH} levels)", start, end)
     return _Node(kind, start, end, op, value, kids, names, spans, depth)
 
 
 def _lex(text: str) -> list[_Tok]:
+    """Tokens; a lexical error becomes a last "bad" token, so that earlier syntax errors win."""
     toks: list[_Tok] = []
-    i, n = 0, len(text)
-    while i < n:
-        c, j = text[i], i + 1
-        if c.isspace():
-            i = j
-            continue
-        if c in "0123456789":
-            m = _NUMBER.match(text, i)
-            assert m is not None
-            j = m.end()
-            if j < n and (text[j].isalnum() or text[j] == "_"):
-                raise _Syntax(i, j + 1, f"invalid number {text[i:j + 1]!r}")
-            try:
-                value: object = float(m[0]) if m[1] or m[2] else int(m[0])
-            except ValueError:  # more digits than int() accepts
-                value = float("inf")
-            if value == float("inf"):
-                raise _Syntax(i, j, "number too large")
-            toks.append(_Tok("num", m[0], i, j, value))
-        elif c in "'\"":
-            out: list[str] = []
-            while j < n and text[j] != c:
-                esc = text[j + 1:j + 2] if text[j] == "\\" else None
-                if esc and esc not in _ESCAPES:
-                    raise _Syntax(j, j + 2, f"unknown escape '\\{esc}' (write '\\\\' for \\)")
-                out.append(text[j] if esc is None else _ESCAPES.get(esc, ""))
-                j += 1 if esc is None else 2  # a trailing backslash runs past the end
-            if j >= n:
-                raise _Syntax(i, n, "unterminated string")
-            j += 1
-            toks.append(_Tok("str", text[i:j], i, j, "".join(out)))
-        elif c.isalpha() or c == "_":
-            while j < n and (text[j].isalnum() or text[j] == "_"):
-                j += 1
-            toks.append(_Tok("name", text[i:j], i, j))
-        else:
-            j = i + (2 if text[i:i + 2] in _OPS2 else 1)
-            toks.append(_Tok("op", text[i:j], i, j))
-        i = j
-    return [*toks, _Tok("end", "", n, n)]
+    try:
+        for m in _TOKEN.finditer(text):
+            kind = m.lastgroup or "op"
+            tok, start, end = m[kind], m.start(kind), m.end(kind)
+            if kind == "op" and tok in "'\"":
+                raise _Syntax("unterminated string", start, len(text))
+            value = (_number(tok, start, end) if kind == "num" else
+                     _unescape(tok[1:-1], start + 1) if kind == "str" else None)
+            toks.append(_Tok(kind, tok, start, end, value))
+    except _Syntax as exc:
+        toks.append(_Tok("bad", *exc.args))
+    return [*toks, _Tok("end", "", len(text), len(text))]
+
+
+def _number(tok: str, start: int, end: int) -> int | float:
+    m = _NUMBER.fullmatch(tok)
+    if m is None:
+        raise _Syntax(f"invalid number {tok!r}", start, end)
+    try:
+        value = float(tok) if m[1] or m[2] else int(tok)
+    except ValueError:  # more digits than int() accepts
+        value = math.inf
+    if value == math.inf:
+        raise _Syntax("number too large", start, end)
+    return value
+
+
+def _unescape(body: str, start: int) -> str:
+    for e in re.finditer(r"\\(.)", body, re.S):
+        if e[1] not in _ESCAPES:
+            message = f"unknown escape '{e[0]}' (write '\\\\' for \\)"
+            raise _Syntax(message, start + e.start(), start + e.end())
+    return re.sub(r"\\(.)", lambda e: _ESCAPES[e[1]], body, flags=re.S)
 
 
 class _Parser:
@@ -347,10 +340,9 @@ class _Parser:
         return self.peek(-1)
 
     def error(self, tok: _Tok, message: str = "") -> _Syntax:
-        if not message and tok.kind == "end":
-            message = "unexpected end of expression"
-        return _Syntax(tok.start, tok.end,
-                       message or f"unexpected {tok.text!r}{_HINTS.get(tok.text, '')}")
+        if not message and tok.kind in ("end", "bad"):
+            message = tok.text or "unexpected end of expression"
+        return _Syntax(message or f"unexpected {tok.text!r}{_HINTS.get(tok.text, '')}", tok.start, tok.end)
 
     def nest(self, tok: _Tok) -> None:
         self.nesting += 1
@@ -368,7 +360,7 @@ class _Parser:
 
     def parse(self) -> _Node:
         if self.peek().kind == "end":
-            raise _Syntax(0, 0, "empty expression")
+            raise _Syntax("empty expression", 0, 0)
         node = self.expr(1)
         if self.peek().kind != "end":
             raise self.error(self.peek())
@@ -432,8 +424,7 @@ class _Parser:
         if tok.text in _CONSTS:
             return _mk("lit", tok.start, tok.end, value=_CONSTS[tok.text])
         if keyword.iskeyword(tok.text):
-            hint = "; use '==' or '!='" if tok.text == "is" else ""
-            raise self.error(tok, f"'{tok.text}' is not supported{hint}")
+            raise self.error(tok, f"'{tok.text}' is not supported{_HINTS.get(tok.text, '')}")
         if self.is_("("):
             kids, end = self.items(self.take(), ")")
             return _mk("call", tok.start, end, op=tok.text, kids=kids, spans=((tok.start, tok.end),))
@@ -446,7 +437,7 @@ class _Parser:
             spans.append((seg.start, seg.end))
         if self.is_("("):
             fix = f"; write {names[-1]}({'.'.join(names[:-1])})" if names[-1] in _FUNCS else ""
-            raise _Syntax(spans[-1][0], self.peek().end, f"method calls are not supported{fix}")
+            raise _Syntax(f"method calls are not supported{fix}", spans[-1][0], self.peek().end)
         return _mk("path", tok.start, spans[-1][1], names=tuple(names), spans=tuple(spans))
 
 
@@ -520,7 +511,7 @@ class _Checker:
         try:
             return self.emit(_Parser(_lex(text)).parse())
         except _Syntax as exc:
-            return self.fail((exc.start, exc.end), exc.message)
+            return self.fail(exc.args[1:], exc.args[0])
         finally:
             self.base = 0
 

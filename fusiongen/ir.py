@@ -68,10 +68,77 @@ class ModelIR:
 
 
 @dataclass(frozen=True)
-class ReturnsIR:
-    """What a tool returns: the shape of a model (its visible fields), one or a list."""
+class ExprIR:
+    """A compiled expression: the spec's text, the Python that computes it, and the paths it reads."""
 
-    model: str
+    source: str
+    python: str
+    paths: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class RuleIR:
+    text: ExprIR  # a template
+    when: ExprIR | None = None
+
+
+@dataclass(frozen=True)
+class SuggestionIR:
+    tool: str
+    reason: ExprIR
+    when: ExprIR | None = None
+
+
+@dataclass(frozen=True)
+class UIBlockIR:
+    """One UI block. Which of the template fields are set depends on `type` (validated when lowering)."""
+
+    type: str
+    for_user: bool  # audience = "user": annotated for the human, may show real values
+    when: ExprIR | None = None
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[ExprIR, ...], ...] = ()  # table: fixed rows, or the one row per item of a collection
+    text: ExprIR | None = None
+    items: tuple[ExprIR, ...] = ()  # list: fixed entries, or the one entry per item of a collection
+    path: tuple[str, ...] = ()  # json: the field shown, () for the whole result
+    language: str = ""
+
+
+# A redaction path made concrete against a schema: field names, and "[*]" for every item of a list.
+RedactionPath = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PresenterIR:
+    """What an agent perceives of a result. Implicit presenters (a model named in `returns`) have
+    only a schema and the rules their field descriptions give."""
+
+    name: str
+    snake: str
+    implicit: bool
+    model: str | None
+    description: str | None
+    fields: tuple[FieldIR, ...]
+    embeds: tuple[tuple[str, str], ...] = ()  # (field, child presenter)
+    description_rules: tuple[str, ...] = ()
+    rules: tuple[RuleIR, ...] = ()  # static (when is None) first, then conditional, in spec order
+    collection_rules: tuple[RuleIR, ...] = ()
+    redactions: tuple[RedactionPath, ...] = ()  # this presenter's own paths, not its children's
+    censor: str = "[REDACTED]"
+    limit: int | None = None
+    ui: tuple[UIBlockIR, ...] = ()
+    collection_ui: tuple[UIBlockIR, ...] = ()
+    suggestions: tuple[SuggestionIR, ...] = ()
+
+    def embed(self, field: str) -> str | None:
+        return dict(self.embeds).get(field)
+
+
+@dataclass(frozen=True)
+class ReturnsIR:
+    """What a tool returns: a presenter's shape of one item or of a collection."""
+
+    presenter: str
     collection: bool
 
 
@@ -95,7 +162,11 @@ class ServerIR:
     instructions: str | None
     handlers_module: str
     models: tuple[ModelIR, ...]
+    presenters: tuple[PresenterIR, ...]  # explicit ones in spec order, then implicit ones
     tools: tuple[ToolIR, ...]
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)
+
+    def presenter(self, name: str) -> PresenterIR:
+        return next(p for p in self.presenters if p.name == name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusiongen.ir import FieldIR, ModelIR, ServerIR, ToolIR, TypeIR
+from fusiongen.ir import FieldIR, ModelIR, PresenterIR, RedactionPath, ServerIR, ToolIR, TypeIR
 
 _SCALARS: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},
@@ -77,6 +77,65 @@ class _SchemaBuilder:
         schema["additionalProperties"] = False
         return schema
 
+    def presenter_schema(self, presenter: PresenterIR, redactions: tuple[RedactionPath, ...] = ()) -> dict[str, Any]:
+        """A presenter's output: its fields, embedded presenters inline, redacted paths admitting only the censor."""
+        paths = (*presenter.redactions, *redactions)
+        return self.redacted_object(presenter.fields, presenter.description, paths, presenter)
+
+    def redacted_object(self, fields: tuple[FieldIR, ...], description: str | None,
+                        paths: tuple[RedactionPath, ...], presenter: PresenterIR | None,
+                        censor: str | None = None) -> dict[str, Any]:
+        censor = presenter.censor if presenter is not None else censor
+        assert censor is not None
+        schema: dict[str, Any] = {"type": "object"}
+        if description:
+            schema["description"] = description
+        properties: dict[str, Any] = {}
+        for field in fields:
+            below = tuple(p[1:] for p in paths if p[0] == field.name)
+            embed = presenter.embed(field.name) if presenter is not None else None
+            if () in below:  # the whole field is masked
+                properties[field.name] = self.censored(field, censor)
+            elif embed is not None or below:
+                properties[field.name] = self.redacted_field(field, below, embed, censor)
+            else:
+                properties[field.name] = self.field_schema(field)
+        schema["properties"] = properties
+        required = [f.name for f in fields if f.required]
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        return schema
+
+    def censored(self, field: FieldIR, censor: str) -> dict[str, Any]:
+        schema: dict[str, Any] = {"const": censor}
+        if field.nullable:
+            schema = {"anyOf": [schema, {"type": "null"}]}
+        if field.description:
+            schema["description"] = field.description
+        return schema
+
+    def redacted_field(self, field: FieldIR, below: tuple[RedactionPath, ...], embed: str | None,
+                       censor: str) -> dict[str, Any]:
+        is_list = field.type.kind == "list"
+        item_paths = tuple(p[1:] for p in below if p[:1] == ("[*]",)) if is_list else below
+        target = field.type.items if is_list else field.type
+        assert target is not None
+        if embed is not None:
+            item = self.presenter_schema(self.server.presenter(embed), item_paths)
+        elif () in item_paths:
+            item = {"const": censor}
+        else:
+            assert target.model is not None
+            model = self.server.model(target.model)
+            item = self.redacted_object(model.visible_fields, model.description, item_paths, None, censor)
+        schema: dict[str, Any] = {"type": "array", "items": item} if is_list else item
+        if field.nullable:
+            schema = {"anyOf": [schema, {"type": "null"}]}
+        if field.description and "description" not in schema:
+            schema["description"] = field.description
+        return schema
+
     def finish(self, schema: dict[str, Any]) -> dict[str, Any]:
         if self.defs:
             schema["$defs"] = dict(sorted(self.defs.items()))
@@ -92,15 +151,19 @@ def output_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any] | None:
     if tool.returns is None:
         return None
     builder = _SchemaBuilder(server, output=True)
-    model = server.model(tool.returns.model)
-    if tool.returns.collection:
-        item = builder.type_schema(TypeIR("model", model=model.name))
-        schema = {
-            "type": "object",
-            "properties": {"items": {"type": "array", "items": item}},
-            "required": ["items"],
-            "additionalProperties": False,
-        }
-    else:
-        schema = builder.object_schema(model.visible_fields, model.description)
+    presenter = server.presenter(tool.returns.presenter)
+    item = builder.presenter_schema(presenter)
+    if not tool.returns.collection:
+        return builder.finish(item)
+    schema = {
+        "type": "object",
+        "properties": {
+            "items": {"type": "array", "items": item},
+            "total": {"type": "integer", "description": "How many items the tool found."},
+            "shown": {"type": "integer", "description": "How many items are in this result."},
+            "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
+        },
+        "required": ["items", "total", "shown", "truncated"],
+        "additionalProperties": False,
+    }
     return builder.finish(schema)

@@ -185,14 +185,15 @@ def _allowed_keys(loc: Loc) -> list[str]:
         if current is None:
             return []
     model = _as_model(current)
-    return list(model.model_fields) if model else []
+    return [f.alias or name for name, f in model.model_fields.items()] if model else []
 
 
 def _step(annotation: Any, part: str | int) -> Any:
     annotation = _unwrap(annotation)
     model = _as_model(annotation)
     if model is not None:
-        field = model.model_fields.get(str(part))
+        by_key = {f.alias or name: f for name, f in model.model_fields.items()}
+        field = by_key.get(str(part))
         return field.annotation if field else None
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)

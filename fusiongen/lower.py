@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
 from fusiongen.ir import CAST_KINDS, SCALAR_KINDS, FieldIR, ModelIR, ReturnsIR, ServerIR, ToolIR, TypeIR
 from fusiongen.loader import LoadedSpec, Loc
+from fusiongen.lower_presenters import PresenterLowering
 from fusiongen.spec import FieldSpec, ModelSpec, ToolSpec
 
 SERVER_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
@@ -67,7 +68,16 @@ class _Lowering:
             self.error("FG140", f'handler module "{handlers}" is not an importable Python module name',
                        ("server", "handlers"), value=True)
         models = tuple(self.lower_model(name, model) for name, model in self.spec.models.items())
+        presenting = PresenterLowering(self, {m.name: m for m in models})
+        for name, presenter in self.spec.presenters.items():
+            presenting.fields[name] = presenting.schema(name, presenter)
+        self.check_embed_cycles()
+        presenters = [presenting.lower(name, p, set(self.spec.tools)) for name, p in self.spec.presenters.items()]
         tools = tuple(self.lower_tool(name, tool) for name, tool in self.spec.tools.items())
+        for tool in tools:
+            if tool.returns and tool.returns.presenter not in self.spec.presenters and all(
+                    p.name != tool.returns.presenter for p in presenters):
+                presenters.append(presenting.implicit(next(m for m in models if m.name == tool.returns.presenter)))
         self.check_collisions(models, tools)
         return ServerIR(
             name=server.name,
@@ -76,6 +86,7 @@ class _Lowering:
             instructions=server.instructions,
             handlers_module=handlers,
             models=models,
+            presenters=tuple(presenters),
             tools=tools,
         )
 
@@ -261,14 +272,38 @@ class _Lowering:
         return fields, guarded
 
     def resolve_returns(self, returns: str, loc: Loc) -> ReturnsIR | None:
+        """A presenter name, else a model name (its implicit presenter); "X[]" for a collection."""
         collection = returns.endswith("[]")
         name = returns[:-2] if collection else returns
-        if name in self.spec.models:
-            return ReturnsIR(model=name, collection=collection)
-        close = difflib.get_close_matches(name, list(self.spec.models), n=1)
-        self.error("FG111", f'returns names unknown model "{name}"', loc, value=True,
-                   hint=f'did you mean "{close[0]}"?' if close else 'name a model, or "Model[]" for a list')
+        if name in self.spec.presenters or name in self.spec.models:
+            return ReturnsIR(presenter=name, collection=collection)
+        close = difflib.get_close_matches(name, [*self.spec.presenters, *self.spec.models], n=1)
+        self.error("FG111", f'returns names unknown presenter or model "{name}"', loc, value=True,
+                   hint=f'did you mean "{close[0]}"?' if close else 'name a presenter or a model, "X[]" for a list')
         return None
+
+    def check_embed_cycles(self) -> None:
+        """Embedded presenters must form a tree: a cycle would shape data forever."""
+        graph = {name: [c for c in p.embed.values() if c in self.spec.presenters]
+                 for name, p in self.spec.presenters.items()}
+        reported: set[str] = set()
+
+        def visit(name: str, trail: list[str]) -> None:
+            for child in graph[name]:
+                if child in trail:
+                    cycle = [*trail[trail.index(child):], child]
+                    if cycle[0] not in reported:
+                        reported.add(cycle[0])
+                        self.error("FG154", "embedded presenters form a cycle: " + " → ".join(cycle),
+                                   ("presenters", cycle[0], "embed"))
+                    continue
+                visit(child, [*trail, child])
+
+        for name in graph:
+            visit(name, [name])
+
+    def snake(self, name: str) -> str:
+        return snake_case(name)
 
     def check_collisions(self, models: tuple[ModelIR, ...], tools: tuple[ToolIR, ...]) -> None:
         first_by_handler: dict[str, str] = {}

@@ -64,7 +64,55 @@ class ToolSpec(_Strict):
     input_from: str | None = Field(default=None, description='"Model.operation": its fillable fields.')
 
 
+UI_TYPES = ("table", "markdown", "list", "mermaid", "json", "code", "summary")
+
+
+class UIBlockSpec(_Strict):
+    """A block shown with a result: for the model by default, or only for the human (`audience = "user"`)."""
+
+    type: Literal["table", "markdown", "list", "mermaid", "json", "code", "summary"]
+    audience: Literal["model", "user"] = "model"
+    when: str | None = Field(default=None, description="Show the block only when this condition holds.")
+    columns: list[str] | None = Field(default=None, description="table: the header cells.")
+    rows: list[list[str]] | None = Field(default=None, description="table (one item): rows of cell templates.")
+    row: list[str] | None = Field(default=None, description="table (collection): one row of cells per item.")
+    text: str | None = Field(default=None, description="markdown, mermaid, code, summary: a template.")
+    items: list[str] | None = Field(default=None, description="list (one item): entry templates.")
+    item: str | None = Field(default=None, description="list (collection): one entry template per item.")
+    path: str | None = Field(default=None, description="json: the field shown (default: the whole result).")
+    language: str | None = Field(default=None, description="code: the fence's language.")
+
+
+class ConditionalRuleSpec(_Strict):
+    when: str
+    rule: str
+
+
+class SuggestionSpec(_Strict):
+    tool: str
+    reason: str
+    when: str | None = None
+
+
+class PresenterSpec(_Strict):
+    model: str | None = Field(default=None, description="The model whose non-hidden fields form the schema.")
+    fields: list[str] | None = Field(default=None, description="Narrow the model's fields to these.")
+    schema_: dict[str, FieldDecl] | None = Field(default=None, alias="schema",
+                                                 description="An inline schema instead of model/fields.")
+    rules: list[str] = Field(default_factory=list)
+    collection_rules: list[str] = Field(default_factory=list)
+    rules_when: list[ConditionalRuleSpec] = Field(default_factory=list)
+    redact_pii: list[str] = Field(default_factory=list, description="Paths masked before serialization.")
+    censor: str = "[REDACTED]"
+    limit: int | None = Field(default=None, description="Collections: at most this many items.")
+    embed: dict[str, str] = Field(default_factory=dict, description="field → the child presenter that shapes it.")
+    ui: list[UIBlockSpec] = Field(default_factory=list)
+    collection_ui: list[UIBlockSpec] = Field(default_factory=list)
+    suggest: list[SuggestionSpec] = Field(default_factory=list)
+
+
 class Spec(_Strict):
     server: ServerSpec
     models: dict[str, ModelSpec] = Field(default_factory=dict)
+    presenters: dict[str, PresenterSpec] = Field(default_factory=dict)
     tools: dict[str, ToolSpec] = Field(default_factory=dict)

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from fusiongen.ir import FieldIR, ModelIR, ServerIR, ToolIR, TypeIR
 from fusiongen.jsonschema import input_schema, output_schema
 from fusiongen.lower import pascal_case
+from fusiongen.expr import RUNTIME_SOURCE
 from fusiongen.pyliteral import py_literal, py_string
+from fusiongen.view_presenters import PresenterView, build_presenters, used_names
 
 _PY_TYPES = {
     "string": "str",
@@ -88,8 +90,7 @@ class ToolView:
     inputs: tuple[InputFieldView, ...]
     input_schema: ConstantView
     output_schema: ConstantView | None
-    shape_function: str | None
-    collection: bool
+    present_function: str | None  # in presenters.py
     annotations: str
 
 
@@ -111,7 +112,11 @@ class ServerView:
     shape_runtime_names: tuple[str, ...]  # what each module imports from _runtime: exactly what it uses
     input_runtime_names: tuple[str, ...]
     tools_runtime_names: tuple[str, ...]
-    tool_shapes: tuple[str, ...]
+    presenters: tuple[PresenterView, ...]
+    presenter_constants: tuple[tuple[str, str], ...]  # (name, literal)
+    presenter_runtime_names: tuple[str, ...]
+    expression_names: tuple[str, ...]  # the _x_ helpers presenters.py calls
+    expressions_source: str  # the helpers' module body (fusiongen.expr.RUNTIME_SOURCE)
 
 
 def _expected(type_ir: TypeIR) -> str:
@@ -138,10 +143,15 @@ class _Builder:
         self.input_models: list[str] = []
 
     # --- output ----------------------------------------------------------------------------------
-    def enum_constant(self, table: dict[str, ConstantView], owner: str, field: str, values: tuple[str, ...],
-                      *, as_set: bool) -> str:
-        name = f"_{owner}_{field}_VALUES".upper()
+    def enum_constant(self, table: dict[str, ConstantView], field: str, values: tuple[str, ...], *,
+                      as_set: bool) -> str:
+        """One constant per field name and value set: `STATUS_VALUES`, then `STATUS_VALUES_2`..."""
         literal = py_literal(frozenset(values)) if as_set else py_literal(values)
+        base = f"{field.upper()}_VALUES" if as_set else f"_{field.upper()}_VALUES"
+        name, number = base, 1
+        while name in table and table[name].literal != literal:
+            number += 1
+            name = f"{base}_{number}"
         table[name] = ConstantView(name, "frozenset[str]" if as_set else "tuple[str, ...]", literal)
         return name
 
@@ -150,35 +160,40 @@ class _Builder:
             self.shape_models.append(model)
         return f"shape_{self.server.model(model).snake}"
 
-    def output_convert(self, owner: ModelIR, field: FieldIR, type_ir: TypeIR, value: str, name: str,
-                       cast: str | None) -> str:
+    def want_shape_ref(self, model: str) -> str:
+        """A model's shape as presenters.py refers to it."""
+        return "shapes." + self.want_shape(model)
+
+    def output_convert(self, field: FieldIR, type_ir: TypeIR, value: str, name: str,
+                       cast: str | None, embed: str | None = None, prefix: str = "") -> str:
         if cast is not None:
             return f"cast_{cast}({value}, at, {name})"
         kind = type_ir.kind
         if kind == "enum":
-            constant = self.enum_constant(self.output_constants, owner.snake, field.name, type_ir.enum_values,
-                                          as_set=True)
-            return f"out_enum({value}, {constant}, at, {name})"
+            constant = self.enum_constant(self.output_constants, field.name, type_ir.enum_values, as_set=True)
+            return f"out_enum({value}, {prefix}{constant}, at, {name})"
         if kind == "model":
             assert type_ir.model is not None
             path = f'at + ".{field.name}"' if name.startswith('"') else f'f"{{at}}.{field.name}[{{index}}]"'
-            return f"{self.want_shape(type_ir.model)}({value}, {path})"
+            if embed is not None:
+                return f"shape_{self.server.presenter(embed).snake}({value}, {path})"
+            return f"{prefix}{self.want_shape(type_ir.model)}({value}, {path})"
         if kind == "list":
             assert type_ir.items is not None
-            item = self.output_convert(owner, field, type_ir.items, "item", f'f"{field.name}[{{index}}]"', None)
+            item = self.output_convert(field, type_ir.items, "item", f'f"{field.name}[{{index}}]"', None,
+                                       embed, prefix)
             return f"[{item} for index, item in enumerate(items_of({value}, at, {name}))]"
         return f"out_{'string' if kind == 'text' else kind}({value}, at, {name})"
 
+    def output_field(self, field: FieldIR, embeds: dict[str, str] | None = None,
+                     prefix: str = "shapes.") -> OutputFieldView:
+        key = py_string(field.name)
+        convert = self.output_convert(field, field.type, "value", key, field.cast,
+                                      (embeds or {}).get(field.name), prefix)
+        return OutputFieldView(key=key, required=field.required, nullable=field.nullable, convert=convert)
+
     def shape(self, model: ModelIR) -> ShapeView:
-        fields = tuple(
-            OutputFieldView(
-                key=py_string(f.name),
-                required=f.required,
-                nullable=f.nullable,
-                convert=self.output_convert(model, f, f.type, "value", py_string(f.name), f.cast),
-            )
-            for f in model.visible_fields
-        )
+        fields = tuple(self.output_field(f, prefix="") for f in model.visible_fields)
         return ShapeView(f"shape_{model.snake}", model.name, model.description or f"A {model.name}.", fields)
 
     # --- input -----------------------------------------------------------------------------------
@@ -187,23 +202,22 @@ class _Builder:
             self.input_models.append(model)
         return f"parse_{self.server.model(model).snake}_fields"
 
-    def input_convert(self, owner: str, field: FieldIR, type_ir: TypeIR, value: str, name: str) -> str:
+    def input_convert(self, field: FieldIR, type_ir: TypeIR, value: str, name: str) -> str:
         secret = ", secret=True" if field.hidden else ""
         kind = type_ir.kind
         if kind == "enum":
-            constant = self.enum_constant(self.input_constants, owner, field.name, type_ir.enum_values,
-                                          as_set=False)
+            constant = self.enum_constant(self.input_constants, field.name, type_ir.enum_values, as_set=False)
             return f"in_enum({value}, {constant}, {name}, errors{secret})"
         if kind == "model":
             assert type_ir.model is not None
             return f"{self.want_nested_input(type_ir.model)}({value}, {name}, errors)"
         if kind == "list":
             assert type_ir.items is not None
-            item = self.input_convert(owner, field, type_ir.items, "item", _indexed(name))
+            item = self.input_convert(field, type_ir.items, "item", _indexed(name))
             return f"[{item} for index, item in enumerate(in_list({value}, {name}, errors{secret}) or ())]"
         return f"in_{'string' if kind == 'text' else kind}({value}, {name}, errors{secret})"
 
-    def input_field(self, owner: str, field: FieldIR, prefix: str) -> InputFieldView:
+    def input_field(self, field: FieldIR, prefix: str) -> InputFieldView:
         name = f'f"{{{prefix}}}.{field.name}"' if prefix else py_string(field.name)
         annotation = self.annotation(field)
         return InputFieldView(
@@ -215,7 +229,7 @@ class _Builder:
             nullable=field.nullable,
             expected=py_string(_expected(field.type)),
             absent=py_literal(field.default) if field.has_default else "None",
-            convert=self.input_convert(owner, field, field.type, "value", name),
+            convert=self.input_convert(field, field.type, "value", name),
         )
 
     def annotation(self, field: FieldIR) -> str:
@@ -239,7 +253,7 @@ class _Builder:
                                                   py_literal(frozenset(f.name for f in model.writable_fields)))
         self.input_constants[guarded] = ConstantView(
             guarded, "frozenset[str]", py_literal(frozenset(f.name for f in model.fields if f.guarded)))
-        fields = tuple(self.input_field(snake, f, "at") for f in model.writable_fields)
+        fields = tuple(self.input_field(f, "at") for f in model.writable_fields)
         return NestedInputView(f"parse_{snake}_fields", model.name, keys, guarded, fields)
 
     # --- tools -----------------------------------------------------------------------------------
@@ -270,12 +284,13 @@ class _Builder:
             description_literal=py_string(tool.description or tool.name),
             keys_constant=keys,
             guarded_constant=guarded,
-            inputs=tuple(self.input_field(tool.ident, f, "") for f in tool.inputs),
+            inputs=tuple(self.input_field(f, "") for f in tool.inputs),
             input_schema=ConstantView(in_name, "dict[str, Any]", py_literal(in_schema, 0, len(in_name) + 23)),
             output_schema=ConstantView(out_name, "dict[str, Any]", py_literal(out_schema, 0, len(out_name) + 23))
             if out_schema is not None else None,
-            shape_function=self.want_shape(tool.returns.model) if tool.returns else None,
-            collection=bool(tool.returns and tool.returns.collection),
+            present_function=None if tool.returns is None else (
+                f"present_{self.server.presenter(tool.returns.presenter).snake}"
+                + ("_many" if tool.returns.collection else "")),
             annotations=kind_hints[tool.kind],
         )
 
@@ -283,6 +298,8 @@ class _Builder:
 def build_view(server: ServerIR, handlers_dir: str) -> ServerView:
     builder = _Builder(server)
     tools = tuple(builder.tool(t) for t in server.tools)
+    presenter_constants: dict[str, str] = {}
+    presenters = build_presenters(server, builder, presenter_constants)
     shapes: list[ShapeView] = []
     while len(shapes) < len(builder.shape_models):  # shaping a model may ask for the shapes it nests
         shapes.append(builder.shape(server.model(builder.shape_models[len(shapes)])))
@@ -299,12 +316,18 @@ def build_view(server: ServerIR, handlers_dir: str) -> ServerView:
     if nested:
         input_names.add("in_object")
     tools_names = {"Handler", "InvalidArguments", "handler_failed", "validation_error"}
-    if any(t.shape_function for t in tools):
-        tools_names |= {"OutputError", "data_result", "output_invalid"}
-    if any(t.collection for t in tools):
-        tools_names.add("items_of")
-    if any(not t.shape_function for t in tools):
+    if any(t.present_function for t in tools):
+        tools_names |= {"OutputError", "output_invalid"}
+    if any(not t.present_function for t in tools):
         tools_names.add("done_result")
+    presenter_code = used_names(presenters)
+    presenter_names = {"Notes", "presented_result", *_RUNTIME_CALL.findall(presenter_code), *_PRESENTER_CALL.findall(presenter_code)}
+    if any(p.own_shape for p in presenters):
+        presenter_names |= {"MISSING", "OutputError", "reader"}
+    if any(p.many for p in presenters):
+        presenter_names |= {"items_of", "truncation_block"}
+    if any(p.blocks or p.collection_blocks for p in presenters):
+        presenter_names.add("Block")
     annotations = " ".join(f.annotation for t in tools for f in t.inputs)
     imports = tuple(m for m in ("datetime", "uuid") if f"{m}." in annotations)
     return ServerView(
@@ -324,11 +347,17 @@ def build_view(server: ServerIR, handlers_dir: str) -> ServerView:
         shape_runtime_names=tuple(sorted(shape_names, key=_import_order)),
         input_runtime_names=tuple(sorted(input_names, key=_import_order)),
         tools_runtime_names=tuple(sorted(tools_names, key=_import_order)),
-        tool_shapes=tuple(sorted({t.shape_function for t in tools if t.shape_function})),
+        presenters=presenters,
+        presenter_constants=tuple(presenter_constants.items()),
+        presenter_runtime_names=tuple(sorted(presenter_names, key=_import_order)),
+        expression_names=tuple(sorted(set(_EXPRESSION_CALL.findall(presenter_code)))),
+        expressions_source=RUNTIME_SOURCE,
     )
 
 
 _RUNTIME_CALL = re.compile(r"\b((?:out|in|cast)_[a-z]+|items_of)\(")
+_PRESENTER_CALL = re.compile(r"\b(expect_dict|expect_list|table_text|list_text|json_text|fenced|summary_text)\(")
+_EXPRESSION_CALL = re.compile(r"\b(_x_[a-z0-9_]+)\b")
 
 
 def _import_order(name: str) -> tuple[int, str]:

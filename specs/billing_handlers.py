@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from billing_server.inputs import (
+        BillingRemindInput,
         CustomerGetInput,
         InvoiceCreateInput,
         InvoiceGetInput,
@@ -57,7 +58,14 @@ INVOICES: dict[str, dict[str, Any]] = {
         "lines": [_line("SKU-3", "Bombe maintenance", 1, 5000, "5500000000000004")],
     },
 }
-_ids = itertools.count(3)
+for number, status, amount in ((3, "approved", 72000), (4, "draft", 1500), (5, "paid", 99900)):
+    INVOICES[f"inv-{number}"] = {
+        "id": f"inv-{number}", "customer_id": "c-1", "amount_cents": amount, "status": status,
+        "due_date": datetime.date(2026, 12, number), "created_at": datetime.datetime(2026, 11, number, 8, 0),
+        "internal_notes": f"batch {number}", "cost_basis": 1.5,
+        "lines": [_line(f"SKU-{number}0", "Consulting", number, 1000, "4000056655665556")],
+    }
+_ids = itertools.count(6)
 
 
 def _with_customer(invoice: dict[str, Any]) -> dict[str, Any]:
@@ -102,3 +110,14 @@ async def update_invoice(args: InvoiceUpdateInput, ctx: Any) -> Any:
 def get_customer(args: CustomerGetInput) -> Any:
     """customer.get: Fetch one customer by id."""
     return CUSTOMERS[args.id]
+
+
+REMINDERS: list[str] = []
+
+
+def send_reminder(args: BillingRemindInput) -> Any:
+    """billing.remind: Send a payment reminder for an overdue invoice."""
+    if args.invoice_id not in INVOICES:
+        raise KeyError(args.invoice_id)
+    REMINDERS.append(args.invoice_id)
+    return None

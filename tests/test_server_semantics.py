@@ -19,13 +19,15 @@ pytestmark = pytest.mark.anyio
 
 MODES = ["legacy", "2026-07-28"]
 # Values in the seed that must never reach an agent: hidden fields and undeclared keys.
-SECRETS = ["legal says hold", "800.5", "078-05-1120", "219-09-9999", "790", "B-17", "created by an agent"]
+SECRETS = ["legal says hold", "800.5", "078-05-1120", "219-09-9999", "790", "B-17", "created by an agent",
+           "4111111111111111", "5500000000000004", "ada@example.com", "alan@example.com"]
 HIDDEN_KEYS = ["internal_notes", "cost_basis", "ssn", "credit_score", "warehouse_bin"]
 
 
 def everything(result: Any) -> str:
-    """All an agent receives from a result: every content block and the structured content."""
-    return result.model_dump_json(by_alias=True)
+    """All the model receives from a result: content blocks not reserved for the user, structured content."""
+    blocks = [b for b in result.content if not (b.annotations and b.annotations.audience == ["user"])]
+    return json.dumps([b.model_dump(by_alias=True) for b in blocks]) + json.dumps(result.structured_content)
 
 
 def assert_no_secrets(result: Any) -> None:
@@ -44,7 +46,8 @@ async def tool_schemas(client: Client) -> dict[str, Any]:
 async def test_tools_are_listed_with_schemas_and_hints(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(), mode=mode, cache=None) as client:
         tools = await tool_schemas(client)
-    assert list(tools) == ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get"]
+    assert list(tools) == ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get",
+                           "billing.remind"]
     assert tools["invoice.get"].annotations.read_only_hint is True
     assert tools["invoice.create"].annotations.destructive_hint is True
     create = tools["invoice.create"].input_schema
@@ -62,12 +65,13 @@ async def test_get_returns_declared_visible_data_only_with_casts(billing: Genera
         result = await client.call_tool("invoice.get", {"id": "inv-1"})
     assert not result.is_error
     data = result.structured_content
-    assert list(data) == ["id", "customer_id", "customer", "lines", "amount_cents", "status", "due_date",
-                          "created_at"]
+    # The Invoice presenter narrows the model to these fields, in this order.
+    assert list(data) == ["id", "customer", "lines", "amount_cents", "status", "due_date"]
     assert data["amount_cents"] == 123400.0  # "123400" in the store, cast to number
     assert data["lines"][0]["unit_price_cents"] == 100000  # "100000", cast to integer
-    assert data["customer"] == {"id": "c-1", "name": "Ada Lovelace", "email": "ada@example.com"}
-    assert data["due_date"] == "2026-10-01" and data["created_at"] == "2026-09-01T09:30:00"
+    assert data["lines"][0]["card_number"] == "[REDACTED]"  # lines[*].card_number
+    assert data["customer"] == {"id": "c-1", "name": "Ada Lovelace", "email": "[REDACTED]"}  # embedded presenter
+    assert data["due_date"] == "2026-10-01"
     assert json.loads(result.content[0].text) == data
     assert result.content[0].text.startswith('{\n  "id": "inv-1"')  # two-space indent, declared order
     jsonschema.validate(data, tools["invoice.get"].output_schema)
@@ -80,10 +84,11 @@ async def test_list_wraps_items_and_validates(billing: GeneratedServer, mode: st
         tools = await tool_schemas(client)
         result = await client.call_tool("invoice.list", {})
         drafts = await client.call_tool("invoice.list", {"status": "draft", "limit": 5})
-    assert [i["id"] for i in result.structured_content["items"]] == ["inv-1", "inv-2"]
+    assert [i["id"] for i in result.structured_content["items"]] == ["inv-1", "inv-2", "inv-3"]
+    assert result.structured_content["truncated"] is True and result.structured_content["total"] == 5
     assert json.loads(result.content[0].text) == result.structured_content["items"]
     jsonschema.validate(result.structured_content, tools["invoice.list"].output_schema)
-    assert [i["id"] for i in drafts.structured_content["items"]] == ["inv-2"]
+    assert [i["id"] for i in drafts.structured_content["items"]] == ["inv-2", "inv-4"]
     assert_no_secrets(result)
 
 
@@ -217,13 +222,14 @@ async def test_any_handler_return_type_is_shaped_the_same(billing: GeneratedServ
         "mapping-subclass": lambda: Registry(base),
     }[shape]()
     handlers = types.ModuleType("replacement_handlers")
-    for name in ("list_invoices", "create_invoice", "update_invoice", "get_customer"):
+    for name in ("list_invoices", "create_invoice", "update_invoice", "get_customer", "send_reminder"):
         setattr(handlers, name, getattr(billing.handlers, name))
     handlers.get_invoice = lambda args: value
     async with Client(billing.create_server(handlers), mode="legacy", cache=None) as client:
         result = await client.call_tool("invoice.get", {"id": "inv-9"})
     assert not result.is_error, result.content[0].text
     data = result.structured_content
-    assert data["id"] == "inv-9" and data["amount_cents"] == 7.0 and data["lines"][0]["card_number"] == "4111"
+    assert data["id"] == "inv-9" and data["amount_cents"] == 7.0 and data["lines"][0]["sku"] == "S"
+    assert data["lines"][0]["card_number"] == "[REDACTED]"
     assert "secret pydantic notes" not in everything(result) and "078-05-1120" not in everything(result)
     assert_no_secrets(result)

@@ -476,3 +476,99 @@ def _positional_parameters(function: Callable[..., object]) -> int:
         if parameter.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
             count += 1
     return count
+
+
+# --- presenters ---------------------------------------------------------------------------------------
+
+class MaskError(OutputError):
+    """Data on a redaction path is not the container the schema promises: nothing may be sent."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("result", path, "a shape that can be redacted")
+
+
+def expect_dict(value: object, path: str) -> dict[str, Any]:
+    if type(value) is dict:
+        return value
+    raise MaskError(path)
+
+
+def expect_list(value: object, path: str) -> list[Any]:
+    if type(value) is list:
+        return value
+    raise MaskError(path)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Block:
+    type: str
+    text: str
+    for_user: bool  # audience = "user": annotated for the human, not the model
+
+
+class Notes:
+    """What a presenter adds to a result besides its data, collected while the data is unredacted."""
+
+    __slots__ = ("blocks", "rules", "suggestions")
+
+    def __init__(self) -> None:
+        self.rules: list[str] = []
+        self.blocks: list[Block] = []
+        self.suggestions: list[str] = []
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def table_text(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def list_text(entries: list[str]) -> str:
+    return "\n".join(f"- {entry}" for entry in entries if entry)
+
+
+def json_text(value: object) -> str:
+    return "```json\n" + dumps(value) + "\n```"
+
+
+def fenced(language: str, text: str) -> str:
+    return f"```{language}\n{text}\n```"
+
+
+def summary_text(text: str) -> str:
+    return f"📊 **Summary**: {text}"
+
+
+def truncation_block(shown: int, left_out: int) -> Block:
+    return Block(
+        "summary",
+        summary_text(f"⚠️ Dataset truncated. {shown} shown, {left_out} hidden. Use filters to narrow results."),
+        False,
+    )
+
+
+_FOR_USER: Final = types.Annotations(audience=["user"])
+
+
+def presented_result(text_data: object, structured: dict[str, Any], notes: Notes) -> types.CallToolResult:
+    """The wire format: data as JSON, then UI blocks, then domain rules, then action suggestions."""
+    content = [types.TextContent(type="text", text=dumps(text_data))]
+    for block in notes.blocks:
+        content.append(types.TextContent(
+            type="text",
+            text=f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>',
+            annotations=_FOR_USER if block.for_user else None,
+        ))
+    rules = [r for r in dict.fromkeys(notes.rules) if r]
+    if rules:
+        lines = "".join(f"- {escape_text(rule)}\n" for rule in rules)
+        content.append(types.TextContent(type="text", text=f"<domain_rules>\n{lines}</domain_rules>"))
+    suggestions = list(dict.fromkeys(notes.suggestions))
+    if suggestions:
+        lines = "".join(f"- {escape_text(s)}\n" for s in suggestions)
+        content.append(types.TextContent(type="text", text=f"<action_suggestions>\n{lines}</action_suggestions>"))
+    return types.CallToolResult(content=content, structured_content=structured)

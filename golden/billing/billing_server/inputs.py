@@ -36,6 +36,8 @@ __all__ = [
     "parse_invoice_update",
     "CustomerGetInput",
     "parse_customer_get",
+    "BillingRemindInput",
+    "parse_billing_remind",
 ]
 
 _INVOICE_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
@@ -46,7 +48,7 @@ _INVOICE_LIST_KEYS: Final[frozenset[str]] = frozenset({"limit", "status"})
 
 _INVOICE_LIST_GUARDED: Final[frozenset[str]] = frozenset()
 
-_INVOICE_LIST_STATUS_VALUES: Final[tuple[str, ...]] = ("draft", "review", "approved", "paid", "overdue")
+_STATUS_VALUES: Final[tuple[str, ...]] = ("draft", "review", "approved", "paid", "overdue")
 
 _INVOICE_CREATE_KEYS: Final[frozenset[str]] = frozenset({"amount_cents", "customer_id", "due_date"})
 
@@ -56,11 +58,13 @@ _INVOICE_UPDATE_KEYS: Final[frozenset[str]] = frozenset({"due_date", "id", "stat
 
 _INVOICE_UPDATE_GUARDED: Final[frozenset[str]] = frozenset({"created_at"})
 
-_INVOICE_UPDATE_STATUS_VALUES: Final[tuple[str, ...]] = ("draft", "review", "approved", "paid", "overdue")
-
 _CUSTOMER_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
 _CUSTOMER_GET_GUARDED: Final[frozenset[str]] = frozenset()
+
+_BILLING_REMIND_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
+
+_BILLING_REMIND_GUARDED: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +110,7 @@ def parse_invoice_list(arguments: Mapping[str, Any]) -> InvoiceListInput:
     if value is MISSING:
         status_ = None
     else:
-        status_ = in_enum(value, _INVOICE_LIST_STATUS_VALUES, "status", errors)
+        status_ = in_enum(value, _STATUS_VALUES, "status", errors)
     value = arguments.get("limit", MISSING)
     if value is MISSING:
         limit_ = 20
@@ -187,7 +191,7 @@ def parse_invoice_update(arguments: Mapping[str, Any]) -> InvoiceUpdateInput:
     if value is MISSING:
         status_ = None
     else:
-        status_ = in_enum(value, _INVOICE_UPDATE_STATUS_VALUES, "status", errors)
+        status_ = in_enum(value, _STATUS_VALUES, "status", errors)
     value = arguments.get("due_date", MISSING)
     if value is MISSING:
         due_date_ = None
@@ -225,5 +229,31 @@ def parse_customer_get(arguments: Mapping[str, Any]) -> CustomerGetInput:
         raise InvalidArguments(errors)
     return CustomerGetInput(
         id=id_,
+        fields_set=frozenset(arguments),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BillingRemindInput:
+    """Validated arguments of the billing.remind tool."""
+
+    invoice_id: str
+    fields_set: frozenset[str] = field(default=frozenset())
+
+
+def parse_billing_remind(arguments: Mapping[str, Any]) -> BillingRemindInput:
+    errors: list[FieldError] = []
+    if not arguments.keys() <= _BILLING_REMIND_KEYS:
+        check_keys(arguments, _BILLING_REMIND_KEYS, _BILLING_REMIND_GUARDED, "", errors)
+    value = arguments.get("invoice_id", MISSING)
+    if value is MISSING:
+        missing(errors, "invoice_id", "a string")
+        invoice_id_ = None
+    else:
+        invoice_id_ = in_string(value, "invoice_id", errors)
+    if errors:
+        raise InvalidArguments(errors)
+    return BillingRemindInput(
+        invoice_id=invoice_id_,
         fields_set=frozenset(arguments),
     )

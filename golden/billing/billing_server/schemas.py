@@ -17,42 +17,39 @@ INVOICE_GET_OUTPUT: Final[dict[str, Any]] = {
     "description": "A customer invoice.",
     "properties": {
         "id": {"type": "string"},
-        "customer_id": {"type": "string"},
-        "customer": {"$ref": "#/$defs/Customer"},
-        "lines": {"type": "array", "items": {"$ref": "#/$defs/LineItem"}},
-        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-        "due_date": {"type": "string", "format": "date"},
-        "created_at": {"type": "string", "format": "date-time"},
-    },
-    "required": ["id", "customer_id", "lines", "amount_cents", "status", "due_date", "created_at"],
-    "additionalProperties": False,
-    "$defs": {
-        "Customer": {
+        "customer": {
             "type": "object",
             "description": "A customer.",
             "properties": {
                 "id": {"type": "string"},
                 "name": {"type": "string", "description": "Full name"},
-                "email": {"type": "string"},
+                "email": {"const": "[REDACTED]"},
             },
             "required": ["id", "name", "email"],
             "additionalProperties": False,
         },
-        "LineItem": {
-            "type": "object",
-            "description": "One line of an invoice.",
-            "properties": {
-                "sku": {"type": "string"},
-                "description": {"type": "string"},
-                "quantity": {"type": "integer"},
-                "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                "card_number": {"type": "string", "description": "Card used for this line"},
+        "lines": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "description": "One line of an invoice.",
+                "properties": {
+                    "sku": {"type": "string"},
+                    "description": {"type": "string"},
+                    "quantity": {"type": "integer"},
+                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                    "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
+                },
+                "required": ["sku", "description", "quantity", "unit_price_cents"],
+                "additionalProperties": False,
             },
-            "required": ["sku", "description", "quantity", "unit_price_cents"],
-            "additionalProperties": False,
         },
+        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
+        "due_date": {"type": "string", "format": "date"},
     },
+    "required": ["id", "lines", "amount_cents", "status", "due_date"],
+    "additionalProperties": False,
 }
 
 INVOICE_LIST_INPUT: Final[dict[str, Any]] = {
@@ -66,51 +63,58 @@ INVOICE_LIST_INPUT: Final[dict[str, Any]] = {
 
 INVOICE_LIST_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Invoice"}}},
-    "required": ["items"],
-    "additionalProperties": False,
-    "$defs": {
-        "Customer": {
-            "type": "object",
-            "description": "A customer.",
-            "properties": {
-                "id": {"type": "string"},
-                "name": {"type": "string", "description": "Full name"},
-                "email": {"type": "string"},
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "description": "A customer invoice.",
+                "properties": {
+                    "id": {"type": "string"},
+                    "customer": {
+                        "type": "object",
+                        "description": "A customer.",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "name": {"type": "string", "description": "Full name"},
+                            "email": {"const": "[REDACTED]"},
+                        },
+                        "required": ["id", "name", "email"],
+                        "additionalProperties": False,
+                    },
+                    "lines": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "description": "One line of an invoice.",
+                            "properties": {
+                                "sku": {"type": "string"},
+                                "description": {"type": "string"},
+                                "quantity": {"type": "integer"},
+                                "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                                "card_number": {
+                                    "const": "[REDACTED]",
+                                    "description": "Card used for this line",
+                                },
+                            },
+                            "required": ["sku", "description", "quantity", "unit_price_cents"],
+                            "additionalProperties": False,
+                        },
+                    },
+                    "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+                    "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
+                    "due_date": {"type": "string", "format": "date"},
+                },
+                "required": ["id", "lines", "amount_cents", "status", "due_date"],
+                "additionalProperties": False,
             },
-            "required": ["id", "name", "email"],
-            "additionalProperties": False,
         },
-        "Invoice": {
-            "type": "object",
-            "description": "A customer invoice.",
-            "properties": {
-                "id": {"type": "string"},
-                "customer_id": {"type": "string"},
-                "customer": {"$ref": "#/$defs/Customer"},
-                "lines": {"type": "array", "items": {"$ref": "#/$defs/LineItem"}},
-                "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-                "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-                "due_date": {"type": "string", "format": "date"},
-                "created_at": {"type": "string", "format": "date-time"},
-            },
-            "required": ["id", "customer_id", "lines", "amount_cents", "status", "due_date", "created_at"],
-            "additionalProperties": False,
-        },
-        "LineItem": {
-            "type": "object",
-            "description": "One line of an invoice.",
-            "properties": {
-                "sku": {"type": "string"},
-                "description": {"type": "string"},
-                "quantity": {"type": "integer"},
-                "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                "card_number": {"type": "string", "description": "Card used for this line"},
-            },
-            "required": ["sku", "description", "quantity", "unit_price_cents"],
-            "additionalProperties": False,
-        },
+        "total": {"type": "integer", "description": "How many items the tool found."},
+        "shown": {"type": "integer", "description": "How many items are in this result."},
+        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
     },
+    "required": ["items", "total", "shown", "truncated"],
+    "additionalProperties": False,
 }
 
 INVOICE_CREATE_INPUT: Final[dict[str, Any]] = {
@@ -129,42 +133,39 @@ INVOICE_CREATE_OUTPUT: Final[dict[str, Any]] = {
     "description": "A customer invoice.",
     "properties": {
         "id": {"type": "string"},
-        "customer_id": {"type": "string"},
-        "customer": {"$ref": "#/$defs/Customer"},
-        "lines": {"type": "array", "items": {"$ref": "#/$defs/LineItem"}},
-        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-        "due_date": {"type": "string", "format": "date"},
-        "created_at": {"type": "string", "format": "date-time"},
-    },
-    "required": ["id", "customer_id", "lines", "amount_cents", "status", "due_date", "created_at"],
-    "additionalProperties": False,
-    "$defs": {
-        "Customer": {
+        "customer": {
             "type": "object",
             "description": "A customer.",
             "properties": {
                 "id": {"type": "string"},
                 "name": {"type": "string", "description": "Full name"},
-                "email": {"type": "string"},
+                "email": {"const": "[REDACTED]"},
             },
             "required": ["id", "name", "email"],
             "additionalProperties": False,
         },
-        "LineItem": {
-            "type": "object",
-            "description": "One line of an invoice.",
-            "properties": {
-                "sku": {"type": "string"},
-                "description": {"type": "string"},
-                "quantity": {"type": "integer"},
-                "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                "card_number": {"type": "string", "description": "Card used for this line"},
+        "lines": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "description": "One line of an invoice.",
+                "properties": {
+                    "sku": {"type": "string"},
+                    "description": {"type": "string"},
+                    "quantity": {"type": "integer"},
+                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                    "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
+                },
+                "required": ["sku", "description", "quantity", "unit_price_cents"],
+                "additionalProperties": False,
             },
-            "required": ["sku", "description", "quantity", "unit_price_cents"],
-            "additionalProperties": False,
         },
+        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
+        "due_date": {"type": "string", "format": "date"},
     },
+    "required": ["id", "lines", "amount_cents", "status", "due_date"],
+    "additionalProperties": False,
 }
 
 INVOICE_UPDATE_INPUT: Final[dict[str, Any]] = {
@@ -183,42 +184,39 @@ INVOICE_UPDATE_OUTPUT: Final[dict[str, Any]] = {
     "description": "A customer invoice.",
     "properties": {
         "id": {"type": "string"},
-        "customer_id": {"type": "string"},
-        "customer": {"$ref": "#/$defs/Customer"},
-        "lines": {"type": "array", "items": {"$ref": "#/$defs/LineItem"}},
-        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-        "due_date": {"type": "string", "format": "date"},
-        "created_at": {"type": "string", "format": "date-time"},
-    },
-    "required": ["id", "customer_id", "lines", "amount_cents", "status", "due_date", "created_at"],
-    "additionalProperties": False,
-    "$defs": {
-        "Customer": {
+        "customer": {
             "type": "object",
             "description": "A customer.",
             "properties": {
                 "id": {"type": "string"},
                 "name": {"type": "string", "description": "Full name"},
-                "email": {"type": "string"},
+                "email": {"const": "[REDACTED]"},
             },
             "required": ["id", "name", "email"],
             "additionalProperties": False,
         },
-        "LineItem": {
-            "type": "object",
-            "description": "One line of an invoice.",
-            "properties": {
-                "sku": {"type": "string"},
-                "description": {"type": "string"},
-                "quantity": {"type": "integer"},
-                "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                "card_number": {"type": "string", "description": "Card used for this line"},
+        "lines": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "description": "One line of an invoice.",
+                "properties": {
+                    "sku": {"type": "string"},
+                    "description": {"type": "string"},
+                    "quantity": {"type": "integer"},
+                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                    "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
+                },
+                "required": ["sku", "description", "quantity", "unit_price_cents"],
+                "additionalProperties": False,
             },
-            "required": ["sku", "description", "quantity", "unit_price_cents"],
-            "additionalProperties": False,
         },
+        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
+        "due_date": {"type": "string", "format": "date"},
     },
+    "required": ["id", "lines", "amount_cents", "status", "due_date"],
+    "additionalProperties": False,
 }
 
 CUSTOMER_GET_INPUT: Final[dict[str, Any]] = {
@@ -230,12 +228,19 @@ CUSTOMER_GET_INPUT: Final[dict[str, Any]] = {
 
 CUSTOMER_GET_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A customer.",
     "properties": {
         "id": {"type": "string"},
-        "name": {"type": "string", "description": "Full name"},
-        "email": {"type": "string"},
+        "name": {"type": "string"},
+        "email": {"const": "***"},
+        "tier": {"type": "string", "enum": ["standard", "gold"]},
     },
     "required": ["id", "name", "email"],
+    "additionalProperties": False,
+}
+
+BILLING_REMIND_INPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"invoice_id": {"type": "string"}},
+    "required": ["invoice_id"],
     "additionalProperties": False,
 }

@@ -64,6 +64,12 @@ TOOLS: Final[list[types.Tool]] = [
         output_schema=schemas.CUSTOMER_GET_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
+    types.Tool(
+        name="billing.remind",
+        description="Send a payment reminder for an overdue invoice.",
+        input_schema=schemas.BILLING_REMIND_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
 ]
 
 Route = Callable[[Mapping[str, Any], Any], Awaitable[types.CallToolResult]]
@@ -78,6 +84,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
         "invoice.create": partial(tools.call_invoice_create, bind_handler(module, "create_invoice", "invoice.create")),
         "invoice.update": partial(tools.call_invoice_update, bind_handler(module, "update_invoice", "invoice.update")),
         "customer.get": partial(tools.call_customer_get, bind_handler(module, "get_customer", "customer.get")),
+        "billing.remind": partial(tools.call_billing_remind, bind_handler(module, "send_reminder", "billing.remind")),
     }
     listing = types.ListToolsResult(tools=TOOLS)
 

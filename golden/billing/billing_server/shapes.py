@@ -14,76 +14,16 @@ from ._runtime import (
     MISSING,
     OutputError,
     cast_integer,
-    cast_number,
-    items_of,
-    out_date,
-    out_datetime,
-    out_enum,
     out_integer,
     out_string,
     reader,
 )
 
-__all__ = ["shape_invoice", "shape_customer", "shape_line_item"]
+__all__ = ["shape_line_item", "STATUS_VALUES", "TIER_VALUES"]
 
-_INVOICE_STATUS_VALUES: Final[frozenset[str]] = frozenset({"approved", "draft", "overdue", "paid", "review"})
+STATUS_VALUES: Final[frozenset[str]] = frozenset({"approved", "draft", "overdue", "paid", "review"})
 
-
-def shape_invoice(src: object, at: str) -> dict[str, Any]:
-    """A customer invoice."""
-    get = reader(src, at)
-    out: dict[str, Any] = {}
-    value = get("id", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "id", "a value (the field is required)")
-    out["id"] = out_string(value, at, "id")
-    value = get("customer_id", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "customer_id", "a value (the field is required)")
-    out["customer_id"] = out_string(value, at, "customer_id")
-    value = get("customer", MISSING)
-    if value is not MISSING and value is not None:
-        out["customer"] = shape_customer(value, at + ".customer")
-    value = get("lines", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "lines", "a value (the field is required)")
-    out["lines"] = [shape_line_item(item, f"{at}.lines[{index}]") for index, item in enumerate(items_of(value, at, "lines"))]
-    value = get("amount_cents", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "amount_cents", "a value (the field is required)")
-    out["amount_cents"] = cast_number(value, at, "amount_cents")
-    value = get("status", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "status", "a value (the field is required)")
-    out["status"] = out_enum(value, _INVOICE_STATUS_VALUES, at, "status")
-    value = get("due_date", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "due_date", "a value (the field is required)")
-    out["due_date"] = out_date(value, at, "due_date")
-    value = get("created_at", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "created_at", "a value (the field is required)")
-    out["created_at"] = out_datetime(value, at, "created_at")
-    return out
-
-
-def shape_customer(src: object, at: str) -> dict[str, Any]:
-    """A customer."""
-    get = reader(src, at)
-    out: dict[str, Any] = {}
-    value = get("id", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "id", "a value (the field is required)")
-    out["id"] = out_string(value, at, "id")
-    value = get("name", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "name", "a value (the field is required)")
-    out["name"] = out_string(value, at, "name")
-    value = get("email", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "email", "a value (the field is required)")
-    out["email"] = out_string(value, at, "email")
-    return out
+TIER_VALUES: Final[frozenset[str]] = frozenset({"gold", "standard"})
 
 
 def shape_line_item(src: object, at: str) -> dict[str, Any]:

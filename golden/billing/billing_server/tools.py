@@ -16,9 +16,8 @@ from ._runtime import (
     Handler,
     InvalidArguments,
     OutputError,
-    data_result,
+    done_result,
     handler_failed,
-    items_of,
     output_invalid,
     validation_error,
 )
@@ -28,8 +27,9 @@ from .inputs import (
     parse_invoice_create,
     parse_invoice_update,
     parse_customer_get,
+    parse_billing_remind,
 )
-from .shapes import shape_customer, shape_invoice
+from . import presenters
 
 __all__ = [
     "call_invoice_get",
@@ -37,6 +37,7 @@ __all__ = [
     "call_invoice_create",
     "call_invoice_update",
     "call_customer_get",
+    "call_billing_remind",
 ]
 
 
@@ -51,10 +52,9 @@ async def call_invoice_get(handler: Handler, arguments: Mapping[str, Any], ctx: 
     except Exception as exc:
         return handler_failed("invoice.get", exc)
     try:
-        data = shape_invoice(raw, "result")
+        return presenters.present_invoice(raw)
     except OutputError as exc:
         return output_invalid("invoice.get", exc)
-    return data_result(data, data)
 
 
 async def call_invoice_list(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -68,10 +68,9 @@ async def call_invoice_list(handler: Handler, arguments: Mapping[str, Any], ctx:
     except Exception as exc:
         return handler_failed("invoice.list", exc)
     try:
-        data = [shape_invoice(item, f"result[{index}]") for index, item in enumerate(items_of(raw, "result", ""))]
+        return presenters.present_invoice_many(raw)
     except OutputError as exc:
         return output_invalid("invoice.list", exc)
-    return data_result(data, {"items": data})
 
 
 async def call_invoice_create(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -85,10 +84,9 @@ async def call_invoice_create(handler: Handler, arguments: Mapping[str, Any], ct
     except Exception as exc:
         return handler_failed("invoice.create", exc)
     try:
-        data = shape_invoice(raw, "result")
+        return presenters.present_invoice(raw)
     except OutputError as exc:
         return output_invalid("invoice.create", exc)
-    return data_result(data, data)
 
 
 async def call_invoice_update(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -102,10 +100,9 @@ async def call_invoice_update(handler: Handler, arguments: Mapping[str, Any], ct
     except Exception as exc:
         return handler_failed("invoice.update", exc)
     try:
-        data = shape_invoice(raw, "result")
+        return presenters.present_invoice(raw)
     except OutputError as exc:
         return output_invalid("invoice.update", exc)
-    return data_result(data, data)
 
 
 async def call_customer_get(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -119,7 +116,19 @@ async def call_customer_get(handler: Handler, arguments: Mapping[str, Any], ctx:
     except Exception as exc:
         return handler_failed("customer.get", exc)
     try:
-        data = shape_customer(raw, "result")
+        return presenters.present_customer_card(raw)
     except OutputError as exc:
         return output_invalid("customer.get", exc)
-    return data_result(data, data)
+
+
+async def call_billing_remind(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
+    """billing.remind"""
+    try:
+        args = parse_billing_remind(arguments)
+    except InvalidArguments as exc:
+        return validation_error("billing.remind", exc.errors)
+    try:
+        raw = await handler(args, ctx)
+    except Exception as exc:
+        return handler_failed("billing.remind", exc)
+    return done_result("billing.remind")
