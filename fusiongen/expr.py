@@ -11,10 +11,12 @@ Run-time semantics (all in ``RUNTIME_SOURCE``; no data can make them raise):
 * a missing or None value anywhere along a path reads as None;
 * arithmetic with a None or non-number operand, division or modulo by zero, and results
   that are not finite (or integers over 3000 bits) are None;
-* ``< <= > >=`` are False unless both sides are numbers or both are strings;
-  ``==``/``!=`` are Python's (``x == null`` is emitted as ``x is None``);
+* ``< <= > >=`` are False unless both sides are numbers or both are strings (so with
+  None they are False, and ``not`` of them True); ``==``/``!=`` are Python's, None
+  equals only None (``x == null`` is emitted as ``x is None``);
 * ``in`` is False unless the right side is a list, or a string and the left a string;
-* ``and``/``or``/``not`` and conditions count only the boolean true as true;
+* ``and``/``or``/``not`` and conditions count only the boolean true as true (a None or
+  non-boolean value is false), so a condition's source always yields a real bool;
 * ``len`` of None (or of a non-collection) is 0; ``upper lower abs round int float`` of
   None or of a wrong-typed value are None; ``min``/``max`` skip None and are None for an
   empty list or one mixing numbers and strings;
@@ -235,16 +237,16 @@ _MAX_NESTING = 40  # bounds parser recursion (parentheses, calls, lists, prefix 
 _MAX_DEPTH = 60  # bounds tree depth: our recursion and CPython's 200-parenthesis limit
 _NUMS = frozenset({_T.INTEGER, _T.NUMBER, _T.ANY})
 _TEXT = frozenset({_T.STRING, _T.ANY})
-# function -> (helper, accepted types per argument, what it needs, minimum arguments)
-_SIGS: dict[str, tuple[str, tuple[frozenset[ExprType], ...], str, int]] = {
-    "len": ("_x_len", (_TEXT | {_T.LIST, _T.OBJECT},), "a string, list or object", 1),
-    "round": ("_x_round", (_NUMS, frozenset({_T.INTEGER, _T.ANY})), "a number, then an integer", 1),
-    "str": ("_x_fmt", (frozenset(_T),), "any value", 1),
-    "int": ("_x_int", (_NUMS | _TEXT,), "a number or a string", 1),
-    "float": ("_x_float", (_NUMS | _TEXT,), "a number or a string", 1),
-    "abs": ("_x_abs", (_NUMS,), "a number", 1),
-    "upper": ("_x_upper", (_TEXT,), "a string", 1),
-    "lower": ("_x_lower", (_TEXT,), "a string", 1),
+# function -> (helper, accepted types of each argument (all but the first optional), what it needs)
+_SIGS: dict[str, tuple[str, tuple[frozenset[ExprType], ...], str]] = {
+    "len": ("_x_len", (_TEXT | {_T.LIST, _T.OBJECT},), "a string, list or object"),
+    "round": ("_x_round", (_NUMS, frozenset({_T.INTEGER, _T.ANY})), "a number, then an integer"),
+    "str": ("_x_fmt", (frozenset(_T),), "any value"),
+    "int": ("_x_int", (_NUMS | _TEXT,), "a number or a string"),
+    "float": ("_x_float", (_NUMS | _TEXT,), "a number or a string"),
+    "abs": ("_x_abs", (_NUMS,), "a number"),
+    "upper": ("_x_upper", (_TEXT,), "a string"),
+    "lower": ("_x_lower", (_TEXT,), "a string"),
 }
 
 
@@ -638,9 +640,9 @@ class _Checker:
             close = difflib.get_close_matches(name, _FUNCS + ("count",) * self.collection, 1)
             hint = f"did you mean '{close[0]}'?" if close else "allowed: " + ", ".join(_FUNCS)
             return self.fail(at, f"unknown function '{name}' ({hint})")
-        helper, accepted, need, least = _SIGS[name]
-        if not least <= len(args) <= len(accepted):
-            want = f"{least}" if least == len(accepted) else f"{least} or {len(accepted)}"
+        helper, accepted, need = _SIGS[name]
+        if not 1 <= len(args) <= len(accepted):
+            want = "1" if len(accepted) == 1 else f"1 or {len(accepted)}"
             return self.fail(node, f"{name}() takes {want} argument(s), got {len(args)}")
         bad = [(k, o) for k, o, ok in zip(node.kids, args, accepted, strict=False) if o.type not in ok]
         for kid, out in bad:
@@ -697,20 +699,8 @@ def compile_condition(text: str, resolve: Resolver, *, access: Access,
 
 
 def _closing(text: str, i: int) -> int:
-    """Index of the '}' that ends a placeholder, skipping quoted strings."""
-    j, quote = i, ""
-    while j < len(text):
-        c = text[j]
-        if quote and c == "\\":
-            j += 1
-        elif c == quote:
-            quote = ""
-        elif not quote and c in "'\"":
-            quote = c
-        elif not quote and c == "}":
-            return j
-        j += 1
-    return text.find("}", i)  # unterminated quote: let the lexer report it
+    """Index of the '}' that ends a placeholder: the lexer skips braces inside strings."""
+    return next((m.start("op") for m in _TOKEN.finditer(text, i) if m["op"] == "}"), -1)
 
 
 def compile_template(text: str, resolve: Resolver, *, access: Access,

@@ -32,20 +32,24 @@ def _input_class(tool: ToolIR) -> str:
 
 def _stub(tool: ToolIR) -> str:
     summary = (tool.description or tool.name).replace('"""', "'''").splitlines()[0]
-    returns = f"a {tool.returns.model}" if tool.returns and not tool.returns.collection else (
-        f"a list of {tool.returns.model}" if tool.returns else "nothing the agent sees")
+    if tool.returns is None:
+        returns = "Its return value is not shown to the agent."
+    elif tool.returns.collection:
+        returns = f"Return a list of {tool.returns.presenter} items (dicts, pydantic models, dataclasses or objects)."
+    else:
+        returns = f"Return one {tool.returns.presenter} (a dict, a pydantic model, a dataclass or an object)."
     return (
         f"def {tool.handler}(args: {_input_class(tool)}) -> Any:\n"
         f'    """{tool.name}: {summary}\n\n'
-        f"    Return {returns} (a dict, a pydantic model or an object with attributes).\n"
+        f"    {returns}\n"
         f'    """\n'
         f'    raise NotImplementedError("{tool.name}")\n'
     )
 
 
 def _imports(ir: ServerIR, tools: list[ToolIR]) -> str:
-    names = ", ".join(sorted(_input_class(t) for t in tools))
-    return f"if TYPE_CHECKING:\n    from {ir.package}.inputs import {names}\n"
+    names = "".join(f"        {name},\n" for name in sorted(_input_class(t) for t in tools))
+    return f"if TYPE_CHECKING:\n    from {ir.package}.inputs import (\n{names}    )\n"
 
 
 def scaffold(ir: ServerIR) -> str:

@@ -143,6 +143,25 @@ class ReturnsIR:
 
 
 @dataclass(frozen=True)
+class WorkflowIR:
+    """A finite-state machine, already checked: every name in it is a declared state or event."""
+
+    name: str
+    ident: str
+    initial: str
+    states: tuple[str, ...]
+    finals: tuple[str, ...]
+    transitions: tuple[tuple[str, str, str], ...]  # (state, event, target), in declaration order
+
+
+@dataclass(frozen=True)
+class BindingIR:
+    workflow: str
+    states: tuple[str, ...]
+    transition: str | None
+
+
+@dataclass(frozen=True)
 class ToolIR:
     name: str  # the MCP tool name, e.g. "invoice.get"
     ident: str  # a Python identifier derived from it, e.g. "invoice_get"
@@ -152,6 +171,8 @@ class ToolIR:
     inputs: tuple[FieldIR, ...]
     guarded: tuple[str, ...]  # names refused with a "guarded" message (from input_from's model)
     returns: ReturnsIR | None
+    compact_description: str | None = None
+    binding: BindingIR | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +185,8 @@ class ServerIR:
     models: tuple[ModelIR, ...]
     presenters: tuple[PresenterIR, ...]  # explicit ones in spec order, then implicit ones
     tools: tuple[ToolIR, ...]
+    workflows: tuple[WorkflowIR, ...] = ()
+    state_handle_key: str = "workflow_id"
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

@@ -13,9 +13,10 @@ import re
 from collections.abc import Iterable, Mapping
 
 from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
-from fusiongen.ir import CAST_KINDS, SCALAR_KINDS, FieldIR, ModelIR, ReturnsIR, ServerIR, ToolIR, TypeIR
+from fusiongen.ir import CAST_KINDS, SCALAR_KINDS, BindingIR, FieldIR, ModelIR, ReturnsIR, ServerIR, ToolIR, TypeIR
 from fusiongen.loader import LoadedSpec, Loc
 from fusiongen.lower_presenters import PresenterLowering
+from fusiongen.lower_workflows import WorkflowLowering
 from fusiongen.spec import FieldSpec, ModelSpec, ToolSpec
 
 SERVER_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
@@ -73,7 +74,14 @@ class _Lowering:
             presenting.fields[name] = presenting.schema(name, presenter)
         self.check_embed_cycles()
         presenters = [presenting.lower(name, p, set(self.spec.tools)) for name, p in self.spec.presenters.items()]
-        tools = tuple(self.lower_tool(name, tool) for name, tool in self.spec.tools.items())
+        workflowing = WorkflowLowering(self)
+        workflows = {name: w for name, spec in self.spec.workflows.items()
+                     if (w := workflowing.lower(name, spec)) is not None}
+        tools = tuple(self.lower_tool(name, tool, workflowing.binding(name, tool, workflows))
+                      for name, tool in self.spec.tools.items())
+        for workflow in workflows.values():
+            workflowing.check_fireable(workflow, [t.binding for t in tools if t.binding])
+        self.check_workflow_names(server.state_handle_key, tools)
         for tool in tools:
             if tool.returns and tool.returns.presenter not in self.spec.presenters and all(
                     p.name != tool.returns.presenter for p in presenters):
@@ -88,6 +96,8 @@ class _Lowering:
             models=models,
             presenters=tuple(presenters),
             tools=tools,
+            workflows=tuple(workflows.values()),
+            state_handle_key=server.state_handle_key,
         )
 
     def check_identifier(self, name: str, loc: Loc, what: str, *, value: bool = True) -> bool:
@@ -210,7 +220,7 @@ class _Lowering:
                    hint=f'did you mean "{close[0]}"?' if close else None)
 
     # --- tools ----------------------------------------------------------------------------------
-    def lower_tool(self, name: str, tool: ToolSpec) -> ToolIR:
+    def lower_tool(self, name: str, tool: ToolSpec, binding: BindingIR | None = None) -> ToolIR:
         loc: Loc = ("tools", name)
         if not TOOL_NAME.match(name):
             self.error("FG104", f'tool name "{name}" must start with a letter and use only letters, digits, '
@@ -234,6 +244,8 @@ class _Lowering:
             inputs=tuple(inputs),
             guarded=guarded,
             returns=returns,
+            compact_description=tool.compact_description,
+            binding=binding,
         )
 
     def resolve_input_from(self, tool: ToolSpec, loc: Loc) -> tuple[list[FieldIR], tuple[str, ...]]:
@@ -304,6 +316,22 @@ class _Lowering:
 
     def snake(self, name: str) -> str:
         return snake_case(name)
+
+    def check_workflow_names(self, handle_key: str, tools: tuple[ToolIR, ...]) -> None:
+        """The generated <workflow>.start/.status tools and the handle argument must not clash with the spec."""
+        if not self.spec.workflows:
+            return
+        self.check_identifier(handle_key, ("server", "state_handle_key"), "state_handle_key")
+        for workflow in self.spec.workflows:
+            for suffix in ("start", "status"):
+                generated = f"{workflow}.{suffix}"
+                if generated in self.spec.tools:
+                    self.error("FG177", f'tool "{generated}" clashes with the tool fusiongen generates for workflow '
+                               f'"{workflow}"', ("tools", generated), hint="rename the tool")
+        for tool in tools:
+            if tool.binding and any(f.name == handle_key for f in tool.inputs):
+                self.error("FG177", f'tool "{tool.name}" has an input "{handle_key}", the workflow handle argument',
+                           ("tools", tool.name), hint='rename the input or set [server] state_handle_key')
 
     def check_collisions(self, models: tuple[ModelIR, ...], tools: tuple[ToolIR, ...]) -> None:
         first_by_handler: dict[str, str] = {}

@@ -38,6 +38,7 @@ FieldDecl = Annotated[FieldSpec, BeforeValidator(_field_short_form)]
 
 class ServerSpec(_Strict):
     name: str = Field(description="The server's name, [a-z][a-z0-9_-]*.")
+    state_handle_key: str = Field(default="workflow_id", description="The workflow state-handle argument.")
     version: str = "0.1.0"
     package: str | None = Field(default=None, description="The generated package; default <name>_server.")
     instructions: str | None = Field(default=None, description="Sent to clients as server instructions.")
@@ -55,9 +56,18 @@ class ModelSpec(_Strict):
     )
 
 
+class BindStateSpec(_Strict):
+    workflow: str | None = Field(default=None, description="May be omitted when the spec has one workflow.")
+    states: list[str] = Field(description="The states in which the tool may run.")
+    transition: str | None = Field(default=None, description="The event a successful call fires.")
+
+
 class ToolSpec(_Strict):
     kind: Literal["query", "mutation", "action"] = "action"
     description: str | None = None
+    compact_description: str | None = Field(default=None,
+                                            description="Shown while its workflow is in its initial state.")
+    bind_state: BindStateSpec | None = None
     returns: str | None = Field(default=None, description='A model name, or "Model[]" for a list.')
     handler: str | None = Field(default=None, description="The handler function; default: the tool name.")
     input: dict[str, FieldDecl] = Field(default_factory=dict)
@@ -111,8 +121,45 @@ class PresenterSpec(_Strict):
     suggest: list[SuggestionSpec] = Field(default_factory=list)
 
 
+class TransitionSpec(_Strict):
+    """`{ target = "..." }`; XState's guard/actions/reenter are accepted only to be reported as unsupported."""
+
+    target: str
+    guard: Any = None
+    cond: Any = None
+    actions: Any = None
+    reenter: Any = None
+    description: str | None = None
+
+
+class StateSpec(_Strict):
+    """One state. XState keys we do not compile are accepted here only so they can be named precisely."""
+
+    on: dict[str, str | TransitionSpec | list[Any]] = Field(default_factory=dict)
+    type: str | None = Field(default=None, description='"final" (XState\'s "atomic" is the default).')
+    description: str | None = None
+    tags: list[str] | None = None
+    meta: dict[str, Any] | None = None
+    # Unsupported XState features: reported, never ignored.
+    always: Any = None
+    after: Any = None
+    invoke: Any = None
+    entry: Any = None
+    exit: Any = None
+    states: Any = None
+    initial: Any = None
+    history: Any = None
+
+
+class WorkflowSpec(_Strict):
+    initial: str | None = None
+    states: dict[str, StateSpec] | None = None
+    machine: str | None = Field(default=None, description="An XState v5 machine config exported as JSON.")
+
+
 class Spec(_Strict):
     server: ServerSpec
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     presenters: dict[str, PresenterSpec] = Field(default_factory=dict)
+    workflows: dict[str, WorkflowSpec] = Field(default_factory=dict)
     tools: dict[str, ToolSpec] = Field(default_factory=dict)

@@ -16,6 +16,15 @@ from fusiongen.lower import pascal_case
 from fusiongen.expr import RUNTIME_SOURCE
 from fusiongen.pyliteral import py_literal, py_string
 from fusiongen.view_presenters import PresenterView, build_presenters, used_names
+from fusiongen.view_workflows import (
+    BindingView,
+    WorkflowView,
+    binding_views,
+    handle_property,
+    modern_description,
+    state_schemas,
+    workflow_views,
+)
 
 _PY_TYPES = {
     "string": "str",
@@ -92,6 +101,9 @@ class ToolView:
     output_schema: ConstantView | None
     present_function: str | None  # in presenters.py
     annotations: str
+    bound: bool
+    modern_description_literal: str  # 2026-07-28: the stable list says what a bound tool needs
+    compact_description_literal: str | None
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,10 @@ class ServerView:
     presenter_runtime_names: tuple[str, ...]
     expression_names: tuple[str, ...]  # the _x_ helpers presenters.py calls
     expressions_source: str  # the helpers' module body (fusiongen.expr.RUNTIME_SOURCE)
+    workflows: tuple[WorkflowView, ...]
+    bindings: tuple[BindingView, ...]
+    handle_key_literal: str
+    state_constants: tuple[ConstantView, ...]  # schemas of the generated <workflow>.start/.status tools
 
 
 def _expected(type_ir: TypeIR) -> str:
@@ -265,6 +281,8 @@ class _Builder:
                                                   py_literal(frozenset(f.name for f in tool.inputs)))
         self.input_constants[guarded] = ConstantView(guarded, "frozenset[str]", py_literal(frozenset(tool.guarded)))
         in_schema = input_schema(self.server, tool)
+        if tool.binding is not None:
+            in_schema["properties"][self.server.state_handle_key] = handle_property(self.server, tool)
         out_schema = output_schema(self.server, tool)
         in_name = f"{upper}_INPUT"
         out_name = f"{upper}_OUTPUT"
@@ -292,6 +310,9 @@ class _Builder:
                 f"present_{self.server.presenter(tool.returns.presenter).snake}"
                 + ("_many" if tool.returns.collection else "")),
             annotations=kind_hints[tool.kind],
+            bound=tool.binding is not None,
+            modern_description_literal=py_string(modern_description(tool, self.server.state_handle_key)),
+            compact_description_literal=py_string(tool.compact_description) if tool.compact_description else None,
         )
 
 
@@ -328,6 +349,14 @@ def build_view(server: ServerIR, handlers_dir: str) -> ServerView:
         presenter_names |= {"items_of", "truncation_block"}
     if any(p.blocks or p.collection_blocks for p in presenters):
         presenter_names.add("Block")
+    workflows = workflow_views(server)
+    state_constants: tuple[ConstantView, ...] = ()
+    if workflows:
+        status_input, state_output = state_schemas(server)
+        state_constants = (
+            ConstantView("WORKFLOW_STATUS_INPUT", "dict[str, Any]", py_literal(status_input, 0, 45)),
+            ConstantView("WORKFLOW_STATE_OUTPUT", "dict[str, Any]", py_literal(state_output, 0, 45)),
+        )
     annotations = " ".join(f.annotation for t in tools for f in t.inputs)
     imports = tuple(m for m in ("datetime", "uuid") if f"{m}." in annotations)
     return ServerView(
@@ -352,6 +381,10 @@ def build_view(server: ServerIR, handlers_dir: str) -> ServerView:
         presenter_runtime_names=tuple(sorted(presenter_names, key=_import_order)),
         expression_names=tuple(sorted(set(_EXPRESSION_CALL.findall(presenter_code)))),
         expressions_source=RUNTIME_SOURCE,
+        workflows=workflows,
+        bindings=binding_views(server),
+        handle_key_literal=py_string(server.state_handle_key),
+        state_constants=state_constants,
     )
 
 

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from billing_server.inputs import (
         BillingRemindInput,
         CustomerGetInput,
+        InvoiceApproveInput,
+        InvoiceDischargeInput,
+        InvoiceRejectInput,
+        InvoiceSubmitInput,
         InvoiceCreateInput,
         InvoiceGetInput,
         InvoiceListInput,
@@ -121,3 +125,31 @@ def send_reminder(args: BillingRemindInput) -> Any:
         raise KeyError(args.invoice_id)
     REMINDERS.append(args.invoice_id)
     return None
+
+
+def _set_status(invoice_id: str, status: str) -> None:
+    INVOICES[invoice_id]["status"] = status  # KeyError for an unknown invoice: the call fails, no transition
+
+
+def submit_invoice(args: InvoiceSubmitInput) -> Any:
+    """invoice.submit: Submit a draft invoice for review."""
+    _set_status(args.invoice_id, "review")
+
+
+def approve_invoice(args: InvoiceApproveInput) -> Any:
+    """invoice.approve: Approve an invoice under review."""
+    _set_status(args.invoice_id, "approved")
+
+
+def reject_invoice(args: InvoiceRejectInput) -> Any:
+    """invoice.reject: Send an invoice under review back to draft."""
+    _set_status(args.invoice_id, "draft")
+
+
+DISCHARGED: list[str] = []
+
+
+async def discharge_invoice(args: InvoiceDischargeInput) -> Any:
+    """invoice.discharge: Discharge an approved invoice."""
+    _set_status(args.invoice_id, "paid")
+    DISCHARGED.append(args.invoice_id)

@@ -46,8 +46,11 @@ async def tool_schemas(client: Client) -> dict[str, Any]:
 async def test_tools_are_listed_with_schemas_and_hints(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(), mode=mode, cache=None) as client:
         tools = await tool_schemas(client)
-    assert list(tools) == ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get",
-                           "billing.remind"]
+    core = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
+    # In the handshake era the session is in the workflow's initial state ("draft"); 2026-07-28 lists all.
+    bound = ["invoice.submit"] if mode == "legacy" else [
+        "invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"]
+    assert list(tools) == [*core, *bound, "invoice.start", "invoice.status"]
     assert tools["invoice.get"].annotations.read_only_hint is True
     assert tools["invoice.create"].annotations.destructive_hint is True
     create = tools["invoice.create"].input_schema
@@ -222,7 +225,8 @@ async def test_any_handler_return_type_is_shaped_the_same(billing: GeneratedServ
         "mapping-subclass": lambda: Registry(base),
     }[shape]()
     handlers = types.ModuleType("replacement_handlers")
-    for name in ("list_invoices", "create_invoice", "update_invoice", "get_customer", "send_reminder"):
+    for name in ("list_invoices", "create_invoice", "update_invoice", "get_customer", "send_reminder",
+                 "submit_invoice", "approve_invoice", "reject_invoice", "discharge_invoice"):
         setattr(handlers, name, getattr(billing.handlers, name))
     handlers.get_invoice = lambda args: value
     async with Client(billing.create_server(handlers), mode="legacy", cache=None) as client:

@@ -268,7 +268,7 @@ def test_value_starts_of_every_kind() -> None:
         name, _, rest = line.partition(" = ")
         assert source_map.key((name,)) == S(line_no, 1)
         assert source_map.value((name,)) == S(line_no, len(name) + 4), rest
-    assert source_map.value(("arr", 2)) == S(15, 19)
+    assert source_map.value(("arr", 2)) == S(15, 17)
     assert source_map.string_char(("i",), 0) is None  # not a string
 
 
@@ -309,7 +309,7 @@ def test_multiline_arrays_with_comments_and_trailing_commas() -> None:
     assert source_map.key(("rows", 2)) == S(5, 3)
     assert source_map.key(("rows", 2, "k")) == S(5, 5)
     assert source_map.value(("rows", 2, "k", 0)) == S(5, 11)
-    assert source_map.value(("rows", 2, "k", 1, 0, 0)) == S(5, 17)
+    assert source_map.value(("rows", 2, "k", 1, 0, 0)) == S(5, 18)
     assert source_map.key(("rows", 3)) is None
     assert source_map.key(("after",)) == S(7, 1)
 
@@ -334,7 +334,7 @@ def test_crlf_line_endings() -> None:
 
 
 def test_columns_count_code_points() -> None:
-    source_map = scan_ok('"ключ" = "😀é" # ok\n[таблица]\n"😀" = 1\n')
+    source_map = scan_ok('"ключ" = "😀é" # ok\n["таблица"]\n"😀" = 1\n')
     assert source_map.value(("ключ",)) == S(1, 10)
     assert source_map.string_char(("ключ",), 1) == S(1, 12)
     assert source_map.key(("таблица", "😀")) == S(3, 1)
@@ -349,9 +349,9 @@ def test_basic_string_escapes_map_to_backslash() -> None:
     source_map = scan_ok(text)
     value = tomli.loads(text)["s"]
     assert value == 'a"b\\c\n\tdé😀z'
-    expected_cols = [6, 7, 9, 10, 12, 14, 16, 17, 19, 25, 35]
+    expected_cols = [6, 7, 9, 10, 12, 13, 15, 17, 18, 24, 34]
     assert [source_map.string_char(("s",), i) for i in range(len(value))] == [S(1, c) for c in expected_cols]
-    assert source_map.string_char(("s",), len(value)) == S(1, 36)  # closing quote
+    assert source_map.string_char(("s",), len(value)) == S(1, 35)  # closing quote
     assert source_map.string_char(("s",), len(value) + 1) is None
     assert source_map.string_char(("s",), -1) is None
     assert source_map.string_char(("missing",), 0) is None
@@ -475,10 +475,10 @@ def test_valid_redefinitions_are_not_duplicates(text: str) -> None:
         ("a 1\n", S(1, 3)),
         ("= 1\n", S(1, 1)),
         ("[a\nb = 1\n", S(1, 3)),
-        ("[[a]\n", S(1, 5)),
-        ("a = 1 b = 2\n", S(1, 9)),
+        ("[[a]\n", S(1, 4)),
+        ("a = 1 b = 2\n", S(1, 7)),
         ("a = [1 2]\n", S(1, 8)),
-        ("a = {b = 1 c = 2}\n", S(1, 14)),
+        ("a = {b = 1 c = 2}\n", S(1, 12)),
         ('"""k""" = 1\n', S(1, 1)),
         ("x = [\n", S(2, 1)),
         ('a = "\x01"\n', S(1, 6)),
@@ -497,22 +497,25 @@ def test_pathological_nesting_is_a_scan_error() -> None:
     with pytest.raises(ScanError):
         scan("a = " + "[" * 100_000)
     source_map = scan_ok("a = " + "[" * 50 + "]" * 50 + "\n")
-    assert source_map.key(("a", 0, 0)) == S(1, 6)
+    assert source_map.key(("a", 0, 0)) == S(1, 7)
 
 
 def test_large_document_scans() -> None:
     text = "".join(f'[t{i}]\nk = "{"x" * 50}\\n"\narr = [1, 2, {{ a = "b" }}]\n' for i in range(5000))
     source_map = scan_ok(text)
-    assert source_map.key(("t4999", "arr", 2, "a")) == S(14999, 15)
+    assert source_map.key(("t4999", "arr", 2, "a")) == S(15000, 16)
 
 
 # --- properties ---------------------------------------------------------------------------------
 
 _BARE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-_TRICKY = list("ab_-.\"'\\ \t\n\r#=[]{},é€😀\x00\x08\x1b\x7f")
+_PLAIN = list("ab_-.\"'\\ \t\n#=[]{},é€😀")
+_TRICKY = [*_PLAIN, "\r", "\x00", "\x08", "\x1b", "\x7f"]
 _CONTROL = {chr(c) for c in range(32)} | {"\x7f"}
 
-text_st = st.text(st.sampled_from(_TRICKY) | st.characters(exclude_categories=("Cs",)), max_size=12)
+text_st = st.text(st.sampled_from(_PLAIN), max_size=12) | st.text(
+    st.sampled_from(_TRICKY) | st.characters(exclude_categories=("Cs",)), max_size=12
+)
 key_st = st.text(st.sampled_from(_TRICKY) | st.characters(exclude_categories=("Cs",)), max_size=6) | st.text(
     st.sampled_from(sorted(_BARE)), min_size=1, max_size=6
 )
@@ -663,7 +666,7 @@ def check_positions(text: str) -> None:
                 span = source_map.string_char(path, i)
                 assert span is not None
                 source = text[offset_of(text, span) :]
-                if source[0] == "\\":
+                if source[0] == "\\" and at[0] == '"':  # an escape, in a basic string
                     escaped = source[: 2 + {"x": 2, "u": 4, "U": 8}.get(source[1], 0)]
                     assert tomli.loads(f'v = "{escaped}"')["v"] == char, (path, i)
                 else:

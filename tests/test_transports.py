@@ -85,7 +85,7 @@ def http_server(built: Path) -> Iterator[str]:
 async def test_streamable_http(http_server: str, mode: str) -> None:
     async with Client(http_server, mode=mode, cache=None) as client:
         tools = await client.list_tools()
-        assert len(tools.tools) == 6
+        assert len(tools.tools) == (9 if mode == "legacy" else 12)
         result = await client.call_tool("invoice.list", {"status": "overdue"})
     assert [i["id"] for i in result.structured_content["items"]] == ["inv-1"]
     assert "078-05-1120" not in result.model_dump_json()

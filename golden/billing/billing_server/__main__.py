@@ -14,6 +14,7 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 from .server import NAME, create_server
+from .state_store import open_store
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -23,31 +24,39 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
                         help="log to stderr at this level (stdout carries the protocol on stdio)")
+    parser.add_argument("--state-store", default="memory",
+                        help="workflow state: memory (default), sqlite:///path/state.db or redis://host:port/db")
+    parser.add_argument("--handle-idle-ttl", type=float, default=86400.0,
+                        help="seconds without activity after which a workflow handle expires (default 86400)")
     return parser.parse_args(argv)
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
-        options = server.create_initialization_options(NotificationOptions(tools_changed=True))
-        await server.run(read_stream, write_stream, options)
-
-
-def serve_http(server: Server[Any], host: str, port: int, log_level: str) -> None:
+async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
+    if not arguments.http:
+        async with stdio_server() as (read_stream, write_stream):
+            options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+            await server.run(read_stream, write_stream, options)
+        return
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    app = server.streamable_http_app(host=arguments.host)
+    config = uvicorn.Config(app, host=arguments.host, port=arguments.port, log_level=arguments.log_level)
+    await uvicorn.Server(config).serve()
+
+
+async def run(arguments: argparse.Namespace) -> None:
+    store = open_store(arguments.state_store, idle_ttl=arguments.handle_idle_ttl)
+    try:
+        await serve(create_server(state_store=store), arguments)
+    finally:
+        await store.close()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     logging.basicConfig(stream=sys.stderr, level=arguments.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    server = create_server()
-    if arguments.http:
-        serve_http(server, arguments.host, arguments.port, arguments.log_level)
-    else:
-        anyio.run(serve_stdio, server)
+    anyio.run(run, arguments)
 
 
 if __name__ == "__main__":

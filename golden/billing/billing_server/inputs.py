@@ -38,6 +38,14 @@ __all__ = [
     "parse_customer_get",
     "BillingRemindInput",
     "parse_billing_remind",
+    "InvoiceSubmitInput",
+    "parse_invoice_submit",
+    "InvoiceApproveInput",
+    "parse_invoice_approve",
+    "InvoiceRejectInput",
+    "parse_invoice_reject",
+    "InvoiceDischargeInput",
+    "parse_invoice_discharge",
 ]
 
 _INVOICE_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
@@ -65,6 +73,22 @@ _CUSTOMER_GET_GUARDED: Final[frozenset[str]] = frozenset()
 _BILLING_REMIND_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
 
 _BILLING_REMIND_GUARDED: Final[frozenset[str]] = frozenset()
+
+_INVOICE_SUBMIT_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
+
+_INVOICE_SUBMIT_GUARDED: Final[frozenset[str]] = frozenset()
+
+_INVOICE_APPROVE_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
+
+_INVOICE_APPROVE_GUARDED: Final[frozenset[str]] = frozenset()
+
+_INVOICE_REJECT_KEYS: Final[frozenset[str]] = frozenset({"invoice_id", "reason"})
+
+_INVOICE_REJECT_GUARDED: Final[frozenset[str]] = frozenset()
+
+_INVOICE_DISCHARGE_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
+
+_INVOICE_DISCHARGE_GUARDED: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +278,118 @@ def parse_billing_remind(arguments: Mapping[str, Any]) -> BillingRemindInput:
     if errors:
         raise InvalidArguments(errors)
     return BillingRemindInput(
+        invoice_id=invoice_id_,
+        fields_set=frozenset(arguments),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class InvoiceSubmitInput:
+    """Validated arguments of the invoice.submit tool."""
+
+    invoice_id: str
+    fields_set: frozenset[str] = field(default=frozenset())
+
+
+def parse_invoice_submit(arguments: Mapping[str, Any]) -> InvoiceSubmitInput:
+    errors: list[FieldError] = []
+    if not arguments.keys() <= _INVOICE_SUBMIT_KEYS:
+        check_keys(arguments, _INVOICE_SUBMIT_KEYS, _INVOICE_SUBMIT_GUARDED, "", errors)
+    value = arguments.get("invoice_id", MISSING)
+    if value is MISSING:
+        missing(errors, "invoice_id", "a string")
+        invoice_id_ = None
+    else:
+        invoice_id_ = in_string(value, "invoice_id", errors)
+    if errors:
+        raise InvalidArguments(errors)
+    return InvoiceSubmitInput(
+        invoice_id=invoice_id_,
+        fields_set=frozenset(arguments),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class InvoiceApproveInput:
+    """Validated arguments of the invoice.approve tool."""
+
+    invoice_id: str
+    fields_set: frozenset[str] = field(default=frozenset())
+
+
+def parse_invoice_approve(arguments: Mapping[str, Any]) -> InvoiceApproveInput:
+    errors: list[FieldError] = []
+    if not arguments.keys() <= _INVOICE_APPROVE_KEYS:
+        check_keys(arguments, _INVOICE_APPROVE_KEYS, _INVOICE_APPROVE_GUARDED, "", errors)
+    value = arguments.get("invoice_id", MISSING)
+    if value is MISSING:
+        missing(errors, "invoice_id", "a string")
+        invoice_id_ = None
+    else:
+        invoice_id_ = in_string(value, "invoice_id", errors)
+    if errors:
+        raise InvalidArguments(errors)
+    return InvoiceApproveInput(
+        invoice_id=invoice_id_,
+        fields_set=frozenset(arguments),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class InvoiceRejectInput:
+    """Validated arguments of the invoice.reject tool."""
+
+    invoice_id: str
+    reason: str
+    fields_set: frozenset[str] = field(default=frozenset())
+
+
+def parse_invoice_reject(arguments: Mapping[str, Any]) -> InvoiceRejectInput:
+    errors: list[FieldError] = []
+    if not arguments.keys() <= _INVOICE_REJECT_KEYS:
+        check_keys(arguments, _INVOICE_REJECT_KEYS, _INVOICE_REJECT_GUARDED, "", errors)
+    value = arguments.get("invoice_id", MISSING)
+    if value is MISSING:
+        missing(errors, "invoice_id", "a string")
+        invoice_id_ = None
+    else:
+        invoice_id_ = in_string(value, "invoice_id", errors)
+    value = arguments.get("reason", MISSING)
+    if value is MISSING:
+        missing(errors, "reason", "a string")
+        reason_ = None
+    else:
+        reason_ = in_string(value, "reason", errors)
+    if errors:
+        raise InvalidArguments(errors)
+    return InvoiceRejectInput(
+        invoice_id=invoice_id_,
+        reason=reason_,
+        fields_set=frozenset(arguments),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class InvoiceDischargeInput:
+    """Validated arguments of the invoice.discharge tool."""
+
+    invoice_id: str
+    fields_set: frozenset[str] = field(default=frozenset())
+
+
+def parse_invoice_discharge(arguments: Mapping[str, Any]) -> InvoiceDischargeInput:
+    errors: list[FieldError] = []
+    if not arguments.keys() <= _INVOICE_DISCHARGE_KEYS:
+        check_keys(arguments, _INVOICE_DISCHARGE_KEYS, _INVOICE_DISCHARGE_GUARDED, "", errors)
+    value = arguments.get("invoice_id", MISSING)
+    if value is MISSING:
+        missing(errors, "invoice_id", "a string")
+        invoice_id_ = None
+    else:
+        invoice_id_ = in_string(value, "invoice_id", errors)
+    if errors:
+        raise InvalidArguments(errors)
+    return InvoiceDischargeInput(
         invoice_id=invoice_id_,
         fields_set=frozenset(arguments),
     )

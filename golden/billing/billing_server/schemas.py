@@ -244,3 +244,83 @@ BILLING_REMIND_INPUT: Final[dict[str, Any]] = {
     "required": ["invoice_id"],
     "additionalProperties": False,
 }
+
+INVOICE_SUBMIT_INPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "invoice_id": {"type": "string"},
+        "workflow_id": {
+            "type": "string",
+            "description": "The handle from invoice.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+        },
+    },
+    "required": ["invoice_id"],
+    "additionalProperties": False,
+}
+
+INVOICE_APPROVE_INPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "invoice_id": {"type": "string"},
+        "workflow_id": {
+            "type": "string",
+            "description": "The handle from invoice.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+        },
+    },
+    "required": ["invoice_id"],
+    "additionalProperties": False,
+}
+
+INVOICE_REJECT_INPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "invoice_id": {"type": "string"},
+        "reason": {"type": "string", "description": "Why it goes back"},
+        "workflow_id": {
+            "type": "string",
+            "description": "The handle from invoice.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+        },
+    },
+    "required": ["invoice_id", "reason"],
+    "additionalProperties": False,
+}
+
+INVOICE_DISCHARGE_INPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "invoice_id": {"type": "string"},
+        "workflow_id": {
+            "type": "string",
+            "description": "The handle from invoice.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+        },
+    },
+    "required": ["invoice_id"],
+    "additionalProperties": False,
+}
+
+WORKFLOW_STATUS_INPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "workflow_id": {
+            "type": "string",
+            "description": "A handle from .start; omit it (older protocols only) for this session's own workflow.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+WORKFLOW_STATE_OUTPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "workflow_id": {
+            "type": ["string", "null"],
+            "description": "The handle to pass to the workflow's tools.",
+        },
+        "workflow": {"type": "string"},
+        "state": {"type": "string"},
+        "allowed_tools": {"type": "array", "items": {"type": "string"}},
+        "final": {"type": "boolean"},
+    },
+    "required": ["workflow_id", "workflow", "state", "allowed_tools", "final"],
+    "additionalProperties": False,
+}

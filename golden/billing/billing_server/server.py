@@ -3,6 +3,8 @@
 
 `create_server()` returns a low-level `mcp.server.Server`, so tests and host applications can run it
 in-process (`mcp.Client(create_server())`), and `python -m billing_server` serves it over stdio or HTTP.
+Tools bound to workflow states are gated on every call (see _gate.py); in the handshake era each
+session's tools/list shows only what its workflow states allow.
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ from types import ModuleType
 from typing import Any, Final
 
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
 
 from . import schemas, tools
+from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import bind_handler, import_handlers, unknown_tool
+from .state_store import StateStore, open_store
+from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
 
@@ -28,6 +34,7 @@ HANDLERS_MODULE: Final = "billing_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../../../specs"
 
+# Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
         name="invoice.get",
@@ -70,14 +77,165 @@ TOOLS: Final[list[types.Tool]] = [
         input_schema=schemas.BILLING_REMIND_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
+    types.Tool(
+        name="invoice.submit",
+        description="Submit a draft invoice for review.",
+        input_schema=schemas.INVOICE_SUBMIT_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="invoice.approve",
+        description="Approve an invoice under review.",
+        input_schema=schemas.INVOICE_APPROVE_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="invoice.reject",
+        description="Send an invoice under review back to draft.",
+        input_schema=schemas.INVOICE_REJECT_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="invoice.discharge",
+        description="Discharge an approved invoice: it is settled and closed for good.",
+        input_schema=schemas.INVOICE_DISCHARGE_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
+    ),
+    types.Tool(
+        name="invoice.start",
+        description="Start a new \"invoice\" workflow in state \"draft\" and get its workflow_id: pass it to the workflow's tools.",
+        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        output_schema=schemas.WORKFLOW_STATE_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="invoice.status",
+        description="The current state of a \"invoice\" workflow and the tools it allows now.",
+        input_schema=schemas.WORKFLOW_STATUS_INPUT,
+        output_schema=schemas.WORKFLOW_STATE_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
+    ),
 ]
+
+# 2026-07-28: one stable list for everyone; bound tools say which states they need.
+MODERN_TOOLS: Final[list[types.Tool]] = [
+    types.Tool(
+        name="invoice.get",
+        description="Fetch one invoice by id.",
+        input_schema=schemas.INVOICE_GET_INPUT,
+        output_schema=schemas.INVOICE_GET_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
+    ),
+    types.Tool(
+        name="invoice.list",
+        description="List invoices, optionally only those with a given status.",
+        input_schema=schemas.INVOICE_LIST_INPUT,
+        output_schema=schemas.INVOICE_LIST_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
+    ),
+    types.Tool(
+        name="invoice.create",
+        description="Create a draft invoice.",
+        input_schema=schemas.INVOICE_CREATE_INPUT,
+        output_schema=schemas.INVOICE_CREATE_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
+    ),
+    types.Tool(
+        name="invoice.update",
+        description="Change an invoice's status or due date.",
+        input_schema=schemas.INVOICE_UPDATE_INPUT,
+        output_schema=schemas.INVOICE_UPDATE_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
+    ),
+    types.Tool(
+        name="customer.get",
+        description="Fetch one customer by id.",
+        input_schema=schemas.CUSTOMER_GET_INPUT,
+        output_schema=schemas.CUSTOMER_GET_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
+    ),
+    types.Tool(
+        name="billing.remind",
+        description="Send a payment reminder for an overdue invoice.",
+        input_schema=schemas.BILLING_REMIND_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="invoice.submit",
+        description="Submit a draft invoice for review. (Workflow \"invoice\": runs only in state draft; pass workflow_id from invoice.start.)",
+        input_schema=schemas.INVOICE_SUBMIT_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="invoice.approve",
+        description="Approve an invoice under review. (Workflow \"invoice\": runs only in state review; pass workflow_id from invoice.start.)",
+        input_schema=schemas.INVOICE_APPROVE_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="invoice.reject",
+        description="Send an invoice under review back to draft. (Workflow \"invoice\": runs only in state review; pass workflow_id from invoice.start.)",
+        input_schema=schemas.INVOICE_REJECT_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="invoice.discharge",
+        description="Discharge an approved invoice: it is settled and closed for good. (Workflow \"invoice\": runs only in state approved; pass workflow_id from invoice.start.)",
+        input_schema=schemas.INVOICE_DISCHARGE_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
+    ),
+    types.Tool(
+        name="invoice.start",
+        description="Start a new \"invoice\" workflow in state \"draft\" and get its workflow_id: pass it to the workflow's tools.",
+        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        output_schema=schemas.WORKFLOW_STATE_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="invoice.status",
+        description="The current state of a \"invoice\" workflow and the tools it allows now.",
+        input_schema=schemas.WORKFLOW_STATUS_INPUT,
+        output_schema=schemas.WORKFLOW_STATE_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
+    ),
+]
+
+# Shown instead while the tool's workflow is in its initial state (handshake era).
+COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
+    "invoice.discharge": types.Tool(
+        name="invoice.discharge",
+        description="Discharge invoice.",
+        input_schema=schemas.INVOICE_DISCHARGE_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
+    ),
+}
 
 Route = Callable[[Mapping[str, Any], Any], Awaitable[types.CallToolResult]]
 
 
-def create_server(handlers: ModuleType | None = None) -> Server[Any]:
-    """Build the server. `handlers` replaces the handler module (tests, hosts embedding the server)."""
+class _Server(Server[Any]):
+    """Advertises tools.listChanged on every transport (the HTTP session manager asks with no options)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
+
+
+def create_server(handlers: ModuleType | None = None, state_store: StateStore | str = "memory") -> Server[Any]:
+    """Build the server.
+
+    `handlers` replaces the handler module (tests, hosts embedding the server); `state_store` is a
+    StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0".
+    """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    store = open_store(state_store) if isinstance(state_store, str) else state_store
+    gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY)
     routes: dict[str, Route] = {
         "invoice.get": partial(tools.call_invoice_get, bind_handler(module, "get_invoice", "invoice.get")),
         "invoice.list": partial(tools.call_invoice_list, bind_handler(module, "list_invoices", "invoice.list")),
@@ -85,16 +243,28 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
         "invoice.update": partial(tools.call_invoice_update, bind_handler(module, "update_invoice", "invoice.update")),
         "customer.get": partial(tools.call_customer_get, bind_handler(module, "get_customer", "customer.get")),
         "billing.remind": partial(tools.call_billing_remind, bind_handler(module, "send_reminder", "billing.remind")),
+        "invoice.submit": partial(tools.call_invoice_submit, bind_handler(module, "submit_invoice", "invoice.submit")),
+        "invoice.approve": partial(tools.call_invoice_approve, bind_handler(module, "approve_invoice", "invoice.approve")),
+        "invoice.reject": partial(tools.call_invoice_reject, bind_handler(module, "reject_invoice", "invoice.reject")),
+        "invoice.discharge": partial(tools.call_invoice_discharge, bind_handler(module, "discharge_invoice", "invoice.discharge")),
+        "invoice.start": partial(gate.start, MACHINES["invoice"]),
+        "invoice.status": partial(gate.status, MACHINES["invoice"]),
     }
-    listing = types.ListToolsResult(tools=TOOLS)
+    modern_listing = types.ListToolsResult(tools=MODERN_TOOLS)
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return listing
+        if is_modern(ctx):
+            return modern_listing
+        states = await gate.session_states(ctx)
+        return types.ListToolsResult(tools=handshake_listing(TOOLS, COMPACT_TOOLS, BINDINGS, MACHINES, states))
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         route = routes.get(params.name)
         if route is None:
             return unknown_tool(params.name, list(routes))
-        return await route(params.arguments or {}, ctx)
+        arguments = params.arguments or {}
+        if params.name in BINDINGS:
+            return await gate.call(params.name, arguments, ctx, route)
+        return await route(arguments, ctx)
 
-    return Server(NAME, version=VERSION, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return _Server(NAME, version=VERSION, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)

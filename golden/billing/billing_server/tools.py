@@ -28,6 +28,10 @@ from .inputs import (
     parse_invoice_update,
     parse_customer_get,
     parse_billing_remind,
+    parse_invoice_submit,
+    parse_invoice_approve,
+    parse_invoice_reject,
+    parse_invoice_discharge,
 )
 from . import presenters
 
@@ -38,6 +42,10 @@ __all__ = [
     "call_invoice_update",
     "call_customer_get",
     "call_billing_remind",
+    "call_invoice_submit",
+    "call_invoice_approve",
+    "call_invoice_reject",
+    "call_invoice_discharge",
 ]
 
 
@@ -132,3 +140,55 @@ async def call_billing_remind(handler: Handler, arguments: Mapping[str, Any], ct
     except Exception as exc:
         return handler_failed("billing.remind", exc)
     return done_result("billing.remind")
+
+
+async def call_invoice_submit(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
+    """invoice.submit"""
+    try:
+        args = parse_invoice_submit(arguments)
+    except InvalidArguments as exc:
+        return validation_error("invoice.submit", exc.errors)
+    try:
+        raw = await handler(args, ctx)
+    except Exception as exc:
+        return handler_failed("invoice.submit", exc)
+    return done_result("invoice.submit")
+
+
+async def call_invoice_approve(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
+    """invoice.approve"""
+    try:
+        args = parse_invoice_approve(arguments)
+    except InvalidArguments as exc:
+        return validation_error("invoice.approve", exc.errors)
+    try:
+        raw = await handler(args, ctx)
+    except Exception as exc:
+        return handler_failed("invoice.approve", exc)
+    return done_result("invoice.approve")
+
+
+async def call_invoice_reject(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
+    """invoice.reject"""
+    try:
+        args = parse_invoice_reject(arguments)
+    except InvalidArguments as exc:
+        return validation_error("invoice.reject", exc.errors)
+    try:
+        raw = await handler(args, ctx)
+    except Exception as exc:
+        return handler_failed("invoice.reject", exc)
+    return done_result("invoice.reject")
+
+
+async def call_invoice_discharge(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
+    """invoice.discharge"""
+    try:
+        args = parse_invoice_discharge(arguments)
+    except InvalidArguments as exc:
+        return validation_error("invoice.discharge", exc.errors)
+    try:
+        raw = await handler(args, ctx)
+    except Exception as exc:
+        return handler_failed("invoice.discharge", exc)
+    return done_result("invoice.discharge")

@@ -1,0 +1,214 @@
+"""Benchmark 2: how `fusiongen build` and `check` scale, and how long CI's `fusiongen check` takes.
+
+* In-process, on synthetic specs of 20 and 200 models + tools (`bench/synthetic.py`), interleaved:
+  build = `pipeline.generate` + `output.publish` into a fresh directory;
+  check = `pipeline.generate` + `pipeline.compare` + `pipeline.handler_diagnostics` (what the CLI runs).
+  Reported: median times and the paired ratio t(200)/t(20). The steps inside `generate` (load + lower,
+  render, parse check) are timed by wrapping the names `generate` looks up, without changing them.
+* The CLI, once per size, as a subprocess (reference: adds interpreter start-up and imports).
+* `fusiongen check specs/<stem>.toml -o golden/<stem>` as a subprocess, for every spec in specs/, the
+  way CI runs it, next to the floor every CLI call pays (interpreter start, importing the check path).
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench import synthetic
+from bench.core import ROOT, Row, Samples, Settings, at_most, rotations, seconds
+
+TARGET_SCALING = 12.0
+TARGET_CHECK_SECONDS = 1.0
+STEPS = ("validate", "render", "parse_check")  # the names pipeline.generate calls, in order
+
+
+@contextmanager
+def _step_timer() -> Iterator[dict[str, list[float]]]:
+    """Time the steps of `pipeline.generate` by wrapping the module globals it calls."""
+    from fusiongen import pipeline
+
+    spent: dict[str, list[float]] = {step: [] for step in STEPS}
+    originals = {step: getattr(pipeline, step, None) for step in STEPS}
+
+    def wrap(step: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[step].append(time.perf_counter() - start)
+        return timed
+
+    for step, function in originals.items():
+        if function is not None:
+            setattr(pipeline, step, wrap(step, function))
+    try:
+        yield spent
+    finally:
+        for step, function in originals.items():
+            if function is not None:
+                setattr(pipeline, step, function)
+
+
+def _build(spec: Path, out: Path) -> None:
+    from fusiongen.output import publish
+    from fusiongen.pipeline import generate
+
+    publish(generate(spec, out), out)
+
+
+def _check(spec: Path, out: Path) -> None:
+    from fusiongen.pipeline import compare, generate, handler_diagnostics
+
+    generation = generate(spec, out)
+    drift = compare(out, generation.files, generation.header)
+    problems = [p for p in handler_diagnostics(generation) if p.is_error]
+    if not drift.clean or problems:
+        raise AssertionError(f"check of {spec.name} is not clean: {drift.report()[:500]} {problems[:3]}")
+
+
+def _timed(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def _fusiongen() -> list[str]:
+    script = Path(sys.executable).parent / "fusiongen"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "fusiongen"]
+
+
+def _subprocess(command: list[str]) -> tuple[float, int, str]:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    return time.perf_counter() - start, done.returncode, (done.stderr or done.stdout).strip()
+
+
+def _scaling(settings: Settings, work: Path) -> list[Row]:
+    small, large = (10, 20) if settings.quick else (20, 200)
+    rounds = 1 if settings.quick else 3
+    specs = {n: synthetic.write_spec(work / f"spec{n}", n) for n in (small, large)}
+    _build(specs[small], work / "warmup")  # imports, template compilation: paid once per process
+
+    build: dict[int, list[float]] = {small: [], large: []}
+    check: dict[int, list[float]] = {small: [], large: []}
+    steps: dict[int, dict[str, list[float]]] = {n: {s: [] for s in STEPS} for n in (small, large)}
+    for index, order in enumerate(rotations([small, large], rounds)):
+        for n in order:
+            out = work / f"out{n}-{index}"
+            with _step_timer() as spent:
+                build[n].append(_timed(lambda spec=specs[n], out=out: _build(spec, out)))
+            for step in STEPS:
+                steps[n][step] += spent[step]
+            check[n].append(_timed(lambda spec=specs[n], out=out: _check(spec, out)))
+            if index < rounds - 1:
+                shutil.rmtree(out)
+
+    rows: list[Row] = []
+    for label, times in (("build", build), ("check", check)):
+        samples = Samples({str(n): v for n, v in times.items()})
+        ratio = samples.paired_ratio(str(large), str(small))
+        target, ok = at_most(ratio, TARGET_SCALING)
+        rows.append(Row(f"{label} in-process, {small} vs {large} models+tools",
+                        f"{seconds(samples.median(str(small)))} vs {seconds(samples.median(str(large)))}",
+                        ratio, target, ok))
+    if settings.quick:
+        rows[0].notes.append(f"--quick: {small} vs {large} models instead of 20 vs 200; the ratio is only a smoke test")
+
+    # Where build time goes, per step of generate (medians over the rounds' builds).
+    parts = []
+    for n in (small, large):
+        medians = {s: statistics.median(v) for s, v in steps[n].items() if v}
+        parts.append(f"{n}: " + " ".join(f"{s} {seconds(t)}" for s, t in medians.items()))
+    rows.append(Row("  generate steps [info]", " | ".join(parts)))
+
+    # The parse check, done by libcst, against the standard library's parser on the same files.
+    from fusiongen.pipeline import generate
+
+    files = generate(specs[large], work / f"out{large}-{rounds - 1}").files
+    size = sum(len(text) for text in files.values())
+    start = time.perf_counter()
+    for path, text in files.items():
+        if path.endswith(".py"):
+            ast.parse(text, path)
+    ast_seconds = time.perf_counter() - start
+    libcst_seconds = statistics.median(steps[large]["parse_check"]) if steps[large]["parse_check"] else None
+    rows.append(Row(f"  parse check of {large}-model output [info]",
+                    f"{size / 1e6:.1f} MB of Python: libcst {seconds(libcst_seconds) if libcst_seconds else '?'}"
+                    f", ast.parse {seconds(ast_seconds)}",
+                    notes=["ast.parse is measured once here for comparison; fusiongen uses libcst"]))
+
+    # The CLI, once per size, for reference (start-up + imports + the same work).
+    if not settings.quick:
+        cli = _fusiongen()
+        measured = []
+        for n in (small, large):
+            out = work / f"cli{n}"
+            build_seconds, code_b, err_b = _subprocess([*cli, "build", str(specs[n]), "-o", str(out)])
+            check_seconds, code_c, err_c = _subprocess([*cli, "check", str(specs[n]), "-o", str(out)])
+            if code_b or code_c:
+                rows.append(Row(f"CLI {n}: exit {code_b}/{code_c}", (err_b or err_c)[-200:]))
+            measured.append(f"{n}: build {seconds(build_seconds)}, check {seconds(check_seconds)}")
+        rows.append(Row("  CLI subprocess, once [info]", " | ".join(measured)))
+    return rows
+
+
+def _specs_check(settings: Settings) -> list[Row]:
+    rounds = 1 if settings.quick else 3
+    cli = _fusiongen()
+    python = sys.executable
+    floor_commands = {
+        "python start": [python, "-c", "pass"],
+        "+ import check path": [python, "-c", "import fusiongen.cli, fusiongen.pipeline"],
+    }
+    specs = sorted((ROOT / "specs").glob("*.toml"))
+    commands: dict[str, list[str]] = dict(floor_commands)
+    for spec in specs:
+        golden = ROOT / "golden" / spec.stem
+        if golden.is_dir():
+            commands[spec.stem] = [*cli, "check", str(spec.relative_to(ROOT)), "-o", str(golden.relative_to(ROOT))]
+
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    codes: dict[str, tuple[int, str]] = {}
+    for order in rotations(list(commands), rounds):
+        for name in order:
+            elapsed, code, output = _subprocess(commands[name])
+            times[name].append(elapsed)
+            codes[name] = (code, output)
+
+    rows: list[Row] = []
+    floor = "  ".join(f"{name} {seconds(statistics.median(times[name]))}" for name in floor_commands)
+    for spec in specs:
+        if spec.stem not in commands:
+            rows.append(Row(f"fusiongen check {spec.name}", f"no golden/{spec.stem}: not measured"))
+            continue
+        wall = statistics.median(times[spec.stem])
+        code, output = codes[spec.stem]
+        row = Row(f"fusiongen check {spec.name} (CLI)", f"{seconds(wall)} wall, exit {code}",
+                  target=f"< {TARGET_CHECK_SECONDS:g} s", ok=wall < TARGET_CHECK_SECONDS)
+        if code != 0:
+            row.notes.append(f"exit {code} (golden drifted or check failed): {output[-300:]}")
+        rows.append(row)
+    rows.append(Row("  CLI floor [info]", floor))
+    return rows
+
+
+def bench_codegen(settings: Settings) -> list[Row]:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="fusiongen-bench-codegen-") as work:
+        try:
+            rows += _scaling(settings, Path(work))
+        except Exception as exc:  # fusiongen may be mid-edit: still measure CI's check below
+            rows.append(Row("build/check scaling: failed", f"{type(exc).__name__}: {str(exc)[:150]}"))
+    rows += _specs_check(settings)
+    return rows

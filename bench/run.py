@@ -1,0 +1,79 @@
+"""`make bench`: run every benchmark section and print one table of ratios measured in this run.
+
+    .venv/bin/python bench/run.py            # everything (a couple of minutes)
+    .venv/bin/python bench/run.py --quick    # a smoke test: same code paths, few iterations
+    .venv/bin/python bench/run.py --only toolcall --golden
+
+A section is a function `(Settings) -> list[Row]`; add one to SECTIONS. Timings are never asserted:
+the exit status is 0 whatever the verdicts (1 only if a section crashed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable as a package
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
+
+from bench.core import Row, Settings, machine, seconds, table  # noqa: E402
+
+
+def _toolcall(settings: Settings) -> list[Row]:
+    from bench.toolcall import bench_toolcall
+
+    return bench_toolcall(settings)
+
+
+def _codegen(settings: Settings) -> list[Row]:
+    from bench.codegen import bench_codegen
+
+    return bench_codegen(settings)
+
+
+# (name, what it measures, function). Sections import lazily so --only skips the others' imports.
+SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
+    ("toolcall", "in-process tools/call throughput: generated vs MCPServer vs bare Server", _toolcall),
+    ("codegen", "fusiongen build/check time: 20 vs 200 models, and check of every spec", _codegen),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="few iterations (smoke test, seconds)")
+    parser.add_argument("--golden", action="store_true",
+                        help="toolcall: import golden/billing instead of building specs/billing.toml now")
+    parser.add_argument("--only", action="append", choices=[name for name, _, _ in SECTIONS],
+                        help="run only this section (repeatable)")
+    arguments = parser.parse_args(argv)
+    settings = Settings(quick=arguments.quick, golden=arguments.golden)
+
+    print(machine(), flush=True)
+    rows: list[Row] = []
+    failed = False
+    started = time.perf_counter()
+    for name, what, section in SECTIONS:
+        if arguments.only and name not in arguments.only:
+            continue
+        print(f"[{name}] {what} ...", file=sys.stderr, flush=True)
+        section_start = time.perf_counter()
+        try:
+            rows += section(settings)
+        except Exception:
+            failed = True
+            traceback.print_exc()
+            rows.append(Row(f"{name}: crashed", "see the traceback above"))
+        print(f"[{name}] done in {seconds(time.perf_counter() - section_start)}", file=sys.stderr, flush=True)
+    print()
+    print(table(rows))
+    print(f"\n{'quick run, ' if settings.quick else ''}total {seconds(time.perf_counter() - started)}; "
+          "ratios are medians of paired, interleaved rounds; targets are reported, never asserted.")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Prepare workflows for the templates: transition tables, bindings, and the tools a workflow adds.
+
+Everything the gate looks up at run time is computed here: the (state, event) → target table, the
+bound tools each state allows, and the tool descriptions of both protocol eras.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fusiongen.ir import ServerIR, ToolIR, WorkflowIR
+from fusiongen.pyliteral import py_literal, py_string
+
+
+@dataclass(frozen=True)
+class WorkflowView:
+    name: str
+    name_literal: str
+    constant: str
+    initial_literal: str
+    finals_literal: str
+    transitions_literal: str
+    tools_by_state_literal: str
+    start_tool_literal: str
+    status_tool_literal: str
+    start_description_literal: str
+    status_description_literal: str
+
+
+@dataclass(frozen=True)
+class BindingView:
+    tool_literal: str
+    workflow_literal: str
+    states_literal: str
+    event_literal: str
+
+
+def _transitions_literal(workflow: WorkflowIR) -> str:
+    if not workflow.transitions:
+        return "{}"
+    lines = [f"        ({py_string(s)}, {py_string(e)}): {py_string(t)}," for s, e, t in workflow.transitions]
+    return "{\n" + "\n".join(lines) + "\n    }"
+
+
+def _tools_by_state(server: ServerIR, workflow: WorkflowIR) -> dict[str, tuple[str, ...]]:
+    return {
+        state: tuple(t.name for t in server.tools
+                     if t.binding and t.binding.workflow == workflow.name and state in t.binding.states)
+        for state in workflow.states
+    }
+
+
+def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
+    views = []
+    for workflow in server.workflows:
+        upper = workflow.ident.upper()
+        by_state = _tools_by_state(server, workflow)
+        views.append(WorkflowView(
+            name=workflow.name,
+            name_literal=py_string(workflow.name),
+            constant=upper,
+            initial_literal=py_string(workflow.initial),
+            finals_literal=py_literal(frozenset(workflow.finals)),
+            transitions_literal=_transitions_literal(workflow),
+            tools_by_state_literal=py_literal(by_state, 1, 19),
+            start_tool_literal=py_string(f"{workflow.name}.start"),
+            status_tool_literal=py_string(f"{workflow.name}.status"),
+            start_description_literal=py_string(
+                f'Start a new "{workflow.name}" workflow in state "{workflow.initial}" and get its '
+                f"{server.state_handle_key}: pass it to the workflow's tools."),
+            status_description_literal=py_string(
+                f'The current state of a "{workflow.name}" workflow and the tools it allows now.'),
+        ))
+    return tuple(views)
+
+
+def binding_views(server: ServerIR) -> tuple[BindingView, ...]:
+    return tuple(
+        BindingView(py_string(t.name), py_string(t.binding.workflow), py_literal(frozenset(t.binding.states)),
+                    py_string(t.binding.transition) if t.binding.transition else "None")
+        for t in server.tools if t.binding
+    )
+
+
+def handle_property(server: ServerIR, tool: ToolIR) -> dict[str, Any]:
+    assert tool.binding is not None
+    workflow = tool.binding.workflow
+    return {
+        "type": "string",
+        "description": f"The handle from {workflow}.start. Required on protocol 2026-07-28; on older protocols, "
+                       "omit it to use this session's own workflow.",
+    }
+
+
+def modern_description(tool: ToolIR, handle_key: str) -> str:
+    """Bound tools in the stable 2026-07-28 list say which states they need and how to pass the handle."""
+    description = tool.description or tool.name
+    if tool.binding is None:
+        return description
+    states = ", ".join(tool.binding.states)
+    return (f'{description} (Workflow "{tool.binding.workflow}": runs only in state {states}; '
+            f"pass {handle_key} from {tool.binding.workflow}.start.)")
+
+
+def state_schemas(server: ServerIR) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Input schema of `<workflow>.status` and output schema of `.start`/`.status`."""
+    key = server.state_handle_key
+    status_input = {
+        "type": "object",
+        "properties": {key: {"type": "string", "description": "A handle from .start; omit it (older protocols "
+                                                              "only) for this session's own workflow."}},
+        "additionalProperties": False,
+    }
+    output = {
+        "type": "object",
+        "properties": {
+            key: {"type": ["string", "null"], "description": "The handle to pass to the workflow's tools."},
+            "workflow": {"type": "string"},
+            "state": {"type": "string"},
+            "allowed_tools": {"type": "array", "items": {"type": "string"}},
+            "final": {"type": "boolean"},
+        },
+        "required": [key, "workflow", "state", "allowed_tools", "final"],
+        "additionalProperties": False,
+    }
+    return status_input, output

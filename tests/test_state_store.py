@@ -1,0 +1,591 @@
+"""Tests for templates/state_store.py.j2, the workflow state store copied into generated servers.
+
+The template is plain Python, so it is imported straight from the .j2 file.  Every contract test
+runs against all three stores: memory, SQLite in tmp_path, and a real redis-server (each test
+gets its own key prefix).
+"""
+
+import asyncio
+import importlib.machinery
+import importlib.util
+import itertools
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.redis_server import start_redis
+
+TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "state_store.py.j2"
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+
+def load_template() -> ModuleType:
+    loader = importlib.machinery.SourceFileLoader("state_store", str(TEMPLATE))
+    spec = importlib.util.spec_from_file_location("state_store", TEMPLATE, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def ss() -> ModuleType:
+    return load_template()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port, stop = start_redis(tmp_path_factory.mktemp("redis"))
+    yield f"redis://127.0.0.1:{port}/0"
+    stop()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Which store the test runs against, as the URL open_store() would get."""
+    if request.param == "redis":
+        url: str = request.getfixturevalue("redis_url")
+        return url
+    return "memory" if request.param == "memory" else f"sqlite:///{tmp_path / 'state.db'}"
+
+
+Factory = Callable[..., Any]
+
+
+@pytest.fixture
+async def make_store(ss: ModuleType, backend: str) -> AsyncIterator[Factory]:
+    """Build stores of the test's backend; two built by one test share state (except memory)."""
+    stores: list[Any] = []
+    prefix = f"test:{uuid.uuid4().hex}:"
+
+    def make(**timing: float) -> Any:
+        if backend.startswith("redis://"):
+            store = ss.RedisStore(backend, prefix=prefix, **timing)
+        else:
+            store = ss.open_store(backend, **timing)
+        stores.append(store)
+        return store
+
+    yield make
+    for store in stores:
+        await store.close()
+
+
+def new_handle() -> str:
+    return uuid.uuid4().hex
+
+
+# --- the contract, for every store ----------------------------------------------------------
+
+
+async def test_create_load_and_compare_and_set(ss: ModuleType, make_store: Factory) -> None:
+    store = make_store()
+    h = new_handle()
+    assert await store.create(h, "order", "draft") == ss.Record("order", "draft", 1)
+    assert await store.load(h) == ss.Record("order", "draft", 1)
+    assert await store.compare_and_set(h, 1, "placed") == ss.Record("order", "placed", 2)
+    assert await store.compare_and_set(h, 1, "cancelled") is None  # stale version refused
+    assert await store.load(h) == ss.Record("order", "placed", 2)
+    assert await store.compare_and_set(h, 2, "paid") == ss.Record("order", "paid", 3)
+    assert await store.compare_and_set(h, 9, "nonsense") is None
+    assert await store.load(h) == ss.Record("order", "paid", 3)
+
+
+async def test_duplicate_create_is_refused(ss: ModuleType, make_store: Factory) -> None:
+    store = make_store()
+    h = new_handle()
+    await store.create(h, "order", "draft")
+    await store.compare_and_set(h, 1, "placed")
+    with pytest.raises(KeyError) as excinfo:
+        await store.create(h, "other", "start")
+    assert h not in str(excinfo.value)  # handles never appear in messages
+    assert await store.load(h) == ss.Record("order", "placed", 2)
+
+
+async def test_unknown_handle(make_store: Factory) -> None:
+    store = make_store()
+    assert await store.load(new_handle()) is None
+    assert await store.compare_and_set(new_handle(), 1, "x") is None
+
+
+async def test_text_round_trips_unchanged(ss: ModuleType, make_store: Factory) -> None:
+    store = make_store()
+    h = new_handle()
+    workflow, state = "naïve\r\nflow", "état\r\n$3\r\n*1\r\n 🚀 " + "x" * 100_000
+    await store.create(h, workflow, "")
+    assert await store.compare_and_set(h, 1, state) == ss.Record(workflow, state, 2)
+    assert await store.load(h) == ss.Record(workflow, state, 2)
+
+
+async def test_idle_expiry(ss: ModuleType, make_store: Factory) -> None:
+    store = make_store(idle_ttl=0.3)
+    h = new_handle()
+    await store.create(h, "order", "draft")
+    for _ in range(3):  # each load is activity and pushes expiry further out
+        await asyncio.sleep(0.15)
+        assert await store.load(h) is not None
+    await asyncio.sleep(0.15)
+    assert await store.compare_and_set(h, 1, "placed") is not None  # so is a save
+    await asyncio.sleep(0.45)
+    assert await store.load(h) is None
+    assert await store.compare_and_set(h, 2, "paid") is None
+    # An expired handle behaves like one that never existed: it can be created afresh.
+    assert await store.create(h, "order", "draft") == ss.Record("order", "draft", 1)
+
+
+async def test_handles_are_independent(ss: ModuleType, make_store: Factory) -> None:
+    store = make_store(lock_wait=0.2)
+    a, b = new_handle(), new_handle()
+    await store.create(a, "wf-a", "a0")
+    await store.create(b, "wf-b", "b0")
+    await store.compare_and_set(a, 1, "a1")
+    assert await store.load(b) == ss.Record("wf-b", "b0", 1)
+    async with store.lock(a), store.lock(b):  # a's lock does not block b's
+        pass
+
+
+async def test_lock_excludes_a_second_holder(make_store: Factory) -> None:
+    store = make_store(lock_wait=5.0)
+    h = new_handle()
+    events: list[str] = []
+    first_in = asyncio.Event()
+
+    async def first() -> None:
+        async with store.lock(h):
+            first_in.set()
+            events.append("first in")
+            await asyncio.sleep(0.2)
+            events.append("first out")
+
+    async def second() -> None:
+        await first_in.wait()
+        async with store.lock(h):
+            events.append("second in")
+
+    await asyncio.gather(first(), second())
+    assert events == ["first in", "first out", "second in"]
+
+
+async def test_lock_wait_gives_up_with_lock_timeout(ss: ModuleType, make_store: Factory) -> None:
+    store = make_store(lock_wait=0.2)
+    h = new_handle()
+    async with store.lock(h):
+        started = time.monotonic()
+        with pytest.raises(ss.LockTimeout) as excinfo:
+            async with store.lock(h):
+                pytest.fail("entered a lock that is held")
+        assert 0.15 <= time.monotonic() - started < 2.0
+        assert h not in str(excinfo.value)
+    async with store.lock(h):  # free again once released
+        pass
+
+
+async def test_lock_of_a_vanished_holder_expires(make_store: Factory) -> None:
+    store = make_store(lock_ttl=0.3, lock_wait=5.0)
+    h = new_handle()
+    crashed = store.lock(h)  # kept referenced: a collected generator would release on finalisation
+    await crashed.__aenter__()  # a holder that crashes and never releases
+    started = time.monotonic()
+    async with store.lock(h):
+        waited = time.monotonic() - started
+    assert 0.2 <= waited < 2.0
+    await crashed.__aexit__(None, None, None)  # a late release is harmless
+    async with store.lock(h):
+        pass
+
+
+async def test_release_never_frees_another_holders_lock(make_store: Factory, backend: str) -> None:
+    # Where stores can share, the three holders use three stores (as three replicas would), so
+    # that the shared lock's token check is what is tested, not just the in-process gate.
+    stores = [make_store(lock_ttl=0.4, lock_wait=5.0) for _ in range(1 if backend == "memory" else 3)]
+    first, second, third = (stores * 3)[:3]
+    h = new_handle()
+    stale = first.lock(h)
+    await stale.__aenter__()  # holds until its lock expires after 0.4 s
+    b_in, b_release, c_in = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def b() -> None:
+        async with second.lock(h):
+            b_in.set()
+            await b_release.wait()
+
+    async def c() -> None:
+        async with third.lock(h):
+            c_in.set()
+
+    task_b = asyncio.create_task(b())
+    await asyncio.wait_for(b_in.wait(), 3)  # b took over the expired lock
+    await stale.__aexit__(None, None, None)  # the stale holder "releases" late
+    task_c = asyncio.create_task(c())
+    await asyncio.sleep(0.2)  # b's own lock is still valid for about 0.2 s more
+    assert not c_in.is_set(), "the stale release freed the current holder's lock"
+    b_release.set()
+    await asyncio.wait_for(asyncio.gather(task_b, task_c), 3)
+    assert c_in.is_set()
+
+
+async def test_a_cancelled_holder_frees_the_lock(make_store: Factory) -> None:
+    store = make_store(lock_wait=1.0)  # lock_ttl stays 30 s: expiry cannot be what frees it
+    h = new_handle()
+    entered = asyncio.Event()
+
+    async def hold() -> None:
+        async with store.lock(h):
+            entered.set()
+            await asyncio.sleep(60)
+
+    task = asyncio.create_task(hold())
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with store.lock(h):
+        pass
+
+
+async def test_concurrent_read_modify_write_loses_nothing(ss: ModuleType, make_store: Factory) -> None:
+    store = make_store(lock_wait=30.0)
+    h = new_handle()
+    await store.create(h, "counter", "0")
+
+    async def bump(i: int) -> int:
+        async with store.lock(h):
+            record = await store.load(h)
+            await asyncio.sleep(0)  # give the others every chance to interfere
+            saved = await store.compare_and_set(h, record.version, str(int(record.state) + 1))
+            assert saved is not None, "a compare_and_set under the lock failed"
+            return int(record.version)
+
+    seen = await asyncio.gather(*(bump(i) for i in range(50)))
+    assert sorted(seen) == list(range(1, 51))
+    assert await store.load(h) == ss.Record("counter", "50", 51)
+
+
+async def test_compare_and_set_alone_lets_exactly_one_writer_win(make_store: Factory) -> None:
+    store = make_store()
+    h = new_handle()
+    await store.create(h, "wf", "s")
+    results = await asyncio.gather(*(store.compare_and_set(h, 1, f"s{i}") for i in range(20)))
+    assert sum(result is not None for result in results) == 1
+
+
+# --- open_store --------------------------------------------------------------------------------
+
+
+async def test_open_store_understands_the_documented_urls(
+    ss: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert isinstance(ss.open_store("memory"), ss.MemoryStore)
+    monkeypatch.chdir(tmp_path)
+    relative = ss.open_store("sqlite:///data/rel.db", idle_ttl=5)
+    absolute = ss.open_store(f"sqlite:///{tmp_path / 'abs.db'}")  # sqlite:////abs/path
+    for store in (relative, absolute):
+        assert isinstance(store, ss.SQLiteStore)
+        await store.close()
+    assert (tmp_path / "data" / "rel.db").exists() and (tmp_path / "abs.db").exists()
+    # Redis connects lazily, so these need no server.
+    for url in ("redis://127.0.0.1:6379/0", "redis://:pw@localhost", "redis://u:p@h:1/2?prefix=app:"):
+        store = ss.open_store(url)
+        assert isinstance(store, ss.RedisStore)
+        await store.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "memory://",
+        "Memory",
+        "sqlite://",
+        "sqlite:///",
+        "postgres://u:secret@h/db",
+        "rediss://:secret@h:6379/0",
+        "redis://:secret@h/notadb",
+        "redis://:secret@h/0?db=1",
+        "redis://:secret@h:port/0",
+    ],
+)
+def test_open_store_rejects_anything_else(ss: ModuleType, url: str) -> None:
+    with pytest.raises(ValueError) as excinfo:
+        ss.open_store(url)
+    assert "secret" not in str(excinfo.value)
+
+
+def test_open_store_rejects_nonsense_timing(ss: ModuleType) -> None:
+    for timing in ({"idle_ttl": 0}, {"lock_ttl": -1}, {"lock_wait": -0.1}):
+        with pytest.raises(ValueError):
+            ss.open_store("memory", **timing)
+
+
+def test_template_is_plain_python_without_jinja_syntax() -> None:
+    source = TEMPLATE.read_text()
+    for marker in ("{{", "{%", "{#"):
+        assert marker not in source
+    compile(source, str(TEMPLATE), "exec")
+
+
+# --- SQLite ----------------------------------------------------------------------------------
+
+CHILD = """
+import asyncio, importlib.machinery, importlib.util, json, os, signal, sys, time
+
+template, db, mode = sys.argv[1:4]
+loader = importlib.machinery.SourceFileLoader("state_store", template)
+ss = importlib.util.module_from_spec(importlib.util.spec_from_loader("state_store", loader))
+loader.exec_module(ss)
+
+async def crash_after_commit():
+    store = ss.SQLiteStore(db)
+    await store.create("h", "order", "draft")
+    assert await store.compare_and_set("h", 1, "paid") is not None
+    print("committed", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+async def contend():
+    store = ss.SQLiteStore(db, lock_wait=20.0)
+    open(db + ".ready." + str(os.getpid()), "w").close()
+    while not os.path.exists(db + ".go"):
+        time.sleep(0.005)
+    spans = []
+    for _ in range(8):
+        async with store.lock("shared"):
+            entered = time.time()
+            record = await store.load("shared")
+            time.sleep(0.01)  # a non-async pause: it holds the whole process, not just the lock
+            assert await store.compare_and_set("shared", record.version, "x") is not None
+            spans.append((entered, time.time()))
+    await store.close()
+    print(json.dumps(spans))
+
+asyncio.run(crash_after_commit() if mode == "crash" else contend())
+"""
+
+
+def run_child(db: Path, mode: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-c", CHILD, str(TEMPLATE), str(db), mode]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+async def test_sqlite_survives_closing_and_reopening(ss: ModuleType, tmp_path: Path) -> None:
+    db = str(tmp_path / "state.db")
+    store = ss.SQLiteStore(db)
+    await store.create("h", "order", "draft")
+    await store.compare_and_set("h", 1, "placed")
+    await store.close()
+    store = ss.SQLiteStore(db)
+    assert await store.load("h") == ss.Record("order", "placed", 2)
+    # What the durability promise rests on: WAL, and a full fsync at every commit.
+    assert store._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert store._db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    await store.close()
+
+
+async def test_sqlite_loses_nothing_when_killed_after_a_commit(ss: ModuleType, tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    child = run_child(db, "crash")
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == -signal.SIGKILL, err
+    assert out.strip() == "committed"
+    store = ss.SQLiteStore(str(db))
+    assert await store.load("h") == ss.Record("order", "paid", 2)
+    await store.close()
+
+
+async def test_sqlite_lock_excludes_other_processes(ss: ModuleType, tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    store = ss.SQLiteStore(str(db))
+    await store.create("shared", "counter", "x")
+    await store.close()
+    children = [run_child(db, "contend") for _ in range(2)]
+    deadline = time.monotonic() + 20
+    while len(list(tmp_path.glob("state.db.ready.*"))) < 2:  # start both at once, to contend
+        assert time.monotonic() < deadline and all(c.poll() is None for c in children)
+        await asyncio.sleep(0.01)
+    (tmp_path / "state.db.go").touch()
+    spans = []
+    for child in children:
+        out, err = child.communicate(timeout=30)
+        assert child.returncode == 0, err
+        spans += json.loads(out)
+    spans.sort()
+    for (_, left_exit), (right_enter, _) in itertools.pairwise(spans):
+        assert left_exit <= right_enter, "two processes were inside the lock at once"
+    store = ss.SQLiteStore(str(db))
+    record = await store.load("shared")
+    assert record is not None and record.version == 17
+    await store.close()
+
+
+async def test_sqlite_stores_on_one_file_share_state_and_locks(ss: ModuleType, tmp_path: Path) -> None:
+    db = str(tmp_path / "state.db")
+    a, b = ss.SQLiteStore(db, lock_wait=0.2), ss.SQLiteStore(db, lock_wait=0.2)
+    await a.create("h", "wf", "s0")
+    assert await b.compare_and_set("h", 1, "s1") is not None
+    assert await a.load("h") == ss.Record("wf", "s1", 2)
+    async with a.lock("h"):
+        with pytest.raises(ss.LockTimeout):
+            async with b.lock("h"):
+                pass
+    async with b.lock("h"):
+        pass
+    await a.close()
+    await b.close()
+
+
+# --- Redis -------------------------------------------------------------------------------------
+
+
+async def test_redis_replicas_share_state_and_locks(ss: ModuleType, redis_url: str) -> None:
+    prefix = f"test:{uuid.uuid4().hex}:"
+    a = ss.RedisStore(redis_url, prefix=prefix, lock_wait=0.2)
+    b = ss.RedisStore(redis_url, prefix=prefix, lock_wait=0.2)
+    other = ss.RedisStore(redis_url, prefix=f"other:{uuid.uuid4().hex}:")
+    h = new_handle()
+    await a.create(h, "order", "draft")
+    assert await b.load(h) == ss.Record("order", "draft", 1)
+    assert await b.compare_and_set(h, 1, "placed") == ss.Record("order", "placed", 2)
+    assert await a.compare_and_set(h, 1, "lost") is None
+    assert await other.load(h) is None  # another prefix is another store
+    async with a.lock(h):
+        with pytest.raises(ss.LockTimeout):
+            async with b.lock(h):
+                pass
+    async with b.lock(h):
+        pass
+    for store in (a, b, other):
+        await store.close()
+
+
+async def test_redis_keys_carry_the_idle_expiry(ss: ModuleType, redis_url: str) -> None:
+    prefix = f"test:{uuid.uuid4().hex}:"
+    store = ss.RedisStore(redis_url, prefix=prefix, idle_ttl=100.0)
+    client = ss.RespClient(redis_url)
+    await store.create("h", "wf", "s")
+    assert 99_000 < await client.execute("PTTL", f"{prefix}record:h") <= 100_000
+    await store.close()
+    await client.close()
+
+
+async def test_resp_client_replies(ss: ModuleType, redis_url: str) -> None:
+    client = ss.RespClient(redis_url)
+    key = f"test:{uuid.uuid4().hex}"
+    value = "line one\r\nline two\r\n$5\r\nünïcødé 🚀".encode()
+    assert await client.execute("PING") == "PONG"
+    assert await client.execute("SET", key, value) == "OK"
+    assert await client.execute("GET", key) == value
+    assert await client.execute("GET", key + ":missing") is None
+    assert await client.execute("RPUSH", key + ":list", b"a\r\nb", "", "c") == 3
+    assert await client.execute("LRANGE", key + ":list", 0, -1) == [b"a\r\nb", b"", b"c"]
+    assert await client.execute("EVAL", "return {1, {'x', false}, 'y'}", 0) == [1, [b"x", None], b"y"]
+    with pytest.raises(ss.RedisError, match="WRONGTYPE"):
+        await client.execute("GET", key + ":list")
+    assert await client.execute("PING") == "PONG"  # an error reply leaves the connection usable
+    await client.execute("DEL", key, key + ":list")
+    await client.close()
+
+
+async def test_redis_store_reloads_scripts_after_a_script_flush(ss: ModuleType, redis_url: str) -> None:
+    store = ss.RedisStore(redis_url, prefix=f"test:{uuid.uuid4().hex}:")
+    admin = ss.RespClient(redis_url)
+    await store.create("h", "wf", "s0")
+    await admin.execute("SCRIPT", "FLUSH")  # EVALSHA now answers NOSCRIPT
+    assert await store.compare_and_set("h", 1, "s1") == ss.Record("wf", "s1", 2)
+    await store.close()
+    await admin.close()
+
+
+def kill_normal_clients_blocking(redis_url: str) -> int:
+    """CLIENT KILL over a plain blocking socket, so the event loop cannot notice in between."""
+    port = urlsplit(redis_url).port
+    assert port is not None
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"*4\r\n$6\r\nCLIENT\r\n$4\r\nKILL\r\n$4\r\nTYPE\r\n$6\r\nnormal\r\n")
+        reply = sock.recv(64)
+    assert reply.startswith(b":"), reply
+    return int(reply[1:].strip())
+
+
+async def test_redis_store_reconnects_after_its_connections_are_killed(
+    ss: ModuleType, redis_url: str
+) -> None:
+    store = ss.RedisStore(redis_url, prefix=f"test:{uuid.uuid4().hex}:")
+    admin = ss.RespClient(redis_url)
+    await store.create("h", "wf", "s0")
+    await asyncio.gather(*(store.load("h") for _ in range(6)))  # several pooled connections
+    # Killed while the loop runs: the client may notice the closed sockets before reusing them.
+    assert await admin.execute("CLIENT", "KILL", "TYPE", "normal") >= 1  # the caller is spared
+    await asyncio.sleep(0.05)
+    assert await asyncio.gather(*(store.load("h") for _ in range(6))) == [ss.Record("wf", "s0", 1)] * 6
+    # Killed behind the loop's back: the next command meets a dead connection and must retry.
+    assert kill_normal_clients_blocking(redis_url) >= 2
+    assert await asyncio.gather(*(store.load("h") for _ in range(6))) == [ss.Record("wf", "s0", 1)] * 6
+    kill_normal_clients_blocking(redis_url)
+    assert await store.compare_and_set("h", 1, "s1") == ss.Record("wf", "s1", 2)  # applied once
+    kill_normal_clients_blocking(redis_url)
+    async with store.lock("h"):
+        pass
+    assert await store.load("h") == ss.Record("wf", "s1", 2)
+    await store.close()
+    await admin.close()
+
+
+async def test_redis_scripts_are_safe_to_repeat(ss: ModuleType, redis_url: str) -> None:
+    """A reply lost with its connection makes the client run a script again; that must be harmless."""
+    client = ss.RespClient(redis_url)
+    record, lock = f"test:{uuid.uuid4().hex}:record", f"test:{uuid.uuid4().hex}:lock"
+    for _ in range(2):
+        assert await client.eval(ss._CREATE, [record], ["wf", "s0", 10_000, "op-1"]) == 1
+    assert await client.eval(ss._CREATE, [record], ["wf", "s0", 10_000, "op-2"]) == 0
+    for _ in range(2):
+        assert await client.eval(ss._COMPARE_AND_SET, [record], [1, "s1", 10_000, "op-3"]) == [b"wf", 2]
+    assert await client.eval(ss._COMPARE_AND_SET, [record], [1, "s1", 10_000, "op-4"]) is None
+    assert await client.execute("HMGET", record, "state", "version") == [b"s1", b"2"]
+    for _ in range(2):
+        assert await client.eval(ss._LOCK, [lock], ["token-1", 10_000]) == 1
+    assert await client.eval(ss._LOCK, [lock], ["token-2", 10_000]) == 0
+    assert await client.eval(ss._UNLOCK, [lock], ["token-2"]) == 0
+    assert await client.eval(ss._UNLOCK, [lock], ["token-1"]) == 1
+    await client.execute("DEL", record, lock)
+    await client.close()
+
+
+async def test_redis_password_and_database(ss: ModuleType, tmp_path: Path) -> None:
+    port, stop = start_redis(tmp_path, "--requirepass", "s3cr:t@")
+    try:
+        store = ss.open_store(f"redis://:s3cr%3At%40@127.0.0.1:{port}/3")
+        await store.create("h", "wf", "s")
+        admin = ss.RespClient(f"redis://:s3cr%3At%40@127.0.0.1:{port}/3")
+        assert await admin.execute("EXISTS", "fusiongen:record:h") == 1  # default prefix, database 3
+        await admin.close()
+        await store.close()
+        wrong = ss.open_store(f"redis://:wrong@127.0.0.1:{port}/0")
+        with pytest.raises(ss.RedisError):
+            await wrong.load("h")
+        await wrong.close()
+    finally:
+        stop()
+
+
+async def test_redis_unreachable_raises_connection_error(ss: ModuleType, tmp_path: Path) -> None:
+    port, stop = start_redis(tmp_path)
+    stop()
+    store = ss.open_store(f"redis://127.0.0.1:{port}/0")
+    with pytest.raises(ConnectionError):
+        await store.load("h")
+    await store.close()
