@@ -95,7 +95,7 @@ def _subprocess(command: list[str]) -> tuple[float, int, str]:
 
 
 def _scaling(settings: Settings, work: Path) -> list[Row]:
-    small, large = (10, 20) if settings.quick else (20, 200)
+    small, large = (5, 10) if settings.quick else (20, 200)
     rounds = 1 if settings.quick else 3
     specs = {n: synthetic.write_spec(work / f"spec{n}", n) for n in (small, large)}
     _build(specs[small], work / "warmup")  # imports, template compilation: paid once per process
@@ -199,8 +199,36 @@ def _specs_check(settings: Settings) -> list[Row]:
         if code != 0:
             row.notes.append(f"exit {code} (golden drifted or check failed): {output[-300:]}")
         rows.append(row)
+        try:
+            rows.append(_check_steps(spec, ROOT / "golden" / spec.stem, rounds))
+        except Exception as exc:
+            rows.append(Row(f"  check {spec.name} in-process [info]", f"failed: {type(exc).__name__}: {exc}"[:160]))
     rows.append(Row("  CLI floor [info]", floor))
     return rows
+
+
+def _check_steps(spec: Path, out: Path, rounds: int) -> Row:
+    """The work of `fusiongen check` without start-up: the steps of generate, compare, handler checks."""
+    from fusiongen.pipeline import compare, generate, handler_diagnostics
+
+    generate(spec, out)  # warm: templates compiled, caches filled, as in a CLI run after imports
+    spent: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        with _step_timer() as steps:
+            start = time.perf_counter()
+            generation = generate(spec, out)
+            middle = time.perf_counter()
+            compare(out, generation.files, generation.header)
+            after_compare = time.perf_counter()
+            handler_diagnostics(generation)
+            end = time.perf_counter()
+        for step in STEPS:
+            spent.setdefault(step, []).append(sum(steps[step]))
+        spent.setdefault("compare", []).append(after_compare - middle)
+        spent.setdefault("handlers", []).append(end - after_compare)
+        spent.setdefault("total", []).append(end - start)
+    parts = "  ".join(f"{name} {seconds(statistics.median(values))}" for name, values in spent.items())
+    return Row(f"  check {spec.name} in-process [info]", parts)
 
 
 def bench_codegen(settings: Settings) -> list[Row]:

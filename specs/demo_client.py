@@ -1,6 +1,8 @@
 """A scripted agent session against the generated billing server over stdio: `make demo` runs it.
 
-It prints exactly what an agent receives: the tool list, then each call's content blocks.
+It prints exactly what an agent receives: tool lists, and each call's content blocks (blocks meant
+only for the human are marked). It runs the server twice: once in the handshake era, where the tool
+list follows the session's workflow state, and once in the 2026-07-28 era, with state handles.
 Usage: python specs/demo_client.py OUT   (OUT: where `fusiongen build` wrote billing_server/)
 """
 
@@ -14,34 +16,80 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-CALLS: list[tuple[str, dict[str, Any], str]] = [
-    ("invoice.get", {"id": "inv-1"}, "hidden fields (internal_notes, cost_basis, ssn) never appear; casts applied"),
-    ("invoice.list", {"status": "draft"}, "a list result"),
-    ("invoice.create", {"customer_id": "c-2", "amount_cents": 4200, "due_date": "2027-01-31"}, "a mutation"),
-    ("invoice.create", {"customer_id": 7, "amount_cents": 1, "due_date": "tomorrow", "id": "mine"},
-     "bad arguments: each named, guarded id refused, the handler never runs"),
-    ("invoice.get", {"id": "inv-404"}, "a handler exception: a generic error, the server keeps serving"),
-    ("customer.get", {"id": "c-1"}, "a dataclass returned by the handler, shaped to the declared fields"),
-]
-
 
 def show(title: str, text: str) -> None:
     print(f"\n=== {title}")
     print(textwrap.indent(text, "  "))
 
 
+def blocks(result: Any) -> str:
+    parts = []
+    for block in result.content:
+        audience = block.annotations.audience if block.annotations else None
+        marker = "[for the user only] " if audience == ["user"] else ""
+        parts.append(marker + getattr(block, "text", str(block)))
+    return "\n".join(parts)
+
+
+async def call(client: Client, name: str, arguments: dict[str, Any], why: str) -> Any:
+    result = await client.call_tool(name, arguments)
+    flag = " → isError" if result.is_error else ""
+    show(f"tools/call {name} {arguments}{flag} — {why}", blocks(result))
+    return result
+
+
+async def tool_names(client: Client) -> str:
+    return ", ".join(t.name for t in (await client.list_tools()).tools)
+
+
+async def handshake_era(params: StdioServerParameters) -> None:
+    notifications: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method:
+            notifications.append(method)
+
+    async with Client(params, mode="legacy", cache=None, message_handler=on_message) as client:
+        print(f"\n##### handshake era: protocol {client.protocol_version}, "
+              f"tools.listChanged={client.server_capabilities.tools.list_changed}")
+        show("tools/list (workflow in state draft)", await tool_names(client))
+        await call(client, "invoice.get", {"id": "inv-1"},
+                   "presenter: hidden fields gone, PII redacted, table/summary/mermaid, rules, suggestions")
+        await call(client, "invoice.list", {}, "collection: limit 3 of 5, truncation notice, collection table")
+        await call(client, "customer.get", {"id": "c-1"}, "another presenter with its own censor")
+        await call(client, "invoice.create", {"customer_id": 7, "amount_cents": 1, "due_date": "tomorrow",
+                                              "id": "mine"}, "bad arguments: each named, guarded id refused")
+        await call(client, "invoice.get", {"id": "inv-404"}, "a handler exception: generic error, still serving")
+        await call(client, "invoice.discharge", {"invoice_id": "inv-4"}, "out of order: FORBIDDEN")
+        await call(client, "invoice.submit", {"invoice_id": "inv-4"}, "draft → review")
+        show("tools/list after the transition", await tool_names(client))
+        await call(client, "invoice.approve", {"invoice_id": "inv-4"}, "review → approved")
+        show("tools/list after the transition", await tool_names(client))
+        await call(client, "invoice.discharge", {"invoice_id": "inv-4"}, "approved → discharged (final)")
+        show("tools/list in the final state", await tool_names(client))
+        show("notifications received", "\n".join(notifications))
+
+
+async def modern_era(params: StdioServerParameters) -> None:
+    async with Client(params, mode="2026-07-28", cache=None) as client:
+        print(f"\n##### 2026-07-28: protocol {client.protocol_version}: one stable list, state handles")
+        show("tools/list (stable)", await tool_names(client))
+        await call(client, "invoice.submit", {"invoice_id": "inv-2"}, "no handle: refused, names invoice.start")
+        started = await call(client, "invoice.start", {}, "mint a handle")
+        handle = started.structured_content["workflow_id"]
+        await call(client, "invoice.approve", {"invoice_id": "inv-2", "workflow_id": handle}, "out of order")
+        await call(client, "invoice.submit", {"invoice_id": "inv-2", "workflow_id": handle}, "draft → review")
+        await call(client, "invoice.status", {"workflow_id": handle}, "where the workflow is now")
+        await call(client, "invoice.submit", {"invoice_id": "inv-2", "workflow_id": "forged"}, "unknown handle")
+        show("tools/list (unchanged)", await tool_names(client))
+
+
 async def main(out: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.path.abspath(out)}
     params = StdioServerParameters(command=sys.executable, args=["-m", "billing_server"], env=env)
-    async with Client(params, mode="legacy", cache=None) as client:
-        print(f"connected over stdio, protocol {client.protocol_version}")
-        tools = await client.list_tools()
-        show("tools/list", "\n".join(f"{t.name:16} {t.description}" for t in tools.tools))
-        for name, arguments, why in CALLS:
-            result = await client.call_tool(name, arguments)
-            blocks = "\n".join(getattr(block, "text", str(block)) for block in result.content)
-            flag = " (isError)" if result.is_error else ""
-            show(f"tools/call {name} {arguments}{flag} — {why}", blocks)
+    await handshake_era(params)
+    await modern_era(params)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ _EXPENSE_DESCRIPTION_RULES: Final = ("amount: In euros",)
 
 def item_notes_expense(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Expense item (and of the presenters it embeds)."""
-    notes.rules.extend(_EXPENSE_DESCRIPTION_RULES)
+    notes.descriptions.extend(_EXPENSE_DESCRIPTION_RULES)
 
 
 def present_expense(raw: object) -> types.CallToolResult:

@@ -497,7 +497,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0
 """)
 _UNLOCK = _Script("""
-return redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """)
 

@@ -351,11 +351,12 @@ def check_keys(arguments: Mapping[str, Any], allowed: frozenset[str], guarded: f
 # --- results -----------------------------------------------------------------------------------------
 
 def escape_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Element text: `&` and `<` are all XML needs (`>` stays, so markdown and mermaid arrows survive)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
 def escape_attribute(text: str) -> str:
-    return escape_text(text).replace('"', "&quot;").replace("'", "&apos;")
+    return escape_text(text).replace(">", "&gt;").replace('"', "&quot;").replace("'", "&apos;")
 
 
 if orjson is not None:
@@ -507,12 +508,18 @@ class Block:
 
 
 class Notes:
-    """What a presenter adds to a result besides its data, collected while the data is unredacted."""
+    """What a presenter adds to a result besides its data, collected while the data is unredacted.
 
-    __slots__ = ("blocks", "rules", "suggestions")
+    Rules are kept in three groups so the result lists field descriptions first, then static rules,
+    then conditional ones, whatever order embedded presenters and collection items add them in.
+    """
+
+    __slots__ = ("blocks", "conditional", "descriptions", "rules", "suggestions")
 
     def __init__(self) -> None:
+        self.descriptions: list[str] = []
         self.rules: list[str] = []
+        self.conditional: list[str] = []
         self.blocks: list[Block] = []
         self.suggestions: list[str] = []
 
@@ -563,7 +570,7 @@ def presented_result(text_data: object, structured: dict[str, Any], notes: Notes
             text=f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>',
             annotations=_FOR_USER if block.for_user else None,
         ))
-    rules = [r for r in dict.fromkeys(notes.rules) if r]
+    rules = [r for r in dict.fromkeys([*notes.descriptions, *notes.rules, *notes.conditional]) if r]
     if rules:
         lines = "".join(f"- {escape_text(rule)}\n" for rule in rules)
         content.append(types.TextContent(type="text", text=f"<domain_rules>\n{lines}</domain_rules>"))

@@ -75,7 +75,7 @@ def shape_customer(src: object, at: str) -> dict[str, Any]:
 
 def item_notes_customer(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Customer item (and of the presenters it embeds)."""
-    notes.rules.extend(_CUSTOMER_DESCRIPTION_RULES)
+    notes.descriptions.extend(_CUSTOMER_DESCRIPTION_RULES)
     notes.rules.append('Address customers by name; never ask them for their email here.')
 
 
@@ -117,10 +117,10 @@ def shape_invoice(src: object, at: str) -> dict[str, Any]:
 
 def item_notes_invoice(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Invoice item (and of the presenters it embeds)."""
-    notes.rules.extend(_INVOICE_DESCRIPTION_RULES)
+    notes.descriptions.extend(_INVOICE_DESCRIPTION_RULES)
     notes.rules.append('CRITICAL: amount_cents is in CENTS. Divide by 100.')
     if data.get('status') == 'overdue':
-        notes.rules.append('Invoice ' + _x_fmt(data.get('id')) + ' is overdue: offer a reminder before anything else.')
+        notes.conditional.append('Invoice ' + _x_fmt(data.get('id')) + ' is overdue: offer a reminder before anything else.')
     if data.get('status') == 'overdue':
         notes.suggestions.append("billing.remind: " + 'Send a payment reminder for ' + _x_fmt(data.get('id')))
     if data.get('status') == 'draft':
