@@ -44,7 +44,8 @@ from bench.core import ROOT
 SPEC = ROOT / "specs" / "billing.toml"
 GOLDEN = ROOT / "golden" / "billing"
 TOOL = "invoice.get"
-ARGUMENTS: dict[str, Any] = {"id": "inv-1"}  # the seeded invoice with hidden fields, casts, a customer and lines
+# The seeded invoice with hidden fields, casts, a customer and lines.
+ARGUMENTS: dict[str, Any] = {"id": "inv-1"}
 
 CORE_SERVER_KEYS = ("name", "version", "package", "instructions", "handlers")
 CORE_TOOL_KEYS = ("kind", "description", "returns", "handler", "input")
@@ -78,10 +79,13 @@ def core_spec_text() -> str:
     spec = tomllib.loads(SPEC.read_text(encoding="utf-8"))
     server = {k: v for k, v in spec["server"].items() if k in CORE_SERVER_KEYS}
     tool = {k: v for k, v in spec["tools"][TOOL].items() if k in CORE_TOOL_KEYS}
-    lines = ["[server]", *(f"{k} = {_toml_value(v)}" for k, v in server.items()), ""]
+    def table(header: str, values: dict[str, Any]) -> list[str]:
+        return [f"[{header}]", *(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in values.items()), ""]
+
+    lines = table("server", server)
     for name, model in spec["models"].items():
-        lines += [f"[models.{_toml_key(name)}]", *(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in model.items()), ""]
-    lines += [f"[tools.{_toml_key(TOOL)}]", *(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in tool.items()), ""]
+        lines += table(f"models.{_toml_key(name)}", model)
+    lines += table(f"tools.{_toml_key(TOOL)}", tool)
     return "\n".join(lines)
 
 
@@ -120,7 +124,7 @@ def load_core() -> ModuleType:
 
 
 def load_presented(golden: bool) -> tuple[ModuleType, str]:
-    """specs/billing.toml as shipped: built now into a temp dir (or golden/billing), imported under an alias."""
+    """specs/billing.toml as shipped: built now in a temp dir (or golden/), imported under an alias."""
     _handlers_importable()
     package = tomllib.loads(SPEC.read_text(encoding="utf-8"))["server"].get("package", "billing_server")
     where = "golden/billing"
@@ -212,9 +216,11 @@ def bare_baseline(package: ModuleType, reference: types.CallToolResult) -> Serve
                          ) -> types.ListToolsResult:
         return listing
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+                        ) -> types.CallToolResult:
         if params.name != TOOL:
-            return types.CallToolResult(content=[types.TextContent(type="text", text="unknown tool")], is_error=True)
+            unknown = types.TextContent(type="text", text="unknown tool")
+            return types.CallToolResult(content=[unknown], is_error=True)
         return types.CallToolResult(content=[types.TextContent(type="text", text=dumps(text_data)), *rest],
                                     structured_content=data)
 

@@ -142,7 +142,7 @@ def machine() -> str:
         pass
     load = ""
     if hasattr(os, "getloadavg"):
-        load = " load %.2f %.2f %.2f" % os.getloadavg()
+        load = " load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
     return (f"Python {platform.python_version()} ({platform.python_implementation()}, {sys.platform}) "
             f"on {cpu}, {os.cpu_count()} CPUs,{load}")
 

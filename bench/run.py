@@ -20,7 +20,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` importable as a package
     sys.path.append(str(Path(__file__).resolve().parent.parent))
 
-from bench.core import Row, Settings, machine, seconds, table  # noqa: E402
+from bench.core import Row, Settings, machine, seconds, table
 
 
 def _toolcall(settings: Settings) -> list[Row]:
@@ -43,7 +43,8 @@ SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="few iterations (smoke test, seconds)")
     parser.add_argument("--golden", action="store_true",
                         help="toolcall: import golden/billing instead of building specs/billing.toml now")
@@ -63,10 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         section_start = time.perf_counter()
         try:
             rows += section(settings)
-        except Exception:
+        except Exception as exc:
             failed = True
             traceback.print_exc()
-            rows.append(Row(f"{name}: crashed", "see the traceback above"))
+            message = " ".join(f"{type(exc).__name__}: {exc}".split())
+            rows.append(Row(f"{name}: crashed", message[:160] + " (traceback on stderr)"))
         print(f"[{name}] done in {seconds(time.perf_counter() - section_start)}", file=sys.stderr, flush=True)
     print()
     print(table(rows))

@@ -49,7 +49,8 @@ def _model(i: int) -> str:
         'casts = { amount = "number", due = "date" }',
         'hidden = ["secret"]',
         'guarded = ["id", "created_at"]',
-        'fillable = { create = ["title", "status", "amount", "due", "tags"], update = ["status", "due", "active"] }',
+        'fillable = { create = ["title", "status", "amount", "due", "tags"], '
+        'update = ["status", "due", "active"] }',
         f"[models.{name}.fields]",
         *fields,
         "",
@@ -96,7 +97,8 @@ def spec_text(count: int, server: str) -> str:
 
 
 def handlers_text(count: int) -> str:
-    functions = [f"def {tool_name(i)[1]}(args: Any) -> Any:\n    raise NotImplementedError\n" for i in range(count)]
+    functions = [f"def {tool_name(i)[1]}(args: Any) -> Any:\n    raise NotImplementedError\n"
+                 for i in range(count)]
     return '"""Synthetic handlers."""\n\nfrom typing import Any\n\n\n' + "\n\n".join(functions)
 
 

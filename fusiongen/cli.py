@@ -51,8 +51,8 @@ def _root(
 
 
 def _print_diagnostics(diagnostics: list[Diagnostic], fmt: Format = Format.text) -> None:
-    if fmt is Format.json:
-        typer.echo(json.dumps([d.as_json() for d in sorted_diagnostics(diagnostics)], indent=2), err=True)
+    if fmt is Format.json:  # on stdout: it is the command's output, for CI annotations
+        typer.echo(json.dumps([d.as_json() for d in sorted_diagnostics(diagnostics)], indent=2))
         return
     for diagnostic in sorted_diagnostics(diagnostics):
         typer.echo(diagnostic.format(), err=True)
@@ -79,80 +79,140 @@ def _guarded(run: Callable[[], int], fmt: Format = Format.text) -> None:
     raise typer.Exit(code)
 
 
+SpecsArg = Annotated[list[Path], typer.Argument(help="One or more spec files (TOML).", show_default=False)]
 SpecArg = Annotated[Path, typer.Argument(help="The spec file (TOML).", show_default=False)]
+OutOption = Annotated[Path | None, typer.Option(
+    "-o", "--out", help="Output directory. Default: beside the spec, in a folder named after it. "
+    "With several specs, each goes to OUT/<spec name>.")]
+FormatOption = Annotated[Format, typer.Option("--format", help="Diagnostics as text, or JSON for CI annotations.")]
+
+
+def out_dir_for(spec: Path, out: Path | None, several: bool) -> Path:
+    """Where a spec's server goes: OUT, OUT/<stem> when building several, or <spec dir>/<stem>."""
+    if out is None:
+        return spec.parent / spec.stem
+    return out / spec.stem if several else out
+
+
+def _progress(index: int, total: int, spec: Path) -> str:
+    return f"[{index}/{total}] {spec}: " if total > 1 else f"{spec}: "
 
 
 @app.command()
-def build(
-    spec: SpecArg,
-    out: Annotated[Path | None, typer.Option("-o", "--out", help="Output directory (default: the spec's folder).")]
-    = None,
-) -> None:
-    """Generate OUT/<package>/ from SPEC, and scaffold or extend the handler module."""
+def build(specs: SpecsArg, out: OutOption = None) -> None:
+    """Generate each server (OUT/<package>/, pyproject.toml, README.md); scaffold or extend its handler module."""
     from fusiongen.handlers import append_stubs, handler_path, scaffold
     from fusiongen.output import publish, write_user_file
     from fusiongen.pipeline import display_path, generate
 
     def run() -> int:
-        out_dir = out if out is not None else spec.parent
-        generation = generate(spec, out_dir)
-        published = publish(generation, out_dir)
-        package = generation.ir.package
-        typer.echo(f"{display_path(out_dir / package)}: {len(published.written)} written, "
-                   f"{len(published.unchanged)} unchanged, {len(published.removed)} removed", err=True)
-        handlers = handler_path(spec.parent, generation.ir.handlers_module)
-        if not handlers.exists():
-            write_user_file(handlers, scaffold(generation.ir))
-            typer.echo(f"{display_path(handlers)}: scaffolded a stub per tool; implement them", err=True)
+        failed = 0
+        for index, spec in enumerate(specs, 1):
+            prefix = _progress(index, len(specs), spec)
+            out_dir = out_dir_for(spec, out, len(specs) > 1)
+            try:
+                generation = generate(spec, out_dir)
+                published = publish(generation, out_dir)
+            except SpecError as exc:
+                _print_diagnostics(exc.diagnostics)
+                typer.echo(f"{prefix}{sum(d.is_error for d in exc.diagnostics)} error(s); nothing was written.",
+                           err=True)
+                failed += 1
+                continue
+            _print_diagnostics(generation.warnings)
+            typer.echo(f"{prefix}{display_path(out_dir)}: {len(published.written)} written, "
+                       f"{len(published.unchanged)} unchanged, {len(published.removed)} removed", err=True)
+            handlers = handler_path(spec.parent, generation.ir.handlers_module)
+            if not handlers.exists():
+                write_user_file(handlers, scaffold(generation.ir))
+                typer.echo(f"{prefix}{display_path(handlers)}: scaffolded a stub per tool; implement them", err=True)
+            else:
+                extended = append_stubs(handlers.read_text(encoding="utf-8"), generation.ir)
+                if extended is not None:
+                    write_user_file(handlers, extended)
+                    typer.echo(f"{prefix}{display_path(handlers)}: appended stubs for new tools", err=True)
+        return EXIT_INVALID if failed else EXIT_OK
+
+    _guarded(run)
+
+
+@app.command()
+def check(specs: SpecsArg, out: OutOption = None, fmt: FormatOption = Format.text) -> None:
+    """Exit 0 if each OUT is what its spec generates and every tool has a handler; 1 (with a diff) if not."""
+    from fusiongen.pipeline import compare, generate, handler_diagnostics
+
+    def run() -> int:
+        annotations: list[Diagnostic] = []
+        drifted = False
+        for spec in specs:
+            out_dir = out_dir_for(spec, out, len(specs) > 1)
+            generation = generate(spec, out_dir)
+            drift = compare(out_dir, generation.files, generation.headers)
+            problems = [*generation.warnings, *handler_diagnostics(generation)]
+            annotations += problems
+            if not drift.clean:
+                drifted = True
+                annotations += drift.annotations(out_dir, generation.files)
+                if fmt is Format.text:
+                    sys.stdout.write(drift.report())
+                    typer.echo(f"{spec}: generated code is out of date; run `fusiongen build {spec}"
+                               + (f" -o {out}`" if out is not None else "`"), err=True)
+            if fmt is Format.text:
+                _print_diagnostics(problems)
+            drifted = drifted or any(p.is_error for p in problems)
+        if fmt is Format.json:
+            typer.echo(json.dumps([d.as_json() for d in annotations], indent=2))
+        return EXIT_DRIFT if drifted else EXIT_OK
+
+    _guarded(run, fmt)
+
+
+@app.command()
+def validate(spec: SpecArg, fmt: FormatOption = Format.text) -> None:
+    """Print SPEC's diagnostics; exit 0 if it is valid (warnings allowed), 2 if not."""
+    from fusiongen.pipeline import validate as validate_spec
+
+    def run() -> int:
+        _, _, warnings = validate_spec(spec)
+        if warnings or fmt is Format.json:
+            _print_diagnostics(warnings, fmt)
+        return EXIT_OK
+
+    _guarded(run, fmt)
+
+
+@app.command()
+def schema(
+    out: Annotated[Path | None, typer.Option("-o", "--out", help="Write to this file instead of stdout.")] = None,
+) -> None:
+    """Print the JSON Schema of the spec language (for editors: taplo / Even Better TOML `#:schema`)."""
+    from fusiongen.spec import json_schema
+
+    def run() -> int:
+        text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+        if out is None:
+            sys.stdout.write(text)
         else:
-            extended = append_stubs(handlers.read_text(encoding="utf-8"), generation.ir)
-            if extended is not None:
-                write_user_file(handlers, extended)
-                typer.echo(f"{display_path(handlers)}: appended stubs for new tools", err=True)
+            out.write_text(text, encoding="utf-8", newline="\n")
         return EXIT_OK
 
     _guarded(run)
 
 
 @app.command()
-def check(
-    spec: SpecArg,
-    out: Annotated[Path | None, typer.Option("-o", "--out", help="Output directory (default: the spec's folder).")]
-    = None,
-    fmt: Annotated[Format, typer.Option("--format", help="Diagnostics as text or JSON.")] = Format.text,
+def init(
+    directory: Annotated[Path, typer.Argument(help="The new project's folder (created).")] = Path("."),
+    name: Annotated[str | None, typer.Option(help="Server name (default: from the folder name).")] = None,
 ) -> None:
-    """Exit 0 if OUT is what SPEC generates and every tool has a handler; 1 (with a diff) if not."""
-    from fusiongen.pipeline import compare, generate, handler_diagnostics
+    """Start a project: a spec, its handler module and a test, then build the server beside them."""
+    from fusiongen.starter import create_project
 
     def run() -> int:
-        out_dir = out if out is not None else spec.parent
-        generation = generate(spec, out_dir)
-        drift = compare(out_dir, generation.files, generation.header)
-        problems = handler_diagnostics(generation)
-        if not drift.clean:
-            sys.stdout.write(drift.report())
-            typer.echo(f"{spec}: generated code is out of date; run `fusiongen build {spec}"
-                       + (f" -o {out}`" if out is not None else "`"), err=True)
-        if problems:
-            _print_diagnostics(problems, fmt)
-        return EXIT_OK if drift.clean and not any(p.is_error for p in problems) else EXIT_DRIFT
-
-    _guarded(run, fmt)
-
-
-@app.command()
-def validate(
-    spec: SpecArg,
-    fmt: Annotated[Format, typer.Option("--format", help="Diagnostics as text or JSON.")] = Format.text,
-) -> None:
-    """Print SPEC's diagnostics; exit 0 if it is valid, 2 if not."""
-    from fusiongen.pipeline import validate as validate_spec
-
-    def run() -> int:
-        validate_spec(spec)
+        for line in create_project(directory, name):
+            typer.echo(line, err=True)
         return EXIT_OK
 
-    _guarded(run, fmt)
+    _guarded(run)
 
 
 def main() -> None:

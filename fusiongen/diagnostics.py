@@ -128,4 +128,9 @@ CODES: dict[str, str] = {
     "FG401": "handler signature incompatible",
     "FG402": "handler module missing",
     "FG403": "handler module cannot be parsed",
+    "FG404": "output would overwrite a file fusiongen did not generate",
+    "FG405": "generated file out of date (check)",
+    "FG406": "generated file missing (check)",
+    "FG407": "stale generated file (check)",
+    "FG408": "init would overwrite a file",
 }

@@ -27,12 +27,13 @@ MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 RESERVED_FIELDS = frozenset({"fields_set"})
 
 
-def lower(loaded: LoadedSpec) -> ServerIR:
+def lower(loaded: LoadedSpec) -> tuple[ServerIR, list[Diagnostic]]:
+    """The IR and the warnings found on the way; any error raises SpecError with every diagnostic."""
     lowering = _Lowering(loaded)
     ir = lowering.run()
     if has_errors(lowering.diagnostics):
         raise SpecError(lowering.diagnostics)
-    return ir
+    return ir, lowering.diagnostics
 
 
 def snake_case(name: str) -> str:

@@ -13,7 +13,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusiongen.pipeline import Generation, owned_files
+from fusiongen.diagnostics import Diagnostic, SpecError
+from fusiongen.pipeline import Generation, display_path, owned_files
 
 
 @dataclass
@@ -23,10 +24,31 @@ class Published:
     removed: list[str] = field(default_factory=list)
 
 
+def foreign_files(generation: Generation, out_dir: Path) -> list[Diagnostic]:
+    """Files in OUT that the build would overwrite but that this spec did not generate: never touched."""
+    found = []
+    for path in sorted(generation.files):
+        target = out_dir / path
+        if not target.exists():
+            continue
+        with target.open("rb") as handle:
+            first = handle.readline().decode("utf-8", "replace")
+        if first not in generation.headers:
+            found.append(Diagnostic(
+                "FG404", f"{display_path(target)} exists and was not generated from this spec; it is left alone",
+                generation.loaded.display_path, generation.loaded.key_at("server"),
+                hint="move it, or build into another directory with -o"))
+    return found
+
+
 def publish(generation: Generation, out_dir: Path) -> Published:
+    """Write the generated files; raise SpecError (writing nothing) if that would overwrite a foreign file."""
+    foreign = foreign_files(generation, out_dir)
+    if foreign:
+        raise SpecError(foreign)
     out_dir.mkdir(parents=True, exist_ok=True)
     result = Published()
-    stale = [p for p in owned_files(out_dir, generation.header) if p not in generation.files]
+    stale = [p for p in owned_files(out_dir, generation.headers) if p not in generation.files]
     staging = Path(tempfile.mkdtemp(prefix=".fusiongen-staging-", dir=out_dir))
     try:
         pending: list[tuple[Path, Path, str]] = []

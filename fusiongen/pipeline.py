@@ -1,6 +1,6 @@
 """The whole pipeline: load → lower → render → parse-check, and the comparison `check` and tests share.
 
-`generate` is pure apart from reading the spec; `publish` (in `fusiongen.output`) is the only step that
+`generate` is pure apart from reading the spec (and running ruff's formatter on stdin/stdout); `publish` (in `fusiongen.output`) is the only step that
 writes. Paths written into generated files are relative to the output directory, so a build is
 reproducible wherever the checkout lives.
 """
@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fusiongen.diagnostics import Diagnostic, Position
+from fusiongen.formatting import format_files
 from fusiongen.handlers import check_handlers, handler_path
 from fusiongen.ir import ServerIR
 from fusiongen.loader import LoadedSpec, load_spec
 from fusiongen.lower import lower
-from fusiongen.render import HEADER, parse_check, render
+from fusiongen.render import headers, parse_check, render
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,8 @@ class Generation:
     loaded: LoadedSpec
     ir: ServerIR
     files: dict[str, str]
-    header: str  # the first line of every file this spec generates: marks which files it owns
+    headers: tuple[str, ...]  # the first line of every file this spec generates: marks which files it owns
+    warnings: list[Diagnostic]
 
 
 def display_path(path: Path) -> str:
@@ -40,21 +42,24 @@ def relative(target: Path, start: Path) -> str:
     return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
 
 
-def validate(spec_path: Path) -> tuple[LoadedSpec, ServerIR]:
+def validate(spec_path: Path) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
+    """Load and lower a spec: raises SpecError on errors, returns the warnings otherwise."""
     loaded = load_spec(spec_path, display_path(spec_path))
-    return loaded, lower(loaded)
+    ir, warnings = lower(loaded)
+    return loaded, ir, warnings
 
 
 def generate(spec_path: Path, out_dir: Path) -> Generation:
-    loaded, ir = validate(spec_path)
+    loaded, ir, warnings = validate(spec_path)
     spec_from_out = relative(spec_path, out_dir)
     files = render(
         ir,
         spec_from_out=spec_from_out,
         handlers_dir_from_package=relative(spec_path.parent, out_dir / ir.package),
     )
+    files = format_files(files)
     parse_check(files)
-    return Generation(loaded, ir, files, HEADER.format(spec=spec_from_out))
+    return Generation(loaded, ir, files, headers(spec_from_out), warnings)
 
 
 @dataclass
@@ -69,6 +74,19 @@ class Drift:
     def clean(self) -> bool:
         return not (self.changed or self.missing or self.stale)
 
+    def annotations(self, out_dir: Path, files: dict[str, str]) -> list[Diagnostic]:
+        """The drift as diagnostics (file, line, message), for CI annotations."""
+        found = []
+        for path, diff in self.changed.items():
+            line = next((int(h.split("+")[1].split(",")[0]) for h in diff.splitlines() if h.startswith("@@")), 1)
+            found.append(Diagnostic("FG405", "generated file is out of date; run fusiongen build",
+                                    display_path(out_dir / path), Position(max(line, 1), 1)))
+        found += [Diagnostic("FG406", "generated file is missing; run fusiongen build", display_path(out_dir / p))
+                  for p in self.missing]
+        found += [Diagnostic("FG407", "stale generated file; run fusiongen build to remove it",
+                             display_path(out_dir / p)) for p in self.stale]
+        return found
+
     def report(self) -> str:
         parts = [*self.changed.values()]
         parts += [f"missing: {p} (the spec generates it; run fusiongen build)\n" for p in self.missing]
@@ -76,8 +94,8 @@ class Drift:
         return "".join(parts)
 
 
-def owned_files(out_dir: Path, header: str) -> list[str]:
-    """Files under `out_dir` whose first line is `header`: generated from this spec by an earlier build."""
+def owned_files(out_dir: Path, header: tuple[str, ...]) -> list[str]:
+    """Files under `out_dir` whose first line is one of `header`: generated from this spec earlier."""
     found: list[str] = []
     if not out_dir.is_dir():
         return found
@@ -90,12 +108,12 @@ def owned_files(out_dir: Path, header: str) -> list[str]:
                     first = handle.readline()
             except OSError:
                 continue
-            if first.decode("utf-8", "replace") == header:
+            if first.decode("utf-8", "replace") in header:
                 found.append(path.relative_to(out_dir).as_posix())
     return found
 
 
-def compare(out_dir: Path, files: dict[str, str], header: str) -> Drift:
+def compare(out_dir: Path, files: dict[str, str], header: tuple[str, ...]) -> Drift:
     drift = Drift()
     for path, text in sorted(files.items()):
         target = out_dir / path

@@ -33,7 +33,8 @@ class FieldSpec(_Strict):
     default: Any = Field(default=None, description="The value used when an optional input field is absent.")
 
 
-FieldDecl = Annotated[FieldSpec, BeforeValidator(_field_short_form)]
+# The JSON Schema admits both forms, so editors complete `id = "string"` as well as the table.
+FieldDecl = Annotated[FieldSpec, BeforeValidator(_field_short_form, json_schema_input_type=str | FieldSpec)]
 
 
 class ServerSpec(_Strict):
@@ -158,8 +159,18 @@ class WorkflowSpec(_Strict):
 
 
 class Spec(_Strict):
+    """A fusiongen spec: models, presenters, workflows and tools, compiled into an MCP server."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, title="fusiongen spec")
+
     server: ServerSpec
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     presenters: dict[str, PresenterSpec] = Field(default_factory=dict)
     workflows: dict[str, WorkflowSpec] = Field(default_factory=dict)
     tools: dict[str, ToolSpec] = Field(default_factory=dict)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the spec language, generated from the models above (never written by hand)."""
+    schema = Spec.model_json_schema(by_alias=True, mode="validation")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

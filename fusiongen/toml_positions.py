@@ -399,10 +399,8 @@ class _Scanner:
             self.i, _ = _read_string(self.src, start, [])
             if path is not None:
                 self.strings[path] = start
-        elif c == "[":
-            self.array(path)
-        elif c == "{":
-            self.inline_table(path)
+        elif c in ("[", "{"):
+            self.bracketed(path, "]" if c == "[" else "}")
         elif c in _SCALAR_START:
             self.skip_scalar()
             date = self.i - start == 10 and self.src[start + 4] == "-"
@@ -416,40 +414,32 @@ class _Scanner:
         while self.peek() in _SCALAR_CHARS:
             self.i += 1
 
-    def array(self, path: Path | None) -> None:
-        """`[v, v, ...]`, with newlines, comments and a trailing comma allowed."""
+    def bracketed(self, path: Path | None, closing: str) -> None:
+        """An array (`closing` is `]`) or an inline table (`}`) at `path`.
+
+        Newlines, comments and a trailing comma are allowed in both, as tomli allows them in inline
+        tables too (TOML 1.1). One loop without callbacks serves both, so that a nesting level costs
+        few Python frames: the recursion limit is what bounds the nesting depth.
+        """
         self.i += 1
         index = 0
         while True:
             self.skip_blank()
-            if self.peek() == "]":
+            if self.peek() == closing:
                 break
-            element = None if path is None else (*path, index)
-            if element is not None:
-                self.entries[element] = _Entry(_Kind.VALUE, self.i, self.i)
-            self.value(element)
-            index += 1
+            if closing == "}":
+                self.keyval(path)
+            else:
+                element = None if path is None else (*path, index)
+                if element is not None:  # an element's "key" is where it starts
+                    self.entries[element] = _Entry(_Kind.VALUE, self.i, self.i)
+                self.value(element)
+                index += 1
             self.skip_blank()
-            if self.peek() == "]":
+            if self.peek() == closing:
                 break
             if self.peek() != ",":
-                self.fail("expected ',' or ']' in an array")
-            self.i += 1
-        self.i += 1
-
-    def inline_table(self, path: Path | None) -> None:
-        """`{k = v, ...}`; newlines, comments and a trailing comma are accepted as tomli does."""
-        self.i += 1
-        while True:
-            self.skip_blank()
-            if self.peek() == "}":
-                break
-            self.keyval(path)
-            self.skip_blank()
-            if self.peek() == "}":
-                break
-            if self.peek() != ",":
-                self.fail("expected ',' or '}' in an inline table")
+                self.fail(f"expected ',' or '{closing}'")
             self.i += 1
         self.i += 1
 

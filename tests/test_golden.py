@@ -22,7 +22,7 @@ def test_every_spec_has_a_golden_tree() -> None:
 def test_golden_tree_is_current(spec: Path) -> None:
     out = ROOT / "golden" / spec.stem
     generation = generate(spec, out)
-    drift = compare(out, generation.files, generation.header)
+    drift = compare(out, generation.files, generation.headers)
     assert drift.clean, (
         f"golden/{spec.stem} is not what {spec.name} generates (changed, missing or stale files below).\n"
         "If the change is intended, run `make golden` and commit the result.\n\n" + drift.report()

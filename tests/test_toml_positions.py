@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import random
 import textwrap
@@ -407,7 +408,7 @@ DUPLICATES = [
     ),
     pytest.param("[t]\nx = 1\ny = 2\nx = 3\n", [Duplicate(("t", "x"), S(2, 1), S(4, 1))], id="key in body"),
     pytest.param("[a]\nb = 1\n[a.b]\n", [Duplicate(("a", "b"), S(2, 1), S(3, 4))], id="header over a value"),
-    pytest.param("[a.b]\nc = 1\n[a]\nb = 2\n", [Duplicate(("a", "b"), S(1, 4), S(4, 1))], id="key over a table"),
+    pytest.param("[a.b]\n[a]\nb = 2\n", [Duplicate(("a", "b"), S(1, 4), S(3, 1))], id="key over a table"),
     pytest.param("a = {x = 1}\n[a.y]\n", [Duplicate(("a",), S(1, 1), S(2, 2))], id="header in inline table"),
     pytest.param("a = 1\na.b = 2\n", [Duplicate(("a",), S(1, 1), S(2, 1))], id="dotted key through a value"),
     pytest.param("x = {a = 1, a = 2}\n", [Duplicate(("x", "a"), S(1, 6), S(1, 13))], id="inline key twice"),
@@ -496,14 +497,16 @@ def test_scan_errors(text: str, where: Span) -> None:
 def test_pathological_nesting_is_a_scan_error() -> None:
     with pytest.raises(ScanError):
         scan("a = " + "[" * 100_000)
+    with pytest.raises(ScanError):
+        scan("a" + ".a" * 100_000 + " = 1\n")
     source_map = scan_ok("a = " + "[" * 50 + "]" * 50 + "\n")
     assert source_map.key(("a", 0, 0)) == S(1, 7)
 
 
 def test_large_document_scans() -> None:
-    text = "".join(f'[t{i}]\nk = "{"x" * 50}\\n"\narr = [1, 2, {{ a = "b" }}]\n' for i in range(5000))
+    text = "".join(f'[t{i}]\nk = "{"x" * 50}\\n"\narr = [1, 2, {{ a = "b" }}]\n' for i in range(2000))
     source_map = scan_ok(text)
-    assert source_map.key(("t4999", "arr", 2, "a")) == S(15000, 16)
+    assert source_map.key(("t1999", "arr", 2, "a")) == S(6000, 16)
 
 
 # --- properties ---------------------------------------------------------------------------------
@@ -598,7 +601,8 @@ class Dumper:
             return v.isoformat()
         if isinstance(v, list):
             sep = self.rnd.choice([", ", ",\n  ", " , # c\n "])
-            return "[" + sep.join(self.value(x) for x in v) + ("," if v and self.rnd.random() < 0.3 else "") + "]"
+            trailing = "," if v and self.rnd.random() < 0.3 else ""
+            return "[" + sep.join(self.value(x) for x in v) + trailing + "]"
         return "{" + ", ".join(f"{self.key(k)} = {self.value(x)}" for k, x in v.items()) + "}"
 
     def keyvals(self, keys: list[str], v: Any) -> None:
@@ -659,6 +663,11 @@ def check_positions(text: str) -> None:
     for path, value in walk(data):
         key, start = source_map.key(path), source_map.value(path)
         assert key is not None and start is not None, path
+        if isinstance(path[-1], str):  # a key span points at the bare key or its opening quote
+            written = text[offset_of(text, key) :]
+            assert written[0] in "\"'" or written.startswith(path[-1]), path
+        else:
+            assert key == start, path
         at = text[offset_of(text, start) :]
         if isinstance(value, str):
             assert at[0] in "\"'"
@@ -680,7 +689,7 @@ def check_positions(text: str) -> None:
             assert tomli.loads(f"v = {token}")["v"] == value, path
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document_st, st.randoms(use_true_random=False))
 def test_property_every_path_is_located(document: dict[str, Any], rnd: random.Random) -> None:
     text = Dumper(rnd).dump(document)
@@ -688,9 +697,12 @@ def test_property_every_path_is_located(document: dict[str, Any], rnd: random.Ra
     check_positions(text)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document_st, st.randoms(use_true_random=False), st.data())
-def test_property_mutations_never_crash(document: dict[str, Any], rnd: random.Random, data: st.DataObject) -> None:
+def test_property_mutations_never_crash(
+    document: dict[str, Any], rnd: random.Random, data: st.DataObject
+) -> None:
+    """Near-valid text: whatever tomli accepts is located exactly, anything else fails cleanly."""
     text = Dumper(rnd).dump(document)
     at = data.draw(st.integers(0, len(text)))
     cut = data.draw(st.integers(0, 3))
@@ -699,9 +711,7 @@ def test_property_mutations_never_crash(document: dict[str, Any], rnd: random.Ra
     try:
         tomli.loads(mutated)
     except tomli.TOMLDecodeError:
-        try:
+        with contextlib.suppress(ScanError):
             scan(mutated)
-        except ScanError:
-            pass
     else:
         check_positions(mutated)

@@ -76,17 +76,9 @@ def parse_expense_create(arguments: Mapping[str, Any]) -> ExpenseCreateInput:
     if not arguments.keys() <= _EXPENSE_CREATE_KEYS:
         check_keys(arguments, _EXPENSE_CREATE_KEYS, _EXPENSE_CREATE_GUARDED, "", errors)
     value = arguments.get("amount", MISSING)
-    if value is MISSING:
-        missing(errors, "amount", "a number")
-        amount_ = None
-    else:
-        amount_ = in_number(value, "amount", errors)
+    amount_ = missing(errors, "amount", "a number") if value is MISSING else in_number(value, "amount", errors)
     value = arguments.get("purpose", MISSING)
-    if value is MISSING:
-        missing(errors, "purpose", "a string")
-        purpose_ = None
-    else:
-        purpose_ = in_string(value, "purpose", errors)
+    purpose_ = missing(errors, "purpose", "a string") if value is MISSING else in_string(value, "purpose", errors)
     if errors:
         raise InvalidArguments(errors)
     return ExpenseCreateInput(
@@ -109,11 +101,9 @@ def parse_expense_submit(arguments: Mapping[str, Any]) -> ExpenseSubmitInput:
     if not arguments.keys() <= _EXPENSE_SUBMIT_KEYS:
         check_keys(arguments, _EXPENSE_SUBMIT_KEYS, _EXPENSE_SUBMIT_GUARDED, "", errors)
     value = arguments.get("expense_id", MISSING)
-    if value is MISSING:
-        missing(errors, "expense_id", "a string")
-        expense_id_ = None
-    else:
-        expense_id_ = in_string(value, "expense_id", errors)
+    expense_id_ = (
+        missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return ExpenseSubmitInput(
@@ -135,11 +125,9 @@ def parse_expense_approve(arguments: Mapping[str, Any]) -> ExpenseApproveInput:
     if not arguments.keys() <= _EXPENSE_APPROVE_KEYS:
         check_keys(arguments, _EXPENSE_APPROVE_KEYS, _EXPENSE_APPROVE_GUARDED, "", errors)
     value = arguments.get("expense_id", MISSING)
-    if value is MISSING:
-        missing(errors, "expense_id", "a string")
-        expense_id_ = None
-    else:
-        expense_id_ = in_string(value, "expense_id", errors)
+    expense_id_ = (
+        missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return ExpenseApproveInput(
@@ -161,11 +149,9 @@ def parse_expense_reject(arguments: Mapping[str, Any]) -> ExpenseRejectInput:
     if not arguments.keys() <= _EXPENSE_REJECT_KEYS:
         check_keys(arguments, _EXPENSE_REJECT_KEYS, _EXPENSE_REJECT_GUARDED, "", errors)
     value = arguments.get("expense_id", MISSING)
-    if value is MISSING:
-        missing(errors, "expense_id", "a string")
-        expense_id_ = None
-    else:
-        expense_id_ = in_string(value, "expense_id", errors)
+    expense_id_ = (
+        missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return ExpenseRejectInput(
@@ -187,11 +173,9 @@ def parse_expense_revise(arguments: Mapping[str, Any]) -> ExpenseReviseInput:
     if not arguments.keys() <= _EXPENSE_REVISE_KEYS:
         check_keys(arguments, _EXPENSE_REVISE_KEYS, _EXPENSE_REVISE_GUARDED, "", errors)
     value = arguments.get("expense_id", MISSING)
-    if value is MISSING:
-        missing(errors, "expense_id", "a string")
-        expense_id_ = None
-    else:
-        expense_id_ = in_string(value, "expense_id", errors)
+    expense_id_ = (
+        missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return ExpenseReviseInput(
@@ -213,11 +197,9 @@ def parse_expense_pay(arguments: Mapping[str, Any]) -> ExpensePayInput:
     if not arguments.keys() <= _EXPENSE_PAY_KEYS:
         check_keys(arguments, _EXPENSE_PAY_KEYS, _EXPENSE_PAY_GUARDED, "", errors)
     value = arguments.get("expense_id", MISSING)
-    if value is MISSING:
-        missing(errors, "expense_id", "a string")
-        expense_id_ = None
-    else:
-        expense_id_ = in_string(value, "expense_id", errors)
+    expense_id_ = (
+        missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return ExpensePayInput(

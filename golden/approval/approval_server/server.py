@@ -75,14 +75,14 @@ TOOLS: Final[list[types.Tool]] = [
     ),
     types.Tool(
         name="expense.start",
-        description="Start a new \"expense\" workflow in state \"draft\" and get its workflow_id: pass it to the workflow's tools.",
+        description='Start a new "expense" workflow in state "draft" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="expense.status",
-        description="The current state of a \"expense\" workflow and the tools it allows now.",
+        description='The current state of a "expense" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -100,44 +100,44 @@ MODERN_TOOLS: Final[list[types.Tool]] = [
     ),
     types.Tool(
         name="expense.submit",
-        description="Submit the claim for approval. (Workflow \"expense\": runs only in state draft; pass workflow_id from expense.start.)",
+        description='Submit the claim for approval. (Workflow "expense": runs only in state draft; pass workflow_id from expense.start.)',
         input_schema=schemas.EXPENSE_SUBMIT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="expense.approve",
-        description="Approve a pending claim. (Workflow \"expense\": runs only in state pending; pass workflow_id from expense.start.)",
+        description='Approve a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense.start.)',
         input_schema=schemas.EXPENSE_APPROVE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="expense.reject",
-        description="Reject a pending claim. (Workflow \"expense\": runs only in state pending; pass workflow_id from expense.start.)",
+        description='Reject a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense.start.)',
         input_schema=schemas.EXPENSE_REJECT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="expense.revise",
-        description="Take a rejected claim back to draft. (Workflow \"expense\": runs only in state rejected; pass workflow_id from expense.start.)",
+        description='Take a rejected claim back to draft. (Workflow "expense": runs only in state rejected; pass workflow_id from expense.start.)',
         input_schema=schemas.EXPENSE_REVISE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="expense.pay",
-        description="Pay an approved claim. (Workflow \"expense\": runs only in state approved; pass workflow_id from expense.start.)",
+        description='Pay an approved claim. (Workflow "expense": runs only in state approved; pass workflow_id from expense.start.)',
         input_schema=schemas.EXPENSE_PAY_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
         name="expense.start",
-        description="Start a new \"expense\" workflow in state \"draft\" and get its workflow_id: pass it to the workflow's tools.",
+        description='Start a new "expense" workflow in state "draft" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="expense.status",
-        description="The current state of a \"expense\" workflow and the tools it allows now.",
+        description='The current state of a "expense" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -183,7 +183,9 @@ def create_server(handlers: ModuleType | None = None, state_store: StateStore | 
     routes: dict[str, Route] = {
         "expense.create": partial(tools.call_expense_create, bind_handler(module, "expense_create", "expense.create")),
         "expense.submit": partial(tools.call_expense_submit, bind_handler(module, "expense_submit", "expense.submit")),
-        "expense.approve": partial(tools.call_expense_approve, bind_handler(module, "expense_approve", "expense.approve")),
+        "expense.approve": partial(
+            tools.call_expense_approve, bind_handler(module, "expense_approve", "expense.approve")
+        ),
         "expense.reject": partial(tools.call_expense_reject, bind_handler(module, "expense_reject", "expense.reject")),
         "expense.revise": partial(tools.call_expense_revise, bind_handler(module, "expense_revise", "expense.revise")),
         "expense.pay": partial(tools.call_expense_pay, bind_handler(module, "expense_pay", "expense.pay")),
@@ -192,7 +194,9 @@ def create_server(handlers: ModuleType | None = None, state_store: StateStore | 
     }
     modern_listing = types.ListToolsResult(tools=MODERN_TOOLS)
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         if is_modern(ctx):
             return modern_listing
         states = await gate.session_states(ctx)

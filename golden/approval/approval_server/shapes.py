@@ -8,7 +8,7 @@ data is never even read. Anything that does not fit raises OutputError and no da
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from ._runtime import (
     MISSING,
@@ -18,7 +18,9 @@ from ._runtime import (
     reader,
 )
 
-__all__ = ["shape_expense", ]
+__all__ = [
+    "shape_expense",
+]
 
 
 def shape_expense(src: object, at: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import mcp_types as types
 
+from . import presenters
 from ._runtime import (
     Handler,
     InvalidArguments,
@@ -22,14 +23,13 @@ from ._runtime import (
     validation_error,
 )
 from .inputs import (
-    parse_expense_create,
-    parse_expense_submit,
     parse_expense_approve,
+    parse_expense_create,
+    parse_expense_pay,
     parse_expense_reject,
     parse_expense_revise,
-    parse_expense_pay,
+    parse_expense_submit,
 )
-from . import presenters
 
 __all__ = [
     "call_expense_create",
@@ -64,7 +64,7 @@ async def call_expense_submit(handler: Handler, arguments: Mapping[str, Any], ct
     except InvalidArguments as exc:
         return validation_error("expense.submit", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("expense.submit", exc)
     return done_result("expense.submit")
@@ -77,7 +77,7 @@ async def call_expense_approve(handler: Handler, arguments: Mapping[str, Any], c
     except InvalidArguments as exc:
         return validation_error("expense.approve", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("expense.approve", exc)
     return done_result("expense.approve")
@@ -90,7 +90,7 @@ async def call_expense_reject(handler: Handler, arguments: Mapping[str, Any], ct
     except InvalidArguments as exc:
         return validation_error("expense.reject", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("expense.reject", exc)
     return done_result("expense.reject")
@@ -103,7 +103,7 @@ async def call_expense_revise(handler: Handler, arguments: Mapping[str, Any], ct
     except InvalidArguments as exc:
         return validation_error("expense.revise", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("expense.revise", exc)
     return done_result("expense.revise")
@@ -116,7 +116,7 @@ async def call_expense_pay(handler: Handler, arguments: Mapping[str, Any], ctx: 
     except InvalidArguments as exc:
         return validation_error("expense.pay", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("expense.pay", exc)
     return done_result("expense.pay")

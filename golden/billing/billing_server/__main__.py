@@ -22,12 +22,23 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
-                        help="log to stderr at this level (stdout carries the protocol on stdio)")
-    parser.add_argument("--state-store", default="memory",
-                        help="workflow state: memory (default), sqlite:///path/state.db or redis://host:port/db")
-    parser.add_argument("--handle-idle-ttl", type=float, default=86400.0,
-                        help="seconds without activity after which a workflow handle expires (default 86400)")
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="log to stderr at this level (stdout carries the protocol on stdio)",
+    )
+    parser.add_argument(
+        "--state-store",
+        default="memory",
+        help="workflow state: memory (default), sqlite:///path/state.db or redis://host:port/db",
+    )
+    parser.add_argument(
+        "--handle-idle-ttl",
+        type=float,
+        default=86400.0,
+        help="seconds without activity after which a workflow handle expires (default 86400)",
+    )
     return parser.parse_args(argv)
 
 
@@ -54,8 +65,9 @@ async def run(arguments: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = parse_arguments(argv)
-    logging.basicConfig(stream=sys.stderr, level=arguments.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=arguments.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     anyio.run(run, arguments)
 
 

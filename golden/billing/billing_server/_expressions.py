@@ -13,20 +13,24 @@ import typing
 _x_Any = typing.Any
 _x_DEC = decimal.Context(prec=5000)
 
+
 def _x_get(value: _x_Any, path: tuple[str, ...]) -> _x_Any:
     """Read a path through nested dicts; anything missing on the way is None."""
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
     return value
 
+
 def _x_isnum(v: _x_Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
 
 def _x_ok(v: _x_Any) -> _x_Any:
     """Keep numbers printable and JSON-safe: inf, nan and giant integers become None."""
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return None if isinstance(v, int) and v.bit_length() > 3000 else v
+
 
 def _x_num2(f: _x_Any, a: _x_Any, b: _x_Any) -> _x_Any:
     """f on two numbers; None for anything else and for any arithmetic error."""
@@ -35,9 +39,11 @@ def _x_num2(f: _x_Any, a: _x_Any, b: _x_Any) -> _x_Any:
     except (ArithmeticError, ValueError):
         return None
 
+
 def _x_add(a: _x_Any, b: _x_Any) -> _x_Any:
     both_str = isinstance(a, str) and isinstance(b, str)
     return a + b if both_str else _x_num2(operator.add, a, b)
+
 
 _x_sub = functools.partial(_x_num2, operator.sub)
 _x_mul = functools.partial(_x_num2, operator.mul)
@@ -46,38 +52,47 @@ _x_floordiv = functools.partial(_x_num2, operator.floordiv)
 _x_mod = functools.partial(_x_num2, operator.mod)
 _x_neg = functools.partial(_x_num2, operator.sub, 0)
 
+
 def _x_order(f: _x_Any, a: _x_Any, b: _x_Any) -> bool:
     """Only two numbers or two strings are ordered; anything else compares False."""
     both_str = isinstance(a, str) and isinstance(b, str)
     return (both_str or (_x_isnum(a) and _x_isnum(b))) and bool(f(a, b))
+
 
 _x_lt = functools.partial(_x_order, operator.lt)
 _x_le = functools.partial(_x_order, operator.le)
 _x_gt = functools.partial(_x_order, operator.gt)
 _x_ge = functools.partial(_x_order, operator.ge)
 
+
 def _x_in(a: _x_Any, b: _x_Any) -> bool:
     if isinstance(b, str):
         return isinstance(a, str) and a in b
     return isinstance(b, (list, tuple)) and a in b
 
+
 def _x_len(v: _x_Any) -> int:
     return len(v) if isinstance(v, (str, list, tuple, dict)) else 0
+
 
 def _x_abs(v: _x_Any) -> _x_Any:
     return abs(v) if _x_isnum(v) else None
 
+
 def _x_text(f: _x_Any, v: _x_Any) -> _x_Any:
     return f(v) if isinstance(v, str) else None
 
+
 _x_upper = functools.partial(_x_text, str.upper)
 _x_lower = functools.partial(_x_text, str.lower)
+
 
 def _x_float(v: _x_Any) -> _x_Any:
     try:
         return _x_ok(float(v)) if _x_isnum(v) or isinstance(v, str) else None
     except (ValueError, OverflowError):
         return None
+
 
 def _x_int(v: _x_Any) -> _x_Any:
     """Numbers truncate toward zero; a string may hold an integer or a decimal."""
@@ -88,6 +103,7 @@ def _x_int(v: _x_Any) -> _x_Any:
         return None if v is None else int(v)
     except ValueError:
         return None
+
 
 def _x_round(x: _x_Any, n: _x_Any = None) -> _x_Any:
     """Half away from zero on the printed value (2.675 -> 2.68); round(x) is an int."""
@@ -100,6 +116,7 @@ def _x_round(x: _x_Any, n: _x_Any = None) -> _x_Any:
     except (ArithmeticError, ValueError):
         return None
 
+
 def _x_pick(f: _x_Any, xs: _x_Any) -> _x_Any:
     """min/max of a list's numbers or strings, skipping None; None if empty or mixed."""
     if not isinstance(xs, (list, tuple)):
@@ -108,8 +125,10 @@ def _x_pick(f: _x_Any, xs: _x_Any) -> _x_Any:
     strs = [x for x in xs if isinstance(x, str)]
     return f(nums or strs) if bool(nums) != bool(strs) else None
 
+
 _x_min = functools.partial(_x_pick, min)
 _x_max = functools.partial(_x_pick, max)
+
 
 def _x_fmt(v: _x_Any) -> str:
     """Text of a value as presented (rules in fusiongen.expr's docstring)."""

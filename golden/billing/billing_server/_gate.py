@@ -25,7 +25,7 @@ from typing import Any
 import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ._runtime import FieldError, data_result, escape_attribute, escape_text, error_result, validation_error
+from ._runtime import FieldError, data_result, error_result, escape_attribute, escape_text, validation_error
 from .state_store import LockTimeout, Record, StateStore
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
@@ -61,8 +61,9 @@ def _details(details: dict[str, str]) -> str:
     return "".join(f'<detail key="{escape_attribute(k)}">{escape_text(v)}</detail>' for k, v in details.items())
 
 
-def forbidden(tool: str, message: str, recovery: str, actions: tuple[str, ...] | list[str],
-              details: dict[str, str]) -> types.CallToolResult:
+def forbidden(
+    tool: str, message: str, recovery: str, actions: tuple[str, ...] | list[str], details: dict[str, str]
+) -> types.CallToolResult:
     return error_result(
         f'<tool_error tool="{escape_attribute(tool)}" code="FORBIDDEN" severity="error">'
         f"<message>{escape_text(message)}</message><recovery>{escape_text(recovery)}</recovery>"
@@ -72,8 +73,9 @@ def forbidden(tool: str, message: str, recovery: str, actions: tuple[str, ...] |
 
 
 class Gate:
-    def __init__(self, store: StateStore, machines: Mapping[str, Machine], bindings: Mapping[str, Binding],
-                 handle_key: str) -> None:
+    def __init__(
+        self, store: StateStore, machines: Mapping[str, Machine], bindings: Mapping[str, Binding], handle_key: str
+    ) -> None:
         self.store = store
         self.machines = machines
         self.bindings = bindings
@@ -105,24 +107,35 @@ class Gate:
     # --- refusals -----------------------------------------------------------------------------------
     def needs_handle(self, tool: str, machine: Machine) -> types.CallToolResult:
         start = f"{machine.name}.start"
-        return forbidden(tool, f'Tool "{tool}" needs a workflow handle: pass "{self.handle_key}".',
-                         f'Call {start} to get a {self.handle_key}, then call this tool with it.', [start],
-                         {"workflow": machine.name})
+        return forbidden(
+            tool,
+            f'Tool "{tool}" needs a workflow handle: pass "{self.handle_key}".',
+            f"Call {start} to get a {self.handle_key}, then call this tool with it.",
+            [start],
+            {"workflow": machine.name},
+        )
 
     def unknown_handle(self, tool: str, machine: Machine) -> types.CallToolResult:
         start = f"{machine.name}.start"
-        return forbidden(tool, f'Unknown or expired {self.handle_key} for workflow "{machine.name}".',
-                         f"Call {start} for a new one; handles are never created implicitly.", [start],
-                         {"workflow": machine.name})
+        return forbidden(
+            tool,
+            f'Unknown or expired {self.handle_key} for workflow "{machine.name}".',
+            f"Call {start} for a new one; handles are never created implicitly.",
+            [start],
+            {"workflow": machine.name},
+        )
 
     def wrong_state(self, tool: str, machine: Machine, binding: Binding, state: str) -> types.CallToolResult:
         allowed = self.allowed(machine, state)
         return forbidden(
-            tool, f'Tool "{tool}" is not available in the current state ("{state}") of workflow "{machine.name}".',
-            "Call one of the available actions first." if allowed else
-            f'Workflow "{machine.name}" is in its final state: nothing more can be done with it.',
-            allowed, {"workflow": machine.name, "currentState": state,
-                      "requiredStates": ", ".join(sorted(binding.states))})
+            tool,
+            f'Tool "{tool}" is not available in the current state ("{state}") of workflow "{machine.name}".',
+            "Call one of the available actions first."
+            if allowed
+            else f'Workflow "{machine.name}" is in its final state: nothing more can be done with it.',
+            allowed,
+            {"workflow": machine.name, "currentState": state, "requiredStates": ", ".join(sorted(binding.states))},
+        )
 
     # --- the call path ------------------------------------------------------------------------------
     async def call(self, tool: str, arguments: Mapping[str, Any], ctx: Any, route: Route) -> types.CallToolResult:
@@ -131,10 +144,11 @@ class Gate:
         rest = dict(arguments)
         handle = rest.pop(self.handle_key, None)
         if handle is not None and type(handle) is not str:
-            return validation_error(tool, [FieldError(self.handle_key, "expected a string handle from "
-                                                      f"{machine.name}.start.")])
+            return validation_error(
+                tool, [FieldError(self.handle_key, f"expected a string handle from {machine.name}.start.")]
+            )
         implicit = handle is None
-        if not implicit and ":" in handle:  # minted handles never hold ":"; session keys do and stay private
+        if handle is not None and ":" in handle:  # minted handles never hold ":"; session keys do and stay private
             return self.unknown_handle(tool, machine)
         if implicit:
             handle = self.session_handle(ctx, machine.name)
@@ -158,8 +172,12 @@ class Gate:
                     return result
                 changed = await self.store.compare_and_set(handle, record.version, target)
                 if changed is None:  # only if the lock expired while the handler ran
-                    logger.error("tool %s: workflow %s changed while its handler ran; transition to %s lost",
-                                 tool, machine.name, target)
+                    logger.error(
+                        "tool %s: workflow %s changed while its handler ran; transition to %s lost",
+                        tool,
+                        machine.name,
+                        target,
+                    )
         except LockTimeout:
             return error_result(
                 f'<tool_error tool="{escape_attribute(tool)}" code="BUSY" severity="error"><message>Another call '
@@ -183,16 +201,20 @@ class Gate:
     async def start(self, machine: Machine, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
         if arguments:
             names = ", ".join(sorted(arguments))
-            return validation_error(f"{machine.name}.start", [FieldError(names, "unknown field; this tool takes "
-                                                                          "no arguments.")])
+            return validation_error(
+                f"{machine.name}.start", [FieldError(names, "unknown field; this tool takes no arguments.")]
+            )
         handle = secrets.token_urlsafe(24)
         record = await self.store.create(handle, machine.name, machine.initial)
         return self.describe(machine, handle, record)
 
     async def status(self, machine: Machine, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
         tool = f"{machine.name}.status"
-        unknown = [FieldError(k, f'unknown field; the only argument is "{self.handle_key}".')
-                   for k in arguments if k != self.handle_key]
+        unknown = [
+            FieldError(k, f'unknown field; the only argument is "{self.handle_key}".')
+            for k in arguments
+            if k != self.handle_key
+        ]
         handle = arguments.get(self.handle_key)
         if handle is not None and type(handle) is not str:
             unknown.append(FieldError(self.handle_key, "expected a string handle."))
@@ -205,14 +227,19 @@ class Gate:
             record = await self.store.load(handle)
             # The session's own state has no handle to show; before its first call it is the initial state.
             return self.describe(machine, None, record or Record(machine.name, machine.initial, 0))
-        record = await self.store.load(handle) if ":" not in handle else None
+        record = None if ":" in handle else await self.store.load(handle)
         if record is None or record.workflow != machine.name:
             return self.unknown_handle(tool, machine)
         return self.describe(machine, handle, record)
 
 
-def handshake_listing(tools: list[types.Tool], compact: Mapping[str, types.Tool], bindings: Mapping[str, Binding],
-                      machines: Mapping[str, Machine], states: Mapping[str, str]) -> list[types.Tool]:
+def handshake_listing(
+    tools: list[types.Tool],
+    compact: Mapping[str, types.Tool],
+    bindings: Mapping[str, Binding],
+    machines: Mapping[str, Machine],
+    states: Mapping[str, str],
+) -> list[types.Tool]:
     """A session's tools in the handshake era: unbound ones, and bound ones its states allow."""
     visible: list[types.Tool] = []
     for tool in tools:

@@ -67,7 +67,7 @@ Getter = Callable[[str, object], object]
 def reader(src: object, at: str) -> Getter:
     """A `get(name, default)` over whatever the handler returned: a mapping or an object's attributes."""
     if type(src) is dict or isinstance(src, Mapping):
-        return src.get  # type: ignore[no-any-return]
+        return src.get
     if src is None or isinstance(src, str | bytes | int | float | list | tuple | set | frozenset):
         raise OutputError(at, "", "an object")
 
@@ -78,12 +78,13 @@ def reader(src: object, at: str) -> Getter:
 
 
 def items_of(value: object, at: str, name: str) -> list[Any] | tuple[Any, ...]:
-    if type(value) is list or isinstance(value, list | tuple):
-        return value  # type: ignore[return-value]
+    if isinstance(value, list | tuple):
+        return value
     raise OutputError(at, name, "a list")
 
 
 # --- output checks: return the JSON value or raise OutputError ---------------------------------------
+
 
 def out_string(value: object, at: str, name: str) -> str:
     if type(value) is str:
@@ -104,10 +105,8 @@ def out_integer(value: object, at: str, name: str) -> int:
 
 
 def out_number(value: object, at: str, name: str) -> int | float:
-    if type(value) is float or type(value) is int:
-        return value  # type: ignore[return-value]
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        return value if type(value) is float or type(value) is int else float(value)
     raise OutputError(at, name, "a number")
 
 
@@ -163,6 +162,7 @@ def out_enum(value: object, allowed: frozenset[str], at: str, name: str) -> str:
 
 
 # --- casts: read-time conversions declared in the spec ------------------------------------------------
+
 
 def cast_number(value: object, at: str, name: str) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -221,11 +221,12 @@ def cast_datetime(value: object, at: str, name: str) -> str:
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
         return datetime.datetime.combine(value, datetime.time()).isoformat()
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.datetime.fromtimestamp(value, datetime.timezone.utc).isoformat()
+        return datetime.datetime.fromtimestamp(value, datetime.UTC).isoformat()
     return out_datetime(value, at, name)
 
 
 # --- input checks: append a FieldError and return None when the value is wrong --------------------------
+
 
 def _shown(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str) if value is not None else "null"
@@ -266,7 +267,7 @@ def in_integer(value: object, name: str, errors: list[FieldError], secret: bool 
 
 def in_number(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
     if type(value) is float or type(value) is int:
-        return value  # type: ignore[return-value]
+        return value
     bad(errors, name, "a number", value, secret=secret)
     return None
 
@@ -308,8 +309,7 @@ def in_uuid(value: object, name: str, errors: list[FieldError], secret: bool = F
     return None
 
 
-def in_enum(value: object, allowed: tuple[str, ...], name: str, errors: list[FieldError],
-            secret: bool = False) -> Any:
+def in_enum(value: object, allowed: tuple[str, ...], name: str, errors: list[FieldError], secret: bool = False) -> Any:
     if type(value) is str and value in allowed:
         return value
     bad(errors, name, "one of " + ", ".join(repr(v) for v in allowed), value, secret=secret)
@@ -330,12 +330,15 @@ def in_object(value: object, name: str, errors: list[FieldError], secret: bool =
     return None
 
 
-def missing(errors: list[FieldError], name: str, expected: str) -> None:
+def missing(errors: list[FieldError], name: str, expected: str) -> Any:
+    """Record a missing required field; returns None, typed Any like the checks' results."""
     errors.append(FieldError(name, f"this required field is missing; expected {expected}."))
+    return None
 
 
-def check_keys(arguments: Mapping[str, Any], allowed: frozenset[str], guarded: frozenset[str], at: str,
-               errors: list[FieldError]) -> None:
+def check_keys(
+    arguments: Mapping[str, Any], allowed: frozenset[str], guarded: frozenset[str], at: str, errors: list[FieldError]
+) -> None:
     """Refuse keys that are not declared; a guarded key gets a message saying it can never be written."""
     for key in arguments:
         if key in allowed:
@@ -344,11 +347,13 @@ def check_keys(arguments: Mapping[str, Any], allowed: frozenset[str], guarded: f
         if key in guarded:
             errors.append(FieldError(name, "this field is guarded: it is set by the server and cannot be written."))
         else:
-            errors.append(FieldError(
-                name, "unknown field. Accepted fields: " + (", ".join(sorted(allowed)) or "none") + "."))
+            errors.append(
+                FieldError(name, "unknown field. Accepted fields: " + (", ".join(sorted(allowed)) or "none") + ".")
+            )
 
 
 # --- results -----------------------------------------------------------------------------------------
+
 
 def escape_text(text: str) -> str:
     """Element text: `&` and `<` are all XML needs (`>` stays, so markdown and mermaid arrows survive)."""
@@ -383,9 +388,7 @@ def error_result(text: str) -> types.CallToolResult:
 
 
 def validation_error(tool: str, errors: list[FieldError]) -> types.CallToolResult:
-    fields = "".join(
-        f'<field name="{escape_attribute(e.name)}">{escape_text(e.message)}</field>' for e in errors
-    )
+    fields = "".join(f'<field name="{escape_attribute(e.name)}">{escape_text(e.message)}</field>' for e in errors)
     return error_result(
         f'<validation_error tool="{escape_attribute(tool)}">{fields}'
         "<recovery>Fix the fields above and call the tool again.</recovery></validation_error>"
@@ -406,21 +409,27 @@ def handler_failed(tool: str, exc: BaseException) -> types.CallToolResult:
         frame = frame.tb_next
     where = f" at {frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}" if frame is not None else ""
     logger.error("tool %s: handler raised %s%s", tool, type(exc).__name__, where)
-    return tool_error(tool, "INTERNAL_ERROR", f'Tool "{tool}" failed: its handler raised an internal error.',
-                      "Retry once; if it fails again, tell the user the tool is failing.")
+    return tool_error(
+        tool,
+        "INTERNAL_ERROR",
+        f'Tool "{tool}" failed: its handler raised an internal error.',
+        "Retry once; if it fails again, tell the user the tool is failing.",
+    )
 
 
 def output_invalid(tool: str, exc: OutputError) -> types.CallToolResult:
     logger.error("tool %s: handler returned data that does not fit %s (expected %s)", tool, exc.path, exc.expected)
-    return tool_error(tool, "OUTPUT_INVALID",
-                      f'Tool "{tool}" produced data that does not fit its schema at {exc.path} '
-                      f"(expected {exc.expected}); nothing was returned.",
-                      "Do not retry with the same arguments; tell the user the tool's data is inconsistent.")
+    return tool_error(
+        tool,
+        "OUTPUT_INVALID",
+        f'Tool "{tool}" produced data that does not fit its schema at {exc.path} '
+        f"(expected {exc.expected}); nothing was returned.",
+        "Do not retry with the same arguments; tell the user the tool's data is inconsistent.",
+    )
 
 
 def unknown_tool(name: str, known: list[str]) -> types.CallToolResult:
-    return tool_error(name, "NOT_FOUND", f'There is no tool named "{name}".',
-                      "Call one of: " + ", ".join(known) + ".")
+    return tool_error(name, "NOT_FOUND", f'There is no tool named "{name}".', "Call one of: " + ", ".join(known) + ".")
 
 
 def done_result(tool: str) -> types.CallToolResult:
@@ -480,6 +489,7 @@ def _positional_parameters(function: Callable[..., object]) -> int:
 
 
 # --- presenters ---------------------------------------------------------------------------------------
+
 
 class MaskError(OutputError):
     """Data on a redaction path is not the container the schema promises: nothing may be sent."""
@@ -563,13 +573,15 @@ _FOR_USER: Final = types.Annotations(audience=["user"])
 
 def presented_result(text_data: object, structured: dict[str, Any], notes: Notes) -> types.CallToolResult:
     """The wire format: data as JSON, then UI blocks, then domain rules, then action suggestions."""
-    content = [types.TextContent(type="text", text=dumps(text_data))]
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=dumps(text_data))]
     for block in notes.blocks:
-        content.append(types.TextContent(
-            type="text",
-            text=f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>',
-            annotations=_FOR_USER if block.for_user else None,
-        ))
+        content.append(
+            types.TextContent(
+                type="text",
+                text=f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>',
+                annotations=_FOR_USER if block.for_user else None,
+            )
+        )
     rules = [r for r in dict.fromkeys([*notes.descriptions, *notes.rules, *notes.conditional]) if r]
     if rules:
         lines = "".join(f"- {escape_text(rule)}\n" for rule in rules)

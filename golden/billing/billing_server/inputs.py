@@ -104,11 +104,7 @@ def parse_invoice_get(arguments: Mapping[str, Any]) -> InvoiceGetInput:
     if not arguments.keys() <= _INVOICE_GET_KEYS:
         check_keys(arguments, _INVOICE_GET_KEYS, _INVOICE_GET_GUARDED, "", errors)
     value = arguments.get("id", MISSING)
-    if value is MISSING:
-        missing(errors, "id", "a string")
-        id_ = None
-    else:
-        id_ = in_string(value, "id", errors)
+    id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
     return InvoiceGetInput(
@@ -131,15 +127,9 @@ def parse_invoice_list(arguments: Mapping[str, Any]) -> InvoiceListInput:
     if not arguments.keys() <= _INVOICE_LIST_KEYS:
         check_keys(arguments, _INVOICE_LIST_KEYS, _INVOICE_LIST_GUARDED, "", errors)
     value = arguments.get("status", MISSING)
-    if value is MISSING:
-        status_ = None
-    else:
-        status_ = in_enum(value, _STATUS_VALUES, "status", errors)
+    status_ = None if value is MISSING else in_enum(value, _STATUS_VALUES, "status", errors)
     value = arguments.get("limit", MISSING)
-    if value is MISSING:
-        limit_ = 20
-    else:
-        limit_ = in_integer(value, "limit", errors)
+    limit_ = 20 if value is MISSING else in_integer(value, "limit", errors)
     if errors:
         raise InvalidArguments(errors)
     return InvoiceListInput(
@@ -164,23 +154,17 @@ def parse_invoice_create(arguments: Mapping[str, Any]) -> InvoiceCreateInput:
     if not arguments.keys() <= _INVOICE_CREATE_KEYS:
         check_keys(arguments, _INVOICE_CREATE_KEYS, _INVOICE_CREATE_GUARDED, "", errors)
     value = arguments.get("customer_id", MISSING)
-    if value is MISSING:
-        missing(errors, "customer_id", "a string")
-        customer_id_ = None
-    else:
-        customer_id_ = in_string(value, "customer_id", errors)
+    customer_id_ = (
+        missing(errors, "customer_id", "a string") if value is MISSING else in_string(value, "customer_id", errors)
+    )
     value = arguments.get("amount_cents", MISSING)
-    if value is MISSING:
-        missing(errors, "amount_cents", "an integer")
-        amount_cents_ = None
-    else:
-        amount_cents_ = in_integer(value, "amount_cents", errors)
+    amount_cents_ = (
+        missing(errors, "amount_cents", "an integer") if value is MISSING else in_integer(value, "amount_cents", errors)
+    )
     value = arguments.get("due_date", MISSING)
-    if value is MISSING:
-        missing(errors, "due_date", "a date as YYYY-MM-DD")
-        due_date_ = None
-    else:
-        due_date_ = in_date(value, "due_date", errors)
+    due_date_ = (
+        missing(errors, "due_date", "a date as YYYY-MM-DD") if value is MISSING else in_date(value, "due_date", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return InvoiceCreateInput(
@@ -206,21 +190,11 @@ def parse_invoice_update(arguments: Mapping[str, Any]) -> InvoiceUpdateInput:
     if not arguments.keys() <= _INVOICE_UPDATE_KEYS:
         check_keys(arguments, _INVOICE_UPDATE_KEYS, _INVOICE_UPDATE_GUARDED, "", errors)
     value = arguments.get("id", MISSING)
-    if value is MISSING:
-        missing(errors, "id", "a string")
-        id_ = None
-    else:
-        id_ = in_string(value, "id", errors)
+    id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     value = arguments.get("status", MISSING)
-    if value is MISSING:
-        status_ = None
-    else:
-        status_ = in_enum(value, _STATUS_VALUES, "status", errors)
+    status_ = None if value is MISSING else in_enum(value, _STATUS_VALUES, "status", errors)
     value = arguments.get("due_date", MISSING)
-    if value is MISSING:
-        due_date_ = None
-    else:
-        due_date_ = in_date(value, "due_date", errors)
+    due_date_ = None if value is MISSING else in_date(value, "due_date", errors)
     if errors:
         raise InvalidArguments(errors)
     return InvoiceUpdateInput(
@@ -244,11 +218,7 @@ def parse_customer_get(arguments: Mapping[str, Any]) -> CustomerGetInput:
     if not arguments.keys() <= _CUSTOMER_GET_KEYS:
         check_keys(arguments, _CUSTOMER_GET_KEYS, _CUSTOMER_GET_GUARDED, "", errors)
     value = arguments.get("id", MISSING)
-    if value is MISSING:
-        missing(errors, "id", "a string")
-        id_ = None
-    else:
-        id_ = in_string(value, "id", errors)
+    id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
     return CustomerGetInput(
@@ -270,11 +240,9 @@ def parse_billing_remind(arguments: Mapping[str, Any]) -> BillingRemindInput:
     if not arguments.keys() <= _BILLING_REMIND_KEYS:
         check_keys(arguments, _BILLING_REMIND_KEYS, _BILLING_REMIND_GUARDED, "", errors)
     value = arguments.get("invoice_id", MISSING)
-    if value is MISSING:
-        missing(errors, "invoice_id", "a string")
-        invoice_id_ = None
-    else:
-        invoice_id_ = in_string(value, "invoice_id", errors)
+    invoice_id_ = (
+        missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return BillingRemindInput(
@@ -296,11 +264,9 @@ def parse_invoice_submit(arguments: Mapping[str, Any]) -> InvoiceSubmitInput:
     if not arguments.keys() <= _INVOICE_SUBMIT_KEYS:
         check_keys(arguments, _INVOICE_SUBMIT_KEYS, _INVOICE_SUBMIT_GUARDED, "", errors)
     value = arguments.get("invoice_id", MISSING)
-    if value is MISSING:
-        missing(errors, "invoice_id", "a string")
-        invoice_id_ = None
-    else:
-        invoice_id_ = in_string(value, "invoice_id", errors)
+    invoice_id_ = (
+        missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return InvoiceSubmitInput(
@@ -322,11 +288,9 @@ def parse_invoice_approve(arguments: Mapping[str, Any]) -> InvoiceApproveInput:
     if not arguments.keys() <= _INVOICE_APPROVE_KEYS:
         check_keys(arguments, _INVOICE_APPROVE_KEYS, _INVOICE_APPROVE_GUARDED, "", errors)
     value = arguments.get("invoice_id", MISSING)
-    if value is MISSING:
-        missing(errors, "invoice_id", "a string")
-        invoice_id_ = None
-    else:
-        invoice_id_ = in_string(value, "invoice_id", errors)
+    invoice_id_ = (
+        missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return InvoiceApproveInput(
@@ -349,17 +313,11 @@ def parse_invoice_reject(arguments: Mapping[str, Any]) -> InvoiceRejectInput:
     if not arguments.keys() <= _INVOICE_REJECT_KEYS:
         check_keys(arguments, _INVOICE_REJECT_KEYS, _INVOICE_REJECT_GUARDED, "", errors)
     value = arguments.get("invoice_id", MISSING)
-    if value is MISSING:
-        missing(errors, "invoice_id", "a string")
-        invoice_id_ = None
-    else:
-        invoice_id_ = in_string(value, "invoice_id", errors)
+    invoice_id_ = (
+        missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)
+    )
     value = arguments.get("reason", MISSING)
-    if value is MISSING:
-        missing(errors, "reason", "a string")
-        reason_ = None
-    else:
-        reason_ = in_string(value, "reason", errors)
+    reason_ = missing(errors, "reason", "a string") if value is MISSING else in_string(value, "reason", errors)
     if errors:
         raise InvalidArguments(errors)
     return InvoiceRejectInput(
@@ -382,11 +340,9 @@ def parse_invoice_discharge(arguments: Mapping[str, Any]) -> InvoiceDischargeInp
     if not arguments.keys() <= _INVOICE_DISCHARGE_KEYS:
         check_keys(arguments, _INVOICE_DISCHARGE_KEYS, _INVOICE_DISCHARGE_GUARDED, "", errors)
     value = arguments.get("invoice_id", MISSING)
-    if value is MISSING:
-        missing(errors, "invoice_id", "a string")
-        invoice_id_ = None
-    else:
-        invoice_id_ = in_string(value, "invoice_id", errors)
+    invoice_id_ = (
+        missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)
+    )
     if errors:
         raise InvalidArguments(errors)
     return InvoiceDischargeInput(

@@ -76,7 +76,7 @@ def shape_customer(src: object, at: str) -> dict[str, Any]:
 def item_notes_customer(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Customer item (and of the presenters it embeds)."""
     notes.descriptions.extend(_CUSTOMER_DESCRIPTION_RULES)
-    notes.rules.append('Address customers by name; never ask them for their email here.')
+    notes.rules.append("Address customers by name; never ask them for their email here.")
 
 
 def mask_customer(data: dict[str, Any]) -> None:
@@ -99,7 +99,9 @@ def shape_invoice(src: object, at: str) -> dict[str, Any]:
     value = get("lines", MISSING)
     if value is MISSING:
         raise OutputError(at, "lines", "a value (the field is required)")
-    out["lines"] = [shapes.shape_line_item(item, f"{at}.lines[{index}]") for index, item in enumerate(items_of(value, at, "lines"))]
+    out["lines"] = [
+        shapes.shape_line_item(item, f"{at}.lines[{index}]") for index, item in enumerate(items_of(value, at, "lines"))
+    ]
     value = get("amount_cents", MISSING)
     if value is MISSING:
         raise OutputError(at, "amount_cents", "a value (the field is required)")
@@ -118,13 +120,15 @@ def shape_invoice(src: object, at: str) -> dict[str, Any]:
 def item_notes_invoice(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Invoice item (and of the presenters it embeds)."""
     notes.descriptions.extend(_INVOICE_DESCRIPTION_RULES)
-    notes.rules.append('CRITICAL: amount_cents is in CENTS. Divide by 100.')
-    if data.get('status') == 'overdue':
-        notes.conditional.append('Invoice ' + _x_fmt(data.get('id')) + ' is overdue: offer a reminder before anything else.')
-    if data.get('status') == 'overdue':
-        notes.suggestions.append("billing.remind: " + 'Send a payment reminder for ' + _x_fmt(data.get('id')))
-    if data.get('status') == 'draft':
-        notes.suggestions.append("invoice.update: " + 'Move the draft to review when it is complete')
+    notes.rules.append("CRITICAL: amount_cents is in CENTS. Divide by 100.")
+    if data.get("status") == "overdue":
+        notes.conditional.append(
+            "Invoice " + _x_fmt(data.get("id")) + " is overdue: offer a reminder before anything else."
+        )
+    if data.get("status") == "overdue":
+        notes.suggestions.append("billing.remind: " + "Send a payment reminder for " + _x_fmt(data.get("id")))
+    if data.get("status") == "draft":
+        notes.suggestions.append("invoice.update: " + "Move the draft to review when it is complete")
     child = data.get("customer")
     if child is not None:
         item_notes_customer(child, notes)
@@ -132,11 +136,46 @@ def item_notes_invoice(data: dict[str, Any], notes: Notes) -> None:
 
 def ui_invoice(data: dict[str, Any], notes: Notes) -> None:
     """UI blocks of one Invoice item (and of the presenters it embeds)."""
-    notes.blocks.append(Block("table", table_text(_INVOICE_COLUMNS_0, [('Invoice', _x_fmt(data.get('id'))), ('Amount', _x_fmt(_x_div(data.get('amount_cents'), 100))), ('Status', _x_fmt(_x_upper(data.get('status')))), ('Due', _x_fmt(data.get('due_date')))]), False))
-    notes.blocks.append(Block("summary", summary_text(_x_fmt(_x_get(data, ('customer', 'name'))) + ' owes ' + _x_fmt(_x_div(data.get('amount_cents'), 100)) + ' (due ' + _x_fmt(data.get('due_date')) + ').'), False))
-    if data.get('status') != 'paid':
-        notes.blocks.append(Block("mermaid", fenced("mermaid", 'graph LR; draft-->review-->approved-->paid'), False))
-    notes.blocks.append(Block("list", list_text(['Contact: ' + _x_fmt(_x_get(data, ('customer', 'email'))), 'Internal id: ' + _x_fmt(data.get('id'))]), True))
+    notes.blocks.append(
+        Block(
+            "table",
+            table_text(
+                _INVOICE_COLUMNS_0,
+                [
+                    ("Invoice", _x_fmt(data.get("id"))),
+                    ("Amount", _x_fmt(_x_div(data.get("amount_cents"), 100))),
+                    ("Status", _x_fmt(_x_upper(data.get("status")))),
+                    ("Due", _x_fmt(data.get("due_date"))),
+                ],
+            ),
+            False,
+        )
+    )
+    notes.blocks.append(
+        Block(
+            "summary",
+            summary_text(
+                _x_fmt(_x_get(data, ("customer", "name")))
+                + " owes "
+                + _x_fmt(_x_div(data.get("amount_cents"), 100))
+                + " (due "
+                + _x_fmt(data.get("due_date"))
+                + ")."
+            ),
+            False,
+        )
+    )
+    if data.get("status") != "paid":
+        notes.blocks.append(Block("mermaid", fenced("mermaid", "graph LR; draft-->review-->approved-->paid"), False))
+    notes.blocks.append(
+        Block(
+            "list",
+            list_text(
+                ["Contact: " + _x_fmt(_x_get(data, ("customer", "email"))), "Internal id: " + _x_fmt(data.get("id"))]
+            ),
+            True,
+        )
+    )
 
 
 def mask_invoice(data: dict[str, Any]) -> None:
@@ -169,9 +208,21 @@ def present_invoice_many(raw: object) -> types.CallToolResult:
     if total > len(items):
         notes.blocks.append(truncation_block(len(items), total - len(items)))
     count = total
-    notes.rules.append('Sorted by due date, oldest first.')
-    notes.blocks.append(Block("table", table_text(_INVOICE_COLLECTION_COLUMNS_0, [(_x_fmt(data.get('id')), _x_fmt(data.get('status')), _x_fmt(_x_div(data.get('amount_cents'), 100))) for data in items]), False))
-    notes.blocks.append(Block("markdown", '**' + _x_fmt(count) + ' invoices** match.', False))
+    notes.rules.append("Sorted by due date, oldest first.")
+    notes.blocks.append(
+        Block(
+            "table",
+            table_text(
+                _INVOICE_COLLECTION_COLUMNS_0,
+                [
+                    (_x_fmt(data.get("id")), _x_fmt(data.get("status")), _x_fmt(_x_div(data.get("amount_cents"), 100)))
+                    for data in items
+                ],
+            ),
+            False,
+        )
+    )
+    notes.blocks.append(Block("markdown", "**" + _x_fmt(count) + " invoices** match.", False))
     for data in items:
         item_notes_invoice(data, notes)
         mask_invoice(data)
@@ -203,12 +254,14 @@ def shape_customer_card(src: object, at: str) -> dict[str, Any]:
 
 def item_notes_customer_card(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one CustomerCard item (and of the presenters it embeds)."""
-    notes.rules.append('Customer cards are read-only.')
+    notes.rules.append("Customer cards are read-only.")
 
 
 def ui_customer_card(data: dict[str, Any], notes: Notes) -> None:
     """UI blocks of one CustomerCard item (and of the presenters it embeds)."""
-    notes.blocks.append(Block("code", fenced("text", _x_fmt(data.get('name')) + ' (' + _x_fmt(data.get('id')) + ')'), False))
+    notes.blocks.append(
+        Block("code", fenced("text", _x_fmt(data.get("name")) + " (" + _x_fmt(data.get("id")) + ")"), False)
+    )
     notes.blocks.append(Block("json", json_text(data.get("email")), True))
 
 

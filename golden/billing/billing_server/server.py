@@ -103,14 +103,14 @@ TOOLS: Final[list[types.Tool]] = [
     ),
     types.Tool(
         name="invoice.start",
-        description="Start a new \"invoice\" workflow in state \"draft\" and get its workflow_id: pass it to the workflow's tools.",
+        description='Start a new "invoice" workflow in state "draft" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="invoice.status",
-        description="The current state of a \"invoice\" workflow and the tools it allows now.",
+        description='The current state of a "invoice" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -162,38 +162,38 @@ MODERN_TOOLS: Final[list[types.Tool]] = [
     ),
     types.Tool(
         name="invoice.submit",
-        description="Submit a draft invoice for review. (Workflow \"invoice\": runs only in state draft; pass workflow_id from invoice.start.)",
+        description='Submit a draft invoice for review. (Workflow "invoice": runs only in state draft; pass workflow_id from invoice.start.)',
         input_schema=schemas.INVOICE_SUBMIT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="invoice.approve",
-        description="Approve an invoice under review. (Workflow \"invoice\": runs only in state review; pass workflow_id from invoice.start.)",
+        description='Approve an invoice under review. (Workflow "invoice": runs only in state review; pass workflow_id from invoice.start.)',
         input_schema=schemas.INVOICE_APPROVE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="invoice.reject",
-        description="Send an invoice under review back to draft. (Workflow \"invoice\": runs only in state review; pass workflow_id from invoice.start.)",
+        description='Send an invoice under review back to draft. (Workflow "invoice": runs only in state review; pass workflow_id from invoice.start.)',
         input_schema=schemas.INVOICE_REJECT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="invoice.discharge",
-        description="Discharge an approved invoice: it is settled and closed for good. (Workflow \"invoice\": runs only in state approved; pass workflow_id from invoice.start.)",
+        description='Discharge an approved invoice: it is settled and closed for good. (Workflow "invoice": runs only in state approved; pass workflow_id from invoice.start.)',
         input_schema=schemas.INVOICE_DISCHARGE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
         name="invoice.start",
-        description="Start a new \"invoice\" workflow in state \"draft\" and get its workflow_id: pass it to the workflow's tools.",
+        description='Start a new "invoice" workflow in state "draft" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
         name="invoice.status",
-        description="The current state of a \"invoice\" workflow and the tools it allows now.",
+        description='The current state of a "invoice" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -244,15 +244,21 @@ def create_server(handlers: ModuleType | None = None, state_store: StateStore | 
         "customer.get": partial(tools.call_customer_get, bind_handler(module, "get_customer", "customer.get")),
         "billing.remind": partial(tools.call_billing_remind, bind_handler(module, "send_reminder", "billing.remind")),
         "invoice.submit": partial(tools.call_invoice_submit, bind_handler(module, "submit_invoice", "invoice.submit")),
-        "invoice.approve": partial(tools.call_invoice_approve, bind_handler(module, "approve_invoice", "invoice.approve")),
+        "invoice.approve": partial(
+            tools.call_invoice_approve, bind_handler(module, "approve_invoice", "invoice.approve")
+        ),
         "invoice.reject": partial(tools.call_invoice_reject, bind_handler(module, "reject_invoice", "invoice.reject")),
-        "invoice.discharge": partial(tools.call_invoice_discharge, bind_handler(module, "discharge_invoice", "invoice.discharge")),
+        "invoice.discharge": partial(
+            tools.call_invoice_discharge, bind_handler(module, "discharge_invoice", "invoice.discharge")
+        ),
         "invoice.start": partial(gate.start, MACHINES["invoice"]),
         "invoice.status": partial(gate.status, MACHINES["invoice"]),
     }
     modern_listing = types.ListToolsResult(tools=MODERN_TOOLS)
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         if is_modern(ctx):
             return modern_listing
         states = await gate.session_states(ctx)

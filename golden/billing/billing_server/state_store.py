@@ -287,9 +287,7 @@ class SQLiteStore(_LockingStore):
             ).fetchone()
             if row is None:
                 return None
-            db.execute(
-                "UPDATE workflow_records SET expires_at = ? WHERE handle = ?", (now + self._idle_ttl, handle)
-            )
+            db.execute("UPDATE workflow_records SET expires_at = ? WHERE handle = ?", (now + self._idle_ttl, handle))
             return Record(*row)
 
         return await self._transaction(run)
@@ -564,9 +562,7 @@ class RedisStore(_LockingStore):
         await self._client.close()
 
 
-def open_store(
-    url: str, *, idle_ttl: float = 86400.0, lock_ttl: float = 30.0, lock_wait: float = 10.0
-) -> StateStore:
+def open_store(url: str, *, idle_ttl: float = 86400.0, lock_ttl: float = 30.0, lock_wait: float = 10.0) -> StateStore:
     """Build the store named by ``--state-store``.
 
     ``memory``; ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; or
@@ -583,6 +579,5 @@ def open_store(
     scheme = url.partition("://")[0] if "://" in url else url
     shown = scheme if scheme.isidentifier() else "this"
     raise ValueError(
-        f"unsupported state store {shown!r}: use 'memory', 'sqlite:///path/to/state.db'"
-        " or 'redis://host:port/db'"
+        f"unsupported state store {shown!r}: use 'memory', 'sqlite:///path/to/state.db' or 'redis://host:port/db'"
     )

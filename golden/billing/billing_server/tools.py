@@ -12,6 +12,7 @@ from typing import Any
 
 import mcp_types as types
 
+from . import presenters
 from ._runtime import (
     Handler,
     InvalidArguments,
@@ -22,18 +23,17 @@ from ._runtime import (
     validation_error,
 )
 from .inputs import (
+    parse_billing_remind,
+    parse_customer_get,
+    parse_invoice_approve,
+    parse_invoice_create,
+    parse_invoice_discharge,
     parse_invoice_get,
     parse_invoice_list,
-    parse_invoice_create,
-    parse_invoice_update,
-    parse_customer_get,
-    parse_billing_remind,
-    parse_invoice_submit,
-    parse_invoice_approve,
     parse_invoice_reject,
-    parse_invoice_discharge,
+    parse_invoice_submit,
+    parse_invoice_update,
 )
-from . import presenters
 
 __all__ = [
     "call_invoice_get",
@@ -136,7 +136,7 @@ async def call_billing_remind(handler: Handler, arguments: Mapping[str, Any], ct
     except InvalidArguments as exc:
         return validation_error("billing.remind", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("billing.remind", exc)
     return done_result("billing.remind")
@@ -149,7 +149,7 @@ async def call_invoice_submit(handler: Handler, arguments: Mapping[str, Any], ct
     except InvalidArguments as exc:
         return validation_error("invoice.submit", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("invoice.submit", exc)
     return done_result("invoice.submit")
@@ -162,7 +162,7 @@ async def call_invoice_approve(handler: Handler, arguments: Mapping[str, Any], c
     except InvalidArguments as exc:
         return validation_error("invoice.approve", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("invoice.approve", exc)
     return done_result("invoice.approve")
@@ -175,7 +175,7 @@ async def call_invoice_reject(handler: Handler, arguments: Mapping[str, Any], ct
     except InvalidArguments as exc:
         return validation_error("invoice.reject", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("invoice.reject", exc)
     return done_result("invoice.reject")
@@ -188,7 +188,7 @@ async def call_invoice_discharge(handler: Handler, arguments: Mapping[str, Any],
     except InvalidArguments as exc:
         return validation_error("invoice.discharge", exc.errors)
     try:
-        raw = await handler(args, ctx)
+        await handler(args, ctx)
     except Exception as exc:
         return handler_failed("invoice.discharge", exc)
     return done_result("invoice.discharge")

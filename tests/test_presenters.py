@@ -1,0 +1,1097 @@
+"""Presenters, end to end: small dedicated specs built into temp dirs, driven by a real `mcp.Client`.
+
+Each spec here exercises one part of the presenter contract (UI blocks, rules, suggestions,
+truncation, embeds, redaction, audiences, handler return types) and the billing reference server is
+checked as documented in `specs/billing.toml`. What an agent perceives is pinned exactly: the text
+of every content block, the order of blocks, rules and suggestions, and the structured content,
+which must also validate against the tool's advertised `outputSchema`.
+
+Tests marked `xfail(strict=True)` pin what fusiongen should do but does not yet (each reason names
+the bug); they start failing (XPASS) the day the bug is fixed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pydantic
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from fusiongen.diagnostics import SpecError
+from tests.conftest import GeneratedServer, build
+
+pytestmark = pytest.mark.anyio
+
+MODES = ["legacy", "2026-07-28"]
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+def server_header(name: str) -> str:
+    """A `[server]` table whose package and handler module are unique to one spec."""
+    return f'[server]\nname = "{name.replace("_", "-")}"\npackage = "{name}_server"\nhandlers = "{name}_handlers"\n'
+
+
+def build_spec(directory: Path, name: str, body: str) -> GeneratedServer:
+    """Write a spec (and an empty handler module beside it) and build it; use as a context manager."""
+    directory.mkdir(parents=True, exist_ok=True)
+    spec = directory / f"{name}.toml"
+    spec.write_text(server_header(name) + body, encoding="utf-8")
+    (directory / f"{name}_handlers.py").write_text('"""Handlers are replaced by each test."""\n', encoding="utf-8")
+    out = directory / "out"
+    return GeneratedServer(build(spec, out), out)
+
+
+def returning(server: GeneratedServer, payload: object) -> types.ModuleType:
+    """A handler module whose every handler returns `payload`."""
+    module = types.ModuleType(f"{server.package_name}_test_handlers")
+
+    def constant(args: Any) -> object:
+        return payload
+
+    for tool in server.generation.ir.tools:
+        setattr(module, tool.handler, constant)
+    return module
+
+
+async def call(server: GeneratedServer, tool: str, payload: object, mode: str = "legacy") -> Any:
+    """Call `tool` through a real client, its handler returning `payload`; check the advertised schema."""
+    async with Client(server.create_server(returning(server, payload)), mode=mode, cache=None) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        result = await client.call_tool(tool, {})
+    if not result.is_error:
+        assert listed[tool].output_schema is not None
+        jsonschema.validate(result.structured_content, listed[tool].output_schema)
+    return result
+
+
+async def output_schema(server: GeneratedServer, tool: str) -> dict[str, Any]:
+    async with Client(server.create_server(returning(server, None)), mode="legacy", cache=None) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+    return listed[tool].output_schema
+
+
+def for_user(block: Any) -> bool:
+    return bool(block.annotations and block.annotations.audience == ["user"])
+
+
+def model_view(result: Any) -> str:
+    """Everything the model receives: content blocks not reserved for the user, and structured content."""
+    blocks = [b.model_dump(by_alias=True) for b in result.content if not for_user(b)]
+    return json.dumps(blocks, ensure_ascii=False) + json.dumps(result.structured_content, ensure_ascii=False)
+
+
+def texts(result: Any) -> list[str]:
+    return [b.text for b in result.content]
+
+
+def tagged(result: Any, tag: str) -> list[str]:
+    return [b.text for b in result.content if b.text.startswith(f"<{tag}")]
+
+
+def ui(block_type: str, text: str) -> str:
+    return f'<ui_passthrough type="{block_type}">{text}</ui_passthrough>'
+
+
+def rules_block(*rules: str) -> str:
+    return "<domain_rules>\n" + "".join(f"- {r}\n" for r in rules) + "</domain_rules>"
+
+
+def suggestions_block(*suggestions: str) -> str:
+    return "<action_suggestions>\n" + "".join(f"- {s}\n" for s in suggestions) + "</action_suggestions>"
+
+
+def dumped(data: object) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+# --- UI blocks -------------------------------------------------------------------------------------
+
+BLOCKS = """
+[models.Ticket]
+description = "A support ticket."
+[models.Ticket.fields]
+id = "string"
+title = "string"
+priority = "integer"
+status = "string"
+owner = { type = "string", required = false, nullable = true }
+tags = { type = "list", items = "string" }
+
+[presenters.TicketCard]
+model = "Ticket"
+limit = 2
+
+[[presenters.TicketCard.ui]]
+type = "table"
+columns = ["Field", "Value"]
+rows = [["Ticket", "{id}"], ["Priority", "{priority * 10}%"], ["Tags", "{tags}"]]
+
+[[presenters.TicketCard.ui]]
+type = "markdown"
+text = "**{upper(status)}**: {title}"
+
+[[presenters.TicketCard.ui]]
+type = "list"
+items = ["Owner: {owner}", "{owner}", "Tags: {len(tags)}"]
+
+[[presenters.TicketCard.ui]]
+type = "mermaid"
+text = "graph LR; open-->closed"
+when = "status == 'open'"
+
+[[presenters.TicketCard.ui]]
+type = "json"
+path = "tags"
+
+[[presenters.TicketCard.ui]]
+type = "code"
+language = "sql"
+text = "SELECT * FROM t WHERE id = '{id}'"
+
+[[presenters.TicketCard.ui]]
+type = "summary"
+text = "{id} is urgent."
+when = "priority >= 5"
+
+[[presenters.TicketCard.ui]]
+type = "json"
+
+[[presenters.TicketCard.collection_ui]]
+type = "table"
+columns = ["Ticket", "Status"]
+row = ["{id}", "{status}"]
+
+[[presenters.TicketCard.collection_ui]]
+type = "list"
+item = "{id}: {title}"
+
+[[presenters.TicketCard.collection_ui]]
+type = "markdown"
+text = "**{count()} tickets** found."
+
+[[presenters.TicketCard.collection_ui]]
+type = "summary"
+text = "Many tickets."
+when = "count() > 3"
+
+[tools."ticket.get"]
+kind = "query"
+returns = "TicketCard"
+handler = "get_ticket"
+
+[tools."ticket.list"]
+kind = "query"
+returns = "TicketCard[]"
+handler = "list_tickets"
+"""
+
+
+def ticket(number: int, **changes: Any) -> dict[str, Any]:
+    base = {"id": f"T-{number}", "title": f"Printer {number} on fire", "priority": 7, "status": "open",
+            "owner": None, "tags": ["hw", "urgent"], "sla_breached_by": "undeclared"}
+    return {**base, **changes}
+
+
+@pytest.fixture(scope="module")
+def blocks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer]:
+    with build_spec(tmp_path_factory.mktemp("blocks"), "pt_blocks", BLOCKS) as server:
+        yield server
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_each_block_type_renders_exactly(blocks: GeneratedServer, mode: str) -> None:
+    result = await call(blocks, "ticket.get", ticket(1), mode)
+    assert not result.is_error, result.content[0].text
+    shaped = {"id": "T-1", "title": "Printer 1 on fire", "priority": 7, "status": "open", "owner": None,
+              "tags": ["hw", "urgent"]}
+    assert result.structured_content == shaped
+    assert texts(result) == [
+        dumped(shaped),
+        ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-1 |\n| Priority | 70% |\n| Tags | hw, urgent |"),
+        ui("markdown", "**OPEN**: Printer 1 on fire"),
+        ui("list", "- Owner: \n- Tags: 2"),  # an entry that renders empty ("{owner}" of null) is left out
+        ui("mermaid", "```mermaid\ngraph LR; open-->closed\n```"),
+        ui("json", '```json\n[\n  "hw",\n  "urgent"\n]\n```'),
+        ui("code", "```sql\nSELECT * FROM t WHERE id = 'T-1'\n```"),
+        ui("summary", "📊 **Summary**: T-1 is urgent."),
+        ui("json", "```json\n" + dumped(shaped) + "\n```"),
+    ]
+    assert not any(for_user(b) for b in result.content)
+
+
+async def test_blocks_whose_when_is_false_are_left_out(blocks: GeneratedServer) -> None:
+    result = await call(blocks, "ticket.get", ticket(2, status="closed", priority=1, owner="ana", tags=[]))
+    types_shown = [b.text.split('"')[1] for b in result.content[1:]]
+    assert types_shown == ["table", "markdown", "list", "json", "code", "json"]  # no mermaid, no summary
+    assert ui("list", "- Owner: ana\n- ana\n- Tags: 0") in texts(result)
+    assert ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-2 |\n| Priority | 10% |\n| Tags |  |") \
+        in texts(result)
+
+
+async def test_table_cells_escape_pipes_and_newlines(blocks: GeneratedServer) -> None:
+    result = await call(blocks, "ticket.get", ticket(3, tags=["a|b", "c\nd"]))
+    assert texts(result)[1] == ui(
+        "table", "| Field | Value |\n| --- | --- |\n| Ticket | T-3 |\n| Priority | 70% |\n| Tags | a\\|b, c d |")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: GeneratedServer, mode: str) -> None:
+    result = await call(blocks, "ticket.list", [ticket(1), ticket(2, status="closed")], mode)
+    assert result.structured_content == {
+        "items": [{"id": "T-1", "title": "Printer 1 on fire", "priority": 7, "status": "open", "owner": None,
+                   "tags": ["hw", "urgent"]},
+                  {"id": "T-2", "title": "Printer 2 on fire", "priority": 7, "status": "closed", "owner": None,
+                   "tags": ["hw", "urgent"]}],
+        "total": 2, "shown": 2, "truncated": False,
+    }
+    assert texts(result) == [
+        dumped(result.structured_content["items"]),
+        ui("table", "| Ticket | Status |\n| --- | --- |\n| T-1 | open |\n| T-2 | closed |"),
+        ui("list", "- T-1: Printer 1 on fire\n- T-2: Printer 2 on fire"),
+        ui("markdown", "**2 tickets** found."),  # count() > 3 is false: no summary
+    ]
+
+
+# --- truncation --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("container", [list, tuple])
+async def test_truncation_notice_facts_and_limit(blocks: GeneratedServer, mode: str, container: type) -> None:
+    found = container(ticket(n) for n in range(1, 6))
+    result = await call(blocks, "ticket.list", found, mode)
+    data = result.structured_content
+    assert [i["id"] for i in data["items"]] == ["T-1", "T-2"]  # limit = 2, never exceeded
+    assert (data["total"], data["shown"], data["truncated"]) == (5, 2, True)  # total counts every item found
+    assert json.loads(result.content[0].text) == data["items"]
+    assert texts(result)[1] == ui(
+        "summary", "📊 **Summary**: ⚠️ Dataset truncated. 2 shown, 3 hidden. Use filters to narrow results.")
+    assert texts(result)[2:] == [
+        ui("table", "| Ticket | Status |\n| --- | --- |\n| T-1 | open |\n| T-2 | open |"),
+        ui("list", "- T-1: Printer 1 on fire\n- T-2: Printer 2 on fire"),
+        ui("markdown", "**5 tickets** found."),  # count() is the total found
+        ui("summary", "📊 **Summary**: Many tickets."),
+    ]
+
+
+@pytest.mark.parametrize("size", [0, 1, 2])
+async def test_no_truncation_up_to_the_limit(blocks: GeneratedServer, size: int) -> None:
+    result = await call(blocks, "ticket.list", [ticket(n) for n in range(size)])
+    assert {k: v for k, v in result.structured_content.items() if k != "items"} == {
+        "total": size, "shown": size, "truncated": False}
+    assert len(result.structured_content["items"]) == size
+    assert not any("Dataset truncated" in t for t in texts(result))
+
+
+# --- rules and suggestions ---------------------------------------------------------------------------
+
+RULES = """
+[models.Receiver]
+[models.Receiver.fields]
+name = { type = "string", description = "Receiver's name" }
+city = "string"
+
+[models.Shipment]
+[models.Shipment.fields]
+id = "string"
+carrier = { type = "string", description = "Carrier <code> & name" }
+weight_kg = { type = "number", description = "Kilograms" }
+status = "string"
+fragile = "boolean"
+receiver = { type = "Receiver", required = false }
+
+[presenters.ReceiverCard]
+model = "Receiver"
+rules = ["Never call the receiver.", "Shipments are insured."]
+
+[presenters.Shipment]
+model = "Shipment"
+embed = { receiver = "ReceiverCard" }
+rules = ["Weights are in kg & <never> pounds.", "Shipments are insured.", "Weights are in kg & <never> pounds."]
+collection_rules = ["{count()} shipments & counting.", "Shipments are insured."]
+
+[[presenters.Shipment.rules_when]]
+when = "fragile"
+rule = "Shipment {id} is fragile: carry < {round(weight_kg / 2, 1)} kg at a time."
+
+[[presenters.Shipment.rules_when]]
+when = "status == 'late'"
+rule = "Shipment {id} is late."
+
+[[presenters.Shipment.suggest]]
+tool = "ship.track"
+reason = "Track {id} with {carrier}"
+when = "status == 'late'"
+
+[[presenters.Shipment.suggest]]
+tool = "ship.list"
+reason = "See all <open> & late shipments"
+
+[[presenters.Shipment.suggest]]
+tool = "ship.track"
+reason = "Track {id} with {carrier}"
+when = "fragile"
+
+[[presenters.Shipment.ui]]
+type = "markdown"
+text = "{carrier} <{status}> & co"
+
+[tools."ship.get"]
+kind = "query"
+returns = "Shipment"
+handler = "get_shipment"
+
+[tools."ship.list"]
+kind = "query"
+returns = "Shipment[]"
+handler = "list_shipments"
+
+[tools."ship.track"]
+handler = "track"
+"""
+
+
+def shipment(number: int, **changes: Any) -> dict[str, Any]:
+    base = {"id": f"S-{number}", "carrier": "DHL", "weight_kg": 5, "status": "late", "fragile": True,
+            "receiver": {"name": "Bo", "city": "Oslo", "phone": "undeclared"}}
+    return {**base, **changes}
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer]:
+    with build_spec(tmp_path_factory.mktemp("rules"), "pt_rules", RULES) as server:
+        yield server
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_rule_kinds_order_dedup_and_escaping(rules: GeneratedServer, mode: str) -> None:
+    result = await call(rules, "ship.get", shipment(1), mode)
+    assert tagged(result, "domain_rules") == [rules_block(
+        "carrier: Carrier &lt;code> &amp; name",  # field descriptions first, the embedded presenter's too
+        "weight_kg: Kilograms",
+        "name: Receiver's name",
+        "Weights are in kg &amp; &lt;never> pounds.",  # then static rules, each once
+        "Shipments are insured.",
+        "Never call the receiver.",  # (the embedded presenter's duplicate of a parent rule is dropped)
+        "Shipment S-1 is fragile: carry &lt; 2.5 kg at a time.",  # then conditional rules, interpolated
+        "Shipment S-1 is late.",
+    )]
+    assert tagged(result, "ui_passthrough") == [ui("markdown", "DHL &lt;late> &amp; co")]
+    assert texts(result)[-1] == suggestions_block(
+        "ship.track: Track S-1 with DHL",  # interpolated; the same suggestion from a second `when` is dropped
+        "ship.list: See all &lt;open> &amp; late shipments",
+    )
+    assert [b.text[:2] for b in result.content] == ["{\n", "<u", "<d", "<a"]  # data, UI, rules, suggestions
+
+
+async def test_conditional_rules_and_suggestions_follow_the_data(rules: GeneratedServer) -> None:
+    result = await call(rules, "ship.get", shipment(2, status="delivered", fragile=False, receiver=None))
+    assert tagged(result, "domain_rules") == [rules_block(
+        "carrier: Carrier &lt;code> &amp; name", "weight_kg: Kilograms",
+        "Weights are in kg &amp; &lt;never> pounds.", "Shipments are insured.")]  # no receiver: no child rules
+    assert tagged(result, "action_suggestions") == [
+        suggestions_block("ship.list: See all &lt;open> &amp; late shipments")]
+    fragile_only = await call(rules, "ship.get", shipment(3, status="delivered", weight_kg=0.3))
+    assert "- Shipment S-3 is fragile: carry &lt; 0.2 kg at a time.\n" in tagged(fragile_only, "domain_rules")[0]
+    assert tagged(fragile_only, "action_suggestions") == [suggestions_block(  # in the spec's order
+        "ship.list: See all &lt;open> &amp; late shipments", "ship.track: Track S-3 with DHL")]
+
+
+async def test_collection_rules_count_and_dedup_across_items(rules: GeneratedServer) -> None:
+    result = await call(rules, "ship.list", [shipment(1), shipment(2, status="delivered", fragile=False),
+                                             shipment(3, fragile=False, receiver=None)])
+    assert tagged(result, "domain_rules") == [rules_block(
+        "carrier: Carrier &lt;code> &amp; name",  # descriptions first, even in a collection
+        "weight_kg: Kilograms",
+        "name: Receiver's name",
+        "3 shipments &amp; counting.",  # then static rules: the collection's (count() is the total found) ...
+        "Shipments are insured.",
+        "Weights are in kg &amp; &lt;never> pounds.",  # ... and the items', each once however many items
+        "Never call the receiver.",
+        "Shipment S-1 is fragile: carry &lt; 2.5 kg at a time.",  # then every item's conditional rules
+        "Shipment S-1 is late.",
+        "Shipment S-3 is late.",
+    )]
+    assert tagged(result, "action_suggestions") == [suggestions_block(
+        "ship.track: Track S-1 with DHL", "ship.list: See all &lt;open> &amp; late shipments",
+        "ship.track: Track S-3 with DHL")]
+
+
+# --- redaction, embeds, audiences ------------------------------------------------------------------
+
+REDACT = """
+[models.Address]
+[models.Address.fields]
+street = "string"
+city = "string"
+zip = { type = "string", required = false, nullable = true }
+
+[models.Places]
+[models.Places.fields]
+home = { type = "Address", required = false, nullable = true }
+work = { type = "Address", required = false }
+label = { type = "string", required = false }
+
+[models.Payment]
+casts = { amount = "integer" }
+[models.Payment.fields]
+card = { type = "string", required = false, nullable = true }
+amount = "integer"
+
+[models.Line]
+[models.Line.fields]
+sku = "string"
+payments = { type = "list", items = "Payment" }
+codes = { type = "list", items = "string", required = false }
+
+[models.Person]
+hidden = ["ssn"]
+[models.Person.fields]
+id = "string"
+name = { type = "string", description = "Full name" }
+email = { type = "string", required = false, nullable = true }
+ssn = { type = "string", required = false }
+
+[models.Account]
+description = "An account."
+hidden = ["password"]
+[models.Account.fields]
+id = "string"
+places = { type = "Places", required = false, nullable = true }
+lines = { type = "list", items = "Line" }
+owner = { type = "Person", required = false, nullable = true }
+members = { type = "list", items = "Person", required = false }
+secret = { type = "string", required = false }
+internal = { type = "string", required = false }
+password = { type = "string", required = false }
+
+[presenters.PersonCard]
+model = "Person"
+redact_pii = ["email"]
+censor = "<hidden>"
+rules = ["Person rule."]
+
+[[presenters.PersonCard.ui]]
+type = "summary"
+text = "Person {name}"
+
+[presenters.AccountView]
+model = "Account"
+fields = ["id", "places", "lines", "owner", "members", "secret"]
+embed = { owner = "PersonCard", members = "PersonCard" }
+redact_pii = ["places.*.street", "lines[*].payments[*].card", "lines[*].codes[*]", "secret"]
+censor = "###"
+rules = ["Account {id}."]
+
+[[presenters.AccountView.ui]]
+type = "markdown"
+text = "Account {id}"
+
+[[presenters.AccountView.ui]]
+type = "list"
+audience = "user"
+items = ["Secret: {secret}", "Owner mail: {owner.email}", "Card: {lines}"]
+
+[[presenters.AccountView.ui]]
+type = "json"
+audience = "user"
+
+[tools."account.get"]
+kind = "query"
+returns = "AccountView"
+handler = "get_account"
+
+[tools."account.list"]
+kind = "query"
+returns = "AccountView[]"
+handler = "list_accounts"
+"""
+
+# Markers: every value that must never reach the model (redacted, hidden, narrowed out, undeclared).
+PII = ["PII-street-1", "PII-street-2", "PII-card-1", "PII-code-1", "PII-code-2", "PII-secret", "PII-mail-owner",
+       "PII-mail-member", "PII-ssn", "PII-password", "PII-internal", "PII-undeclared"]
+
+
+def account(**changes: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": "A-1",
+        "places": {"home": {"street": "PII-street-1", "city": "Oslo", "zip": None, "x": "PII-undeclared"},
+                   "work": {"street": "PII-street-2", "city": "Bergen", "zip": "5003"}, "label": "main"},
+        "lines": [{"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": "12"}, {"card": None, "amount": 3}],
+                   "codes": ["PII-code-1", "PII-code-2"]},
+                  {"sku": "s-2", "payments": []}],
+        "owner": {"id": "p-1", "name": "Ada", "email": "PII-mail-owner", "ssn": "PII-ssn"},
+        "members": [{"id": "p-2", "name": "Bob", "email": "PII-mail-member", "ssn": "PII-ssn"},
+                    {"id": "p-3", "name": "Cy", "email": None}],
+        "secret": "PII-secret", "internal": "PII-internal", "password": "PII-password", "extra": "PII-undeclared",
+    }
+    return {**base, **changes}
+
+
+MASKED_ACCOUNT = {
+    "id": "A-1",
+    "places": {"home": {"street": "###", "city": "Oslo", "zip": None},
+               "work": {"street": "###", "city": "Bergen", "zip": "5003"}, "label": "main"},
+    "lines": [{"sku": "s-1", "payments": [{"card": "###", "amount": 12}, {"card": None, "amount": 3}],
+               "codes": ["###", "###"]},
+              {"sku": "s-2", "payments": []}],
+    "owner": {"id": "p-1", "name": "Ada", "email": "<hidden>"},
+    "members": [{"id": "p-2", "name": "Bob", "email": "<hidden>"}, {"id": "p-3", "name": "Cy", "email": None}],
+    "secret": "###",
+}
+
+
+@pytest.fixture(scope="module")
+def redact(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer]:
+    with build_spec(tmp_path_factory.mktemp("redact"), "pt_redact", REDACT) as server:
+        yield server
+
+
+def assert_no_pii(result: Any) -> None:
+    seen = model_view(result)
+    leaked = [marker for marker in PII if marker in seen]
+    assert not leaked, f"reached the model: {leaked}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_redaction_path_form_is_masked(redact: GeneratedServer, mode: str) -> None:
+    result = await call(redact, "account.get", account(), mode)
+    assert not result.is_error, result.content[0].text
+    # a.*.b (every field of places), a[*].b[*].c (nested lists), a[*].b[*] (list of strings), a (a field),
+    # and the embedded presenter's own path (email) with its own censor, in a model field and in a list.
+    assert result.structured_content == MASKED_ACCOUNT
+    assert list(result.structured_content) == ["id", "places", "lines", "owner", "members", "secret"]
+    assert result.content[0].text == dumped(MASKED_ACCOUNT)
+    assert_no_pii(result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: GeneratedServer, mode: str) -> None:
+    result = await call(redact, "account.get", account(), mode)
+    assert tagged(result, "domain_rules") == [rules_block("name: Full name", "Account A-1.", "Person rule.")]
+    model_blocks = [b.text for b in result.content[1:] if not for_user(b) and b.text.startswith("<ui")]
+    assert model_blocks == [ui("markdown", "Account A-1"), ui("summary", "📊 **Summary**: Person Ada"),
+                            ui("summary", "📊 **Summary**: Person Bob"), ui("summary", "📊 **Summary**: Person Cy")]
+    schema = await output_schema(redact, "account.get")
+    person = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "name": {"type": "string", "description": "Full name"},
+                       "email": {"anyOf": [{"const": "<hidden>"}, {"type": "null"}]}},
+        "required": ["id", "name"],
+        "additionalProperties": False,
+    }
+    assert schema["properties"]["owner"] == {"anyOf": [person, {"type": "null"}]}  # the child presenter's schema
+    assert schema["properties"]["members"] == {"type": "array", "items": person}  # an embed in a list field
+    assert schema["properties"]["secret"] == {"const": "###"}
+    assert "password" not in json.dumps(schema) and "internal" not in json.dumps(schema)
+    with pytest.raises(jsonschema.ValidationError):  # the schema admits only the censor at a redacted path
+        jsonschema.validate({**MASKED_ACCOUNT, "secret": "PII-secret"}, schema)
+
+
+async def test_user_blocks_are_annotated_and_may_show_real_values(redact: GeneratedServer) -> None:
+    result = await call(redact, "account.get", account())
+    user = [b for b in result.content if for_user(b)]
+    assert [b.annotations.audience for b in user] == [["user"], ["user"]]
+    lines = ('{"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": 12}, {"card": null, "amount": 3}], '
+             '"codes": ["PII-code-1", "PII-code-2"]}, {"sku": "s-2", "payments": []}')
+    assert user[0].text == ui("list", f"- Secret: PII-secret\n- Owner mail: PII-mail-owner\n- Card: {lines}")
+    unmasked = {**MASKED_ACCOUNT, "secret": "PII-secret", "places": account()["places"], "lines": [
+        {"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": 12}, {"card": None, "amount": 3}],
+         "codes": ["PII-code-1", "PII-code-2"]}, {"sku": "s-2", "payments": []}]}
+    del unmasked["places"]["home"]["x"]
+    unmasked["owner"] = {"id": "p-1", "name": "Ada", "email": "PII-mail-owner"}
+    unmasked["members"] = [{"id": "p-2", "name": "Bob", "email": "PII-mail-member"},
+                           {"id": "p-3", "name": "Cy", "email": None}]
+    assert user[1].text == ui("json", "```json\n" + dumped(unmasked) + "\n```")
+    for hidden in ("PII-ssn", "PII-password", "PII-internal", "PII-undeclared"):  # never leave, even for the user
+        assert hidden not in user[0].text + user[1].text
+    for block in result.content:
+        if not for_user(block):
+            assert block.annotations is None
+    assert_no_pii(result)
+
+
+NULLS = [
+    pytest.param({"id": "A-2", "lines": []}, {"id": "A-2", "lines": []}, id="only-required"),
+    pytest.param({"id": "A-2", "lines": [], "places": None, "owner": None, "members": [], "secret": None},
+                 {"id": "A-2", "places": None, "lines": [], "owner": None, "members": []}, id="nulls"),
+    pytest.param({"id": "A-2", "lines": [], "places": {}}, {"id": "A-2", "places": {}, "lines": []},
+                 id="empty-parent"),
+    pytest.param({"id": "A-2", "lines": [], "places": {"home": None, "work": None}},
+                 {"id": "A-2", "places": {"home": None}, "lines": []}, id="null-children"),
+    pytest.param({"id": "A-2", "places": {"work": {"street": "PII-street-2", "city": "c"}},
+                  "lines": [{"sku": "s", "payments": [{"amount": 1}, {"card": None, "amount": 2}], "codes": None}]},
+                 {"id": "A-2", "places": {"work": {"street": "###", "city": "c"}},
+                  "lines": [{"sku": "s", "payments": [{"amount": 1}, {"card": None, "amount": 2}]}]},
+                 id="missing-and-null-leaves"),
+    pytest.param({"id": "A-2", "lines": [{"sku": "s", "payments": [], "codes": []}],
+                  "owner": {"id": "p", "name": "N"}, "members": [{"id": "m", "name": "M", "email": None}]},
+                 {"id": "A-2", "lines": [{"sku": "s", "payments": [], "codes": []}],
+                  "owner": {"id": "p", "name": "N"}, "members": [{"id": "m", "name": "M", "email": None}]},
+                 id="embeds-without-pii"),
+]
+
+
+@pytest.mark.parametrize(("payload", "expected"), NULLS)
+async def test_null_and_missing_values_along_paths(redact: GeneratedServer, payload: dict[str, Any],
+                                                   expected: dict[str, Any]) -> None:
+    result = await call(redact, "account.get", payload)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content == expected  # nothing invented: a censor only where a value was
+    assert_no_pii(result)
+
+
+# Handler return types: the same data as a dict, a Mapping subclass, any Mapping, a pydantic model, a
+# dataclass or a plain object (recursively), with lists as lists or tuples.
+
+class Registry(dict):  # type: ignore[type-arg]  # what ORMs return
+    pass
+
+
+class ReadOnly(Mapping):  # type: ignore[type-arg]  # a Mapping that is not a dict
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+class Plain:
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
+def convert(value: Any, kind: str, sequence: type) -> Any:
+    if isinstance(value, list | tuple):
+        return sequence(convert(v, kind, sequence) for v in value)
+    if not isinstance(value, dict):
+        return value
+    inner = {k: convert(v, kind, sequence) for k, v in value.items()}
+    if kind == "dict":
+        return inner
+    if kind == "mapping-subclass":
+        return Registry(inner)
+    if kind == "mapping":
+        return ReadOnly(inner)
+    if kind == "object":
+        return Plain(inner)
+    if kind == "dataclass":
+        cls = dataclasses.make_dataclass("Row", [(k, Any) for k in inner])
+        return cls(**inner)
+    assert kind == "pydantic"
+    model = pydantic.create_model("Row", **{k: (Any, ...) for k in inner})  # type: ignore[call-overload]
+    return model(**inner)
+
+
+KINDS = ["dict", "mapping-subclass", "mapping", "object", "dataclass", "pydantic"]
+
+
+@pytest.mark.parametrize("sequence", [list, tuple])
+@pytest.mark.parametrize("kind", KINDS)
+async def test_every_handler_return_type_is_masked_the_same(redact: GeneratedServer, kind: str,
+                                                            sequence: type) -> None:
+    reference = await call(redact, "account.get", account())
+    result = await call(redact, "account.get", convert(account(), kind, sequence))
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content == MASKED_ACCOUNT
+    assert texts(result) == texts(reference)
+    assert_no_pii(result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_tuple_of_items_is_masked_like_a_list(redact: GeneratedServer, kind: str, mode: str) -> None:
+    found = (convert(account(), kind, tuple), convert(account(id="A-9"), kind, tuple))
+    result = await call(redact, "account.list", found, mode)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content == {"items": [MASKED_ACCOUNT, {**MASKED_ACCOUNT, "id": "A-9"}],
+                                         "total": 2, "shown": 2, "truncated": False}
+    assert_no_pii(result)
+
+
+WRONG_SHAPES = [
+    pytest.param(account(lines="PII-card-1"), "result.lines", id="string-for-list"),
+    pytest.param(account(lines=[{"sku": "s", "payments": {"card": "PII-card-1", "amount": 1}}]),
+                 "result.lines[0].payments", id="dict-for-list"),
+    pytest.param(account(lines=[{"sku": "s", "payments": ["PII-card-1"]}]), "result.lines[0].payments[0]",
+                 id="string-for-item"),
+    pytest.param(account(places="PII-street-1"), "result.places", id="string-for-object"),
+    pytest.param(account(members=[{"id": "m", "name": "M", "email": ["PII-mail-member"]}]),
+                 "result.members[0].email", id="list-for-string"),
+    pytest.param(account(lines=[{"sku": "s", "payments": [], "codes": {"PII-code-1"}}]),
+                 "result.lines[0].codes", id="set-for-list"),
+]
+
+
+@pytest.mark.parametrize(("payload", "where"), WRONG_SHAPES)
+async def test_data_of_the_wrong_shape_fails_closed(redact: GeneratedServer, payload: Any, where: str) -> None:
+    result = await call(redact, "account.get", payload)
+    assert result.is_error and result.structured_content is None
+    assert len(result.content) == 1 and 'code="OUTPUT_INVALID"' in result.content[0].text
+    assert where in result.content[0].text
+    assert not any(marker in result.content[0].text for marker in PII)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_result_validates_against_the_advertised_output_schema(
+    redact: GeneratedServer, blocks: GeneratedServer, rules: GeneratedServer, mode: str
+) -> None:
+    calls: list[tuple[GeneratedServer, str, object]] = [
+        (redact, "account.get", account()),
+        (redact, "account.list", [account(), account(owner=None, members=None)]),
+        *((redact, "account.get", p.values[0]) for p in NULLS),
+        *((redact, "account.list", [p.values[0]] * 3) for p in NULLS),
+        (blocks, "ticket.get", ticket(1)),
+        (blocks, "ticket.list", [ticket(n) for n in range(7)]),
+        (rules, "ship.get", shipment(1, receiver=None)),
+        (rules, "ship.list", [shipment(1), shipment(2, receiver=None)]),
+    ]
+    for server, tool, payload in calls:
+        schema = await output_schema(server, tool)
+        result = await call(server, tool, payload, mode)
+        assert not result.is_error, result.content[0].text
+        jsonschema.validate(result.structured_content, schema)
+        data = result.structured_content
+        assert json.loads(result.content[0].text) == (data["items"] if tool.endswith(".list") else data)
+
+
+# --- the billing reference server ----------------------------------------------------------------------
+
+DESCRIPTIONS = ("amount_cents: CENTS, divide by 100", "name: Full name")  # the invoice's, the customer's
+STATIC = ("CRITICAL: amount_cents is in CENTS. Divide by 100.",
+          "Address customers by name; never ask them for their email here.")
+LIFECYCLE = ui("mermaid", "```mermaid\ngraph LR; draft-->review-->approved-->paid\n```")
+
+
+def invoice_table(number: str, amount: str, status: str, due: str) -> str:
+    return ui("table", f"| Field | Value |\n| --- | --- |\n| Invoice | {number} |\n| Amount | {amount} |\n"
+                       f"| Status | {status} |\n| Due | {due} |")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_billing_invoice_get_overdue(billing: GeneratedServer, mode: str) -> None:
+    async with Client(billing.create_server(), mode=mode, cache=None) as client:
+        schema = {t.name: t for t in (await client.list_tools()).tools}["invoice.get"].output_schema
+        result = await client.call_tool("invoice.get", {"id": "inv-1"})
+    assert not result.is_error
+    jsonschema.validate(result.structured_content, schema)
+    assert texts(result)[1:] == [
+        invoice_table("inv-1", "1234", "OVERDUE", "2026-10-01"),
+        ui("summary", "📊 **Summary**: Ada Lovelace owes 1234 (due 2026-10-01)."),
+        LIFECYCLE,
+        ui("list", "- Contact: ada@example.com\n- Internal id: inv-1"),
+        rules_block(*DESCRIPTIONS, *STATIC, "Invoice inv-1 is overdue: offer a reminder before anything else."),
+        suggestions_block("billing.remind: Send a payment reminder for inv-1"),
+    ]
+    assert [for_user(b) for b in result.content] == [False, False, False, False, True, False, False]
+    assert "ada@example.com" not in model_view(result)  # only in the block for the user
+    assert "4111111111111111" not in model_view(result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_billing_invoice_get_draft_and_paid(billing: GeneratedServer, mode: str) -> None:
+    async with Client(billing.create_server(), mode=mode, cache=None) as client:
+        draft = await client.call_tool("invoice.get", {"id": "inv-2"})
+        paid = await client.call_tool("invoice.get", {"id": "inv-5"})
+    assert texts(draft)[1:] == [
+        invoice_table("inv-2", "50", "DRAFT", "2026-12-15"),
+        ui("summary", "📊 **Summary**: Alan Turing owes 50 (due 2026-12-15)."),
+        LIFECYCLE,
+        ui("list", "- Contact: alan@example.com\n- Internal id: inv-2"),
+        rules_block(*DESCRIPTIONS, *STATIC),
+        suggestions_block("invoice.update: Move the draft to review when it is complete"),
+    ]
+    assert texts(paid)[1:] == [  # paid: no lifecycle diagram, no conditional rule, no suggestion
+        invoice_table("inv-5", "999", "PAID", "2026-12-05"),
+        ui("summary", "📊 **Summary**: Ada Lovelace owes 999 (due 2026-12-05)."),
+        ui("list", "- Contact: ada@example.com\n- Internal id: inv-5"),
+        rules_block(*DESCRIPTIONS, *STATIC),
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None:
+    async with Client(billing.create_server(), mode=mode, cache=None) as client:
+        schema = {t.name: t for t in (await client.list_tools()).tools}["invoice.list"].output_schema
+        result = await client.call_tool("invoice.list", {})
+        drafts = await client.call_tool("invoice.list", {"status": "draft"})
+    jsonschema.validate(result.structured_content, schema)
+    assert (result.structured_content["total"], result.structured_content["shown"]) == (5, 3)
+    assert tagged(result, "ui_passthrough") == [
+        ui("summary", "📊 **Summary**: ⚠️ Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results."),
+        ui("table", "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-1 | overdue | 1234 |\n"
+                    "| inv-2 | draft | 50 |\n| inv-3 | approved | 720 |"),
+        ui("markdown", "**5 invoices** match."),
+    ]
+    assert tagged(result, "domain_rules") == [rules_block(
+        *DESCRIPTIONS, "Sorted by due date, oldest first.", *STATIC,
+        "Invoice inv-1 is overdue: offer a reminder before anything else.")]
+    assert tagged(result, "action_suggestions") == [suggestions_block(
+        "billing.remind: Send a payment reminder for inv-1",
+        "invoice.update: Move the draft to review when it is complete")]
+    assert not any(for_user(b) for b in result.content)  # collection_ui has no user block
+    assert tagged(drafts, "ui_passthrough") == [
+        ui("table", "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-2 | draft | 50 |\n| inv-4 | draft | 15 |"),
+        ui("markdown", "**2 invoices** match."),
+    ]
+    assert drafts.structured_content["truncated"] is False
+    assert tagged(drafts, "action_suggestions") == [suggestions_block(
+        "invoice.update: Move the draft to review when it is complete")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_billing_customer_card(billing: GeneratedServer, mode: str) -> None:
+    async with Client(billing.create_server(), mode=mode, cache=None) as client:
+        result = await client.call_tool("customer.get", {"id": "c-1"})
+    assert result.structured_content == {"id": "c-1", "name": "Ada Lovelace", "email": "***"}
+    assert texts(result)[1:] == [
+        ui("code", "```text\nAda Lovelace (c-1)\n```"),
+        ui("json", '```json\n"ada@example.com"\n```'),
+        rules_block("Customer cards are read-only."),
+    ]
+    assert [for_user(b) for b in result.content] == [False, False, True, False]
+    assert "ada@example.com" not in model_view(result) and "078-05-1120" not in model_view(result)
+
+
+# --- known bugs -----------------------------------------------------------------------------------------
+
+EMBED_PATHS = """
+[models.Person]
+[models.Person.fields]
+id = "string"
+name = "string"
+email = { type = "string", required = false }
+
+[models.Team]
+[models.Team.fields]
+id = "string"
+lead = { type = "Person", required = false }
+members = { type = "list", items = "Person" }
+
+[presenters.PersonCard]
+model = "Person"
+redact_pii = ["email"]
+censor = "<hidden>"
+
+[presenters.TeamView]
+model = "Team"
+embed = { lead = "PersonCard", members = "PersonCard" }
+redact_pii = ["lead.name", "members[*].name"]
+censor = "###"
+
+[tools."team.get"]
+returns = "TeamView"
+handler = "get_team"
+"""
+
+
+@pytest.fixture(scope="module")
+def embed_paths(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer]:
+    with build_spec(tmp_path_factory.mktemp("embed_paths"), "pt_embed_paths", EMBED_PATHS) as server:
+        yield server
+
+
+TEAM = {"id": "t", "lead": {"id": "p-1", "name": "PII-lead-name", "email": "PII-lead-mail"},
+        "members": [{"id": "p-2", "name": "PII-member-name", "email": "PII-member-mail"}]}
+
+
+@pytest.mark.xfail(strict=True, reason="fusiongen bug: a parent's redaction path into an embedded presenter "
+                   "(lead.name) is masked with the parent's censor, but the outputSchema admits only the child's "
+                   "censor, so the result does not validate (the client rejects it)")
+async def test_parent_path_into_an_embed_validates_against_the_schema(embed_paths: GeneratedServer) -> None:
+    team = {**TEAM, "members": []}
+    raw = embed_paths.module("presenters").present_team_view(team)
+    jsonschema.validate(raw.structured_content, await output_schema(embed_paths, "team.get"))
+    result = await call(embed_paths, "team.get", team)
+    assert "PII" not in model_view(result)
+
+
+@pytest.mark.xfail(strict=True, reason="fusiongen bug: with a parent path into a list embed (members[*].name), "
+                   "the mask no longer calls the embedded presenter's mask, so its own path (email) leaks")
+def test_parent_path_into_a_list_embed_keeps_the_child_mask(embed_paths: GeneratedServer) -> None:
+    result = embed_paths.module("presenters").present_team_view(TEAM)
+    assert result.structured_content["members"][0]["email"] == "<hidden>"
+    assert "PII-member-mail" not in model_view(result)
+
+
+def build_or_errors(directory: Path, name: str, body: str) -> GeneratedServer | list[str]:
+    try:
+        return build_spec(directory, name, body)
+    except SpecError as exc:
+        return [d.code for d in exc.diagnostics]
+
+
+INLINE_EMBED = """
+[models.Customer]
+hidden = ["ssn"]
+[models.Customer.fields]
+id = "string"
+ssn = { type = "string", required = false }
+
+[models.Order]
+[models.Order.fields]
+id = "string"
+customer = { type = "Customer" }
+
+[presenters.Card]
+schema = { id = "string", ssn = { type = "string", required = false } }
+
+[presenters.OrderView]
+model = "Order"
+embed = { customer = "Card" }
+
+[tools."order.get"]
+returns = "OrderView"
+handler = "get_order"
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="fusiongen bug: embedding an inline-schema presenter in a field that holds a "
+                   "model lets the schema name the model's hidden field (ssn), which is then shaped and sent")
+async def test_an_inline_schema_embed_cannot_expose_a_hidden_field(tmp_path: Path) -> None:
+    built = build_or_errors(tmp_path, "pt_inline_embed", INLINE_EMBED)
+    if isinstance(built, list):  # refusing the spec is a fix too
+        assert "FG153" in built
+        return
+    with built as server:
+        result = await call(server, "order.get", {"id": "o", "customer": {"id": "c", "ssn": "PII-ssn"}})
+    assert "PII-ssn" not in model_view(result)
+
+
+CHILD_READS_REDACTED = """
+[models.Customer]
+[models.Customer.fields]
+id = "string"
+name = "string"
+
+[models.Order]
+[models.Order.fields]
+id = "string"
+customer = { type = "Customer" }
+
+[presenters.CustomerCard]
+model = "Customer"
+rules = ["Customer {name}."]
+suggest = [{ tool = "order.get", reason = "Ask {name}" }]
+
+[[presenters.CustomerCard.ui]]
+type = "summary"
+text = "Customer {name}"
+
+[presenters.OrderView]
+model = "Order"
+embed = { customer = "CustomerCard" }
+redact_pii = ["customer.name"]
+
+[tools."order.get"]
+returns = "OrderView"
+handler = "get_order"
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="fusiongen bug: a path the parent redacts inside an embed (customer.name) is "
+                   "still interpolated by the embedded presenter's model-audience block, rule and suggestion")
+async def test_an_embedded_presenter_cannot_show_a_path_its_parent_redacts(tmp_path: Path) -> None:
+    built = build_or_errors(tmp_path, "pt_child_reads", CHILD_READS_REDACTED)
+    if isinstance(built, list):  # refusing the spec (FG158) is a fix too
+        assert "FG158" in built
+        return
+    with built as server:
+        result = await call(server, "order.get", {"id": "o", "customer": {"id": "c", "name": "PII-name"}})
+    assert result.structured_content["customer"]["name"] == "[REDACTED]"
+    assert "PII-name" not in model_view(result)
+
+
+ENUM_ONLY = """
+[models.Light]
+[models.Light.fields]
+id = "string"
+color = { type = "enum", values = ["red", "green"] }
+
+[presenters.LightView]
+model = "Light"
+
+[tools."light.get"]
+returns = "LightView"
+handler = "get_light"
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="fusiongen bug: presenters.py uses shapes.COLOR_VALUES but imports shapes only "
+                   "when a model shape function is needed: every call fails with NameError")
+async def test_a_presenter_with_an_enum_and_no_nested_model(tmp_path: Path) -> None:
+    with build_spec(tmp_path, "pt_enum_only", ENUM_ONLY) as server:
+        result = await call(server, "light.get", {"id": "l", "color": "red"})
+    assert not result.is_error and result.structured_content == {"id": "l", "color": "red"}
+
+
+COLLECTION_JSON_PATH = """
+[models.Ticket]
+[models.Ticket.fields]
+id = "string"
+tags = { type = "list", items = "string" }
+
+[presenters.TicketView]
+model = "Ticket"
+
+[[presenters.TicketView.collection_ui]]
+type = "json"
+path = "tags"
+
+[tools."ticket.list"]
+returns = "TicketView[]"
+handler = "list_tickets"
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="fusiongen bug: a collection_ui json block with a path compiles to "
+                   "json_text(data.get(...)) where no `data` exists: every call raises NameError")
+async def test_a_collection_json_block_with_a_path(tmp_path: Path) -> None:
+    built = build_or_errors(tmp_path, "pt_collection_json", COLLECTION_JSON_PATH)
+    if isinstance(built, list):  # refusing the key (FG160) is a fix too
+        assert "FG160" in built
+        return
+    with built as server:
+        result = await call(server, "ticket.list", [{"id": "t", "tags": ["a"]}])
+    assert not result.is_error
+
+
+class Lazy:
+    """An ORM-like row whose attribute load fails, with data in the exception text."""
+
+    id = "T-1"
+    priority = 1
+    status = "open"
+    owner = None
+    tags: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        raise ValueError("row 17: ssn PII-ssn, card PII-card-1")
+
+
+@pytest.mark.xfail(strict=True, reason="fusiongen bug: an exception raised while a presenter reads handler data "
+                   "(not OutputError) escapes the tool and the server sends its text as a JSON-RPC error")
+async def test_an_attribute_that_raises_fails_closed(blocks: GeneratedServer) -> None:
+    try:
+        result = await call(blocks, "ticket.get", Lazy())
+    except MCPError as exc:
+        assert "PII" not in str(exc), f"the exception text reached the client: {exc}"
+        raise
+    assert result.is_error and result.structured_content is None
+    assert "PII" not in result.content[0].text
+
