@@ -13,12 +13,13 @@ import os
 import platform
 import statistics
 import sys
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def at_most(ratio: float, ceiling: float) -> tuple[str, bool]:
     return f"<= {ceiling:g}x", ratio <= ceiling
 
 
-def rotations(names: Sequence[str], rounds: int) -> list[list[str]]:
+def rotations(names: Sequence[T], rounds: int) -> list[list[T]]:
     """The order of each round: A B C, B C A, C A B, ... (every variant is first equally often)."""
     return [[names[(r + i) % len(names)] for i in range(len(names))] for r in range(rounds)]
 
@@ -113,12 +114,6 @@ async def ainterleave(variants: Mapping[str, Callable[[], Awaitable[float]]], ro
     return Samples(samples)
 
 
-def wall(action: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
-
-
 def seconds(value: float) -> str:
     if value >= 1:
         return f"{value:.2f} s"
@@ -128,6 +123,8 @@ def seconds(value: float) -> str:
 
 
 def rate(per_second: float) -> str:
+    if per_second >= 10_000:
+        return f"{per_second / 1000:.1f}k/s"
     return f"{per_second:,.0f}/s"
 
 

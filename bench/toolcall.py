@@ -44,7 +44,7 @@ Batch = Callable[[int], Awaitable[float]]  # run n calls, return seconds per cal
 
 
 def _context(raw: dict[str, Any]) -> ServerRequestContext[Any]:
-    # No session: none of the three tools touches ctx.session (a ServerSession needs a live connection).
+    # No session: none of the five tools touches ctx.session (a ServerSession needs a live connection).
     return ServerRequestContext(session=None, lifespan_context={}, protocol_version=LATEST_HANDSHAKE_VERSION,  # type: ignore[arg-type]
                                 method="tools/call", params=raw, request_id=1)
 
@@ -182,13 +182,15 @@ async def _run(settings: Settings) -> list[Row]:
     async def call(server: Any) -> types.CallToolResult:
         entry = baselines.lowlevel(server).get_request_handler("tools/call")
         assert entry is not None
-        return await entry.handler(ctx, entry.params_type.model_validate(raw, by_name=False))  # type: ignore[no-any-return]
+        result = await entry.handler(ctx, entry.params_type.model_validate(raw, by_name=False))
+        assert isinstance(result, types.CallToolResult)
+        return result
 
     generated = baselines.generated_server(core)
     core_result = await call(generated)
     shipped = baselines.generated_server(presented)
     shipped_result = await call(shipped)
-    servers = {
+    servers: dict[str, Any] = {
         "generated": generated,
         "mcpserver": baselines.mcpserver_baseline(),
         "bare": baselines.bare_baseline(core, core_result),

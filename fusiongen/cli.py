@@ -14,12 +14,15 @@ import traceback
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from fusiongen import __version__
 from fusiongen.diagnostics import Diagnostic, SpecError, sorted_diagnostics
+
+if TYPE_CHECKING:
+    from fusiongen.pipeline import Generation
 
 EXIT_OK, EXIT_DRIFT, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -101,7 +104,7 @@ def _progress(index: int, total: int, spec: Path) -> str:
 @app.command()
 def build(specs: SpecsArg, out: OutOption = None) -> None:
     """Generate each server (OUT/<package>/, pyproject.toml, README.md); scaffold or extend its handler module."""
-    from fusiongen.handlers import append_stubs, handler_path, scaffold
+    from fusiongen.handlers import handler_path
     from fusiongen.output import publish, write_user_file
     from fusiongen.pipeline import display_path, generate
 
@@ -112,6 +115,8 @@ def build(specs: SpecsArg, out: OutOption = None) -> None:
             out_dir = out_dir_for(spec, out, len(specs) > 1)
             try:
                 generation = generate(spec, out_dir)
+                handlers = handler_path(spec.parent, generation.ir.handlers_module)
+                handlers_text, handlers_note = _handler_update(generation, handlers)
                 published = publish(generation, out_dir)
             except SpecError as exc:
                 _print_diagnostics(exc.diagnostics)
@@ -122,18 +127,26 @@ def build(specs: SpecsArg, out: OutOption = None) -> None:
             _print_diagnostics(generation.warnings)
             typer.echo(f"{prefix}{display_path(out_dir)}: {len(published.written)} written, "
                        f"{len(published.unchanged)} unchanged, {len(published.removed)} removed", err=True)
-            handlers = handler_path(spec.parent, generation.ir.handlers_module)
-            if not handlers.exists():
-                write_user_file(handlers, scaffold(generation.ir))
-                typer.echo(f"{prefix}{display_path(handlers)}: scaffolded a stub per tool; implement them", err=True)
-            else:
-                extended = append_stubs(handlers.read_text(encoding="utf-8"), generation.ir)
-                if extended is not None:
-                    write_user_file(handlers, extended)
-                    typer.echo(f"{prefix}{display_path(handlers)}: appended stubs for new tools", err=True)
+            if handlers_text is not None:
+                write_user_file(handlers, handlers_text)
+                typer.echo(f"{prefix}{display_path(handlers)}: {handlers_note}", err=True)
         return EXIT_INVALID if failed else EXIT_OK
 
     _guarded(run)
+
+
+def _handler_update(generation: Generation, handlers: Path) -> tuple[str | None, str]:
+    """The handler module's new text (None: unchanged) and what changed; FG403 if it does not parse."""
+    from fusiongen.handlers import append_stubs, parse_handlers, scaffold
+    from fusiongen.pipeline import display_path
+
+    if not handlers.exists():
+        return scaffold(generation.ir), "scaffolded a stub per tool; implement them"
+    source = handlers.read_text(encoding="utf-8")
+    parsed = parse_handlers(source, display_path(handlers))
+    if isinstance(parsed, Diagnostic):
+        raise SpecError([parsed])
+    return append_stubs(source, generation.ir), "appended stubs for new tools"
 
 
 @app.command()

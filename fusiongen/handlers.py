@@ -30,7 +30,7 @@ def _input_class(tool: ToolIR) -> str:
     return f"{pascal_case(tool.ident)}Input"
 
 
-def _stub(tool: ToolIR) -> str:
+def _stub(tool: ToolIR, *, quoted: bool = False) -> str:
     summary = (tool.description or tool.name).replace('"""', "'''").splitlines()[0]
     if tool.returns is None:
         returns = "Its return value is not shown to the agent."
@@ -39,12 +39,16 @@ def _stub(tool: ToolIR) -> str:
     else:
         returns = f"Return one {tool.returns.presenter} (a dict, a pydantic model, a dataclass or an object)."
     return (
-        f"def {tool.handler}(args: {_input_class(tool)}) -> Any:\n"
+        f"def {tool.handler}(args: {_quoted(_input_class(tool)) if quoted else _input_class(tool)}) -> Any:\n"
         f'    """{tool.name}: {summary}\n\n'
         f"    {returns}\n"
         f'    """\n'
         f'    raise NotImplementedError("{tool.name}")\n'
     )
+
+
+def _quoted(name: str) -> str:
+    return f'"{name}"'
 
 
 def _imports(ir: ServerIR, tools: list[ToolIR]) -> str:
@@ -102,39 +106,61 @@ def _definitions(module: libcst.Module) -> dict[str, _Definition]:
     return found
 
 
-def missing_tools(source: str, ir: ServerIR) -> list[ToolIR]:
-    defined = _definitions(libcst.parse_module(source))
-    return [t for t in ir.tools if t.handler not in defined]
+def _imported_from_typing(module: libcst.Module) -> set[str]:
+    """Names the module binds at top level with `from typing import ...` (or typing_extensions)."""
+    names: set[str] = set()
+    for statement in module.body:
+        if not isinstance(statement, libcst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (isinstance(small, libcst.ImportFrom) and isinstance(small.module, libcst.Name)
+                    and small.module.value in ("typing", "typing_extensions")
+                    and not isinstance(small.names, libcst.ImportStar)):
+                for alias in small.names:
+                    bound = alias.asname.name if alias.asname else alias.name
+                    if isinstance(bound, libcst.Name):
+                        names.add(bound.value)
+    return names
+
+
+def parse_handlers(source: str, handler_file: str) -> libcst.Module | Diagnostic:
+    try:
+        return libcst.parse_module(source)
+    except libcst.ParserSyntaxError as exc:
+        return Diagnostic("FG403", f"handler module does not parse: {exc.message}", handler_file,
+                          Position(exc.raw_line, exc.raw_column + 1), hint="fix it, then build again")
 
 
 def append_stubs(source: str, ir: ServerIR) -> str | None:
-    """The module with stubs appended for tools that have no handler yet; None when none is missing."""
-    missing = missing_tools(source, ir)
+    """The module with stubs appended for tools that have no handler yet; None when none is missing.
+
+    The stubs are built and checked with libcst and added after the user's last byte, so every existing
+    byte stays as it was. Their annotations are strings: the module may not use postponed annotations.
+    """
+    module = libcst.parse_module(source)
+    defined = _definitions(module)
+    missing = [t for t in ir.tools if t.handler not in defined]
     if not missing:
         return None
-    module = libcst.parse_module(source)
-    uses_typing = "TYPE_CHECKING" in source and "Any" in source
-    block = "" if uses_typing else "from typing import TYPE_CHECKING, Any  # noqa: E402\n\n"
-    block += _imports(ir, missing) + "\n\n" + "\n\n".join(_stub(t) for t in missing)
-    appended = list(libcst.parse_module(block).body)
-    # Trailing comments of the user's file stay where they are: they lead the appended block.
-    note = libcst.EmptyLine(comment=libcst.Comment("# Stubs appended by `fusiongen build` for tools added to the spec."))
-    leading = [*module.footer, libcst.EmptyLine(), libcst.EmptyLine(), note]
-    appended[0] = appended[0].with_changes(leading_lines=leading)
-    text = module.with_changes(body=[*module.body, *appended], footer=[]).code
-    if not text.startswith(source.rstrip("\n")):
-        raise AssertionError("appending stubs would change existing code")
+    typing_names = _imported_from_typing(module)
+    block = "# Stubs appended by `fusiongen build` for tools added to the spec.\n"
+    needed = sorted({"TYPE_CHECKING", "Any"} - typing_names)
+    if needed:
+        block += f"from typing import {', '.join(needed)}  # noqa: E402\n\n"
+    block += _imports(ir, missing) + "\n\n" + "\n\n".join(_stub(t, quoted=True) for t in missing)
+    libcst.parse_module(block)  # the block itself is valid Python
+    separator = "" if source.endswith("\n") or not source else "\n"
+    text = source + separator + "\n\n" + block
+    libcst.parse_module(text)  # and so is the module with it
     return text
 
 
 def check_handlers(source: str, ir: ServerIR, handler_file: str, tool_position: dict[str, Position],
                    spec_file: str) -> list[Diagnostic]:
     """Every tool whose handler is missing, or whose signature cannot take `(args)` or `(args, ctx)`."""
-    try:
-        module = libcst.parse_module(source)
-    except libcst.ParserSyntaxError as exc:
-        return [Diagnostic("FG403", f"handler module does not parse: {exc.message}", handler_file,
-                           Position(exc.raw_line, exc.raw_column + 1))]
+    module = parse_handlers(source, handler_file)
+    if isinstance(module, Diagnostic):
+        return [module]
     defined = _definitions(module)
     found: list[Diagnostic] = []
     for tool in ir.tools:

@@ -129,6 +129,7 @@ class PresenterIR:
     ui: tuple[UIBlockIR, ...] = ()
     collection_ui: tuple[UIBlockIR, ...] = ()
     suggestions: tuple[SuggestionIR, ...] = ()
+    model_reads: tuple[tuple[str, ...], ...] = ()  # paths its rules, suggestions and model-facing blocks read
 
     def embed(self, field: str) -> str | None:
         return dict(self.embeds).get(field)

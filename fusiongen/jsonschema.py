@@ -11,6 +11,8 @@ from typing import Any
 
 from fusiongen.ir import FieldIR, ModelIR, PresenterIR, RedactionPath, ServerIR, ToolIR, TypeIR
 
+Censored = tuple[RedactionPath, str]  # a concrete path and the censor that replaces its value
+
 _SCALARS: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},
     "text": {"type": "string"},
@@ -77,27 +79,26 @@ class _SchemaBuilder:
         schema["additionalProperties"] = False
         return schema
 
-    def presenter_schema(self, presenter: PresenterIR, redactions: tuple[RedactionPath, ...] = ()) -> dict[str, Any]:
-        """A presenter's output: its fields, embedded presenters inline, redacted paths admitting only the censor."""
-        paths = (*presenter.redactions, *redactions)
+    def presenter_schema(self, presenter: PresenterIR, redactions: tuple[Censored, ...] = ()) -> dict[str, Any]:
+        """A presenter's output: its fields, embedded presenters inline, redacted paths admitting only the censor
+        (each path its own presenter's censor: a parent's path into an embed keeps the parent's)."""
+        paths = (*((p, presenter.censor) for p in presenter.redactions), *redactions)
         return self.redacted_object(presenter.fields, presenter.description, paths, presenter)
 
     def redacted_object(self, fields: tuple[FieldIR, ...], description: str | None,
-                        paths: tuple[RedactionPath, ...], presenter: PresenterIR | None,
-                        censor: str | None = None) -> dict[str, Any]:
-        censor = presenter.censor if presenter is not None else censor
-        assert censor is not None
+                        paths: tuple[Censored, ...], presenter: PresenterIR | None) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "object"}
         if description:
             schema["description"] = description
         properties: dict[str, Any] = {}
         for field in fields:
-            below = tuple(p[1:] for p in paths if p[0] == field.name)
+            below = tuple((p[1:], c) for p, c in paths if p[0] == field.name)
             embed = presenter.embed(field.name) if presenter is not None else None
-            if () in below:  # the whole field is masked
-                properties[field.name] = self.censored(field, censor)
+            whole = next((c for p, c in reversed(below) if p == ()), None)  # the outermost presenter masks last
+            if whole is not None:  # the whole field is masked
+                properties[field.name] = self.censored(field, whole)
             elif embed is not None or below:
-                properties[field.name] = self.redacted_field(field, below, embed, censor)
+                properties[field.name] = self.redacted_field(field, below, embed)
             else:
                 properties[field.name] = self.field_schema(field)
         schema["properties"] = properties
@@ -115,20 +116,20 @@ class _SchemaBuilder:
             schema["description"] = field.description
         return schema
 
-    def redacted_field(self, field: FieldIR, below: tuple[RedactionPath, ...], embed: str | None,
-                       censor: str) -> dict[str, Any]:
+    def redacted_field(self, field: FieldIR, below: tuple[Censored, ...], embed: str | None) -> dict[str, Any]:
         is_list = field.type.kind == "list"
-        item_paths = tuple(p[1:] for p in below if p[:1] == ("[*]",)) if is_list else below
+        item_paths = tuple((p[1:], c) for p, c in below if p[:1] == ("[*]",)) if is_list else below
         target = field.type.items if is_list else field.type
         assert target is not None
-        if embed is not None:
+        whole = next((c for p, c in reversed(item_paths) if p == ()), None)
+        if whole is not None:
+            item: dict[str, Any] = {"const": whole}
+        elif embed is not None:
             item = self.presenter_schema(self.server.presenter(embed), item_paths)
-        elif () in item_paths:
-            item = {"const": censor}
         else:
             assert target.model is not None
             model = self.server.model(target.model)
-            item = self.redacted_object(model.visible_fields, model.description, item_paths, None, censor)
+            item = self.redacted_object(model.visible_fields, model.description, item_paths, None)
         schema: dict[str, Any] = {"type": "array", "items": item} if is_list else item
         if field.nullable:
             schema = {"anyOf": [schema, {"type": "null"}]}

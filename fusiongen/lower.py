@@ -11,12 +11,13 @@ import datetime
 import difflib
 import keyword
 import re
+import uuid
 from collections.abc import Iterable, Mapping
 
 from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
 from fusiongen.ir import CAST_KINDS, SCALAR_KINDS, BindingIR, FieldIR, ModelIR, ReturnsIR, ServerIR, ToolIR, TypeIR
 from fusiongen.loader import LoadedSpec, Loc
-from fusiongen.lower_presenters import PresenterLowering
+from fusiongen.lower_presenters import PresenterLowering, check_parent_redactions
 from fusiongen.lower_workflows import WorkflowLowering
 from fusiongen.spec import FieldSpec, ModelSpec, ToolSpec
 
@@ -26,6 +27,9 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 # Attribute names the generated input objects use themselves.
 RESERVED_FIELDS = frozenset({"fields_set"})
+# A fixed list, not the running interpreter's: a spec must be valid or not whatever Python runs fusiongen.
+# Soft keywords are legal identifiers, but code that names things `match` or `type` reads badly.
+RESERVED_WORDS = frozenset(keyword.kwlist) | {"match", "case", "type", "_"} | RESERVED_FIELDS
 # What generated servers import: a package of that name would shadow it.
 RESERVED_PACKAGES = frozenset({"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn", "orjson"})
 
@@ -89,6 +93,7 @@ class _Lowering:
             presenting.fields[name] = presenting.schema(name, presenter)
         self.check_embed_cycles()
         presenters = [presenting.lower(name, p, set(self.spec.tools)) for name, p in self.spec.presenters.items()]
+        check_parent_redactions(self, {p.name: p for p in presenters})
         workflowing = WorkflowLowering(self)
         workflows = {name: w for name, spec in self.spec.workflows.items()
                      if (w := workflowing.lower(name, spec)) is not None}
@@ -120,7 +125,7 @@ class _Lowering:
             self.error("FG140", f'{what} "{name}" is not a valid Python identifier', loc, value=value,
                        hint="use letters, digits and underscores, not starting with a digit")
             return False
-        if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in RESERVED_FIELDS:
+        if name in RESERVED_WORDS:
             self.error("FG141", f'{what} "{name}" is a Python keyword or a reserved name', loc, value=value,
                        hint="rename it; generated code uses it as an identifier")
             return False
@@ -201,6 +206,10 @@ class _Lowering:
         self.check_names(name, model.hidden, declared, ("models", name, "hidden"), "FG120", "hidden")
         self.check_names(name, model.guarded, declared, ("models", name, "guarded"), "FG121", "guarded")
         for cast_field, target in model.casts.items():
+            declared_type = declared[cast_field].type if cast_field in declared else None
+            if declared_type in ("enum", "list") or declared_type in self.spec.models:
+                self.error("FG125", f'"{cast_field}" is a {"model" if declared_type in self.spec.models else declared_type}'
+                           " field: only scalar fields can be cast", (*loc, "casts", cast_field), value=True)
             if cast_field not in declared:
                 self.unknown_field("FG123", "casts", name, cast_field, declared, (*loc, "casts", cast_field),
                                    value=False)
@@ -224,7 +233,7 @@ class _Lowering:
                 ("models", name, "fields", field_name),
                 hidden=field_name in model.hidden,
                 guarded=field_name in guarded,
-                cast=model.casts.get(field_name) if model.casts.get(field_name) in CAST_KINDS else None,
+                cast=_cast(model.casts.get(field_name), spec.type),
             )
             for field_name, spec in declared.items()
         )
@@ -383,6 +392,14 @@ class _Lowering:
                 self.error("FG143", f'tools "{other}" and "{tool.name}" map to the same Python name "{tool.ident}"',
                            loc, hint="rename one of them")
             first_by_ident.setdefault(tool.ident, tool.name)
+        for kind, names in (("presenters", self.spec.presenters), ("workflows", self.spec.workflows)):
+            seen: dict[str, str] = {}
+            for name in names:
+                snake = snake_case(name)
+                if snake in seen:
+                    self.error("FG143", f'{kind} "{seen[snake]}" and "{name}" map to the same Python name "{snake}"',
+                               (kind, name), hint="rename one of them")
+                seen.setdefault(snake, name)
         first_by_snake: dict[str, str] = {}
         for model in models:
             if model.snake in first_by_snake:
@@ -391,11 +408,25 @@ class _Lowering:
             first_by_snake.setdefault(model.snake, model.name)
 
 
+def _cast(target: str | None, declared_type: str) -> str | None:
+    """The cast to compile: only valid targets, only on scalar fields (others are diagnostics)."""
+    scalar = declared_type in SCALAR_KINDS and declared_type not in ("enum", "list")
+    return target if target in CAST_KINDS and scalar else None
+
+
 def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
     if value is None:
         return nullable
     kind = type_ir.kind
-    if kind in ("string", "text", "date", "datetime", "uuid"):
+    if kind in ("date", "datetime", "uuid") and isinstance(value, str):
+        parse = {"date": datetime.date.fromisoformat, "datetime": datetime.datetime.fromisoformat,
+                 "uuid": uuid.UUID}[kind]
+        try:
+            parse(value)
+        except ValueError:
+            return False
+        return kind != "date" or len(value) == 10
+    if kind in ("string", "text"):
         return isinstance(value, str)
     if kind == "enum":
         return value in type_ir.enum_values

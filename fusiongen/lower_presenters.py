@@ -152,6 +152,7 @@ class PresenterLowering:
             collection_ui=tuple(b for i, s in enumerate(presenter.collection_ui)
                                 if (b := context.block(s, (*loc, "collection_ui", i), collection=True))),
             suggestions=tuple(suggestions),
+            model_reads=tuple(context.reads),
         )
 
     def embeds(self, name: str, presenter: PresenterSpec, by_name: dict[str, FieldIR]) -> tuple[tuple[str, str], ...]:
@@ -169,10 +170,17 @@ class PresenterLowering:
                 self.lowering.error("FG153", f'embed "{field_name}" names unknown presenter "{child}"', at, value=True,
                                     hint=f'did you mean "{close[0]}"?' if close else None)
                 continue
-            child_model = self.spec.presenters[child].model
-            if child_model is not None and child_model != target.model:
-                self.lowering.error("FG153", f'presenter "{child}" shapes model "{child_model}", but field '
+            child_spec = self.spec.presenters[child]
+            if child_spec.model is not None and child_spec.model != target.model:
+                self.lowering.error("FG153", f'presenter "{child}" shapes model "{child_spec.model}", but field '
                                     f'"{field_name}" holds "{target.model}"', at, value=True)
+                continue
+            model = self.models.get(target.model or "")
+            leaking = [f for f in (child_spec.schema_ or {}) if model and (m := model.field(f)) and m.hidden]
+            if leaking:  # an inline schema would read the hidden field straight from the handler's data
+                self.lowering.error("FG153", f'presenter "{child}" declares "{leaking[0]}", a hidden field of model '
+                                    f'"{target.model}", which field "{field_name}" holds', at, value=True,
+                                    hint="hidden fields never leave the server; remove it from the schema")
                 continue
             found.append((field_name, child))
         return tuple(found)
@@ -272,6 +280,7 @@ class _ExprContext:
         self.fields = fields
         self.embeds = embeds
         self.redactions = redactions
+        self.reads: list[tuple[str, ...]] = []  # what model-facing expressions read (checked against parents)
 
     def resolve(self, path: tuple[str, ...]) -> expr.FieldInfo | None:
         level, embeds, nullable = self.fields, self.embeds, False
@@ -328,6 +337,7 @@ class _ExprContext:
                 self.lowering.diagnostics.append(Diagnostic("FG157", error.message, loaded.display_path, position))
             return None
         if not for_user:
+            self.reads.extend(p for p in result.paths if p not in self.reads)
             for path in result.paths:
                 reason = self.hidden_reason(path)
                 if reason:
@@ -358,7 +368,7 @@ class _ExprContext:
             self.lowering.error("FG160", f'a {spec.type} block needs "{key}"', loc)
         if given - allowed or allowed - given - {"language", "path"}:
             return None
-        when = self._compile("condition", spec.when, (*loc, "when"), collection=collection,
+        when = self._compile("condition", spec.when, (*loc, "when"), collection=collection, for_user=user,
                              fields_allowed=not collection) if spec.when else None
 
         def tpl(text: str, at: Loc, per_item: bool = True) -> ExprIR | None:
@@ -402,3 +412,35 @@ class _ExprContext:
 
 def _description_rules(fields: tuple[FieldIR, ...]) -> tuple[str, ...]:
     return tuple(f"{f.name}: {f.description}" for f in fields if f.description)
+
+
+def check_parent_redactions(lowering: _Lowering, presenters: dict[str, PresenterIR]) -> None:
+    """An embedded presenter's rules and blocks reach the model in its parent's result: they must not read
+    what the parent redacts (the child alone cannot know; the parent's redact_pii entry is reported)."""
+
+    def reads(name: str, visiting: frozenset[str]) -> list[tuple[str, ...]]:
+        presenter = presenters.get(name)
+        if presenter is None or name in visiting:
+            return []
+        found = list(presenter.model_reads)
+        for field, child in presenter.embeds:
+            found += [(field, *p) for p in reads(child, visiting | {name})]
+        return found
+
+    for name, presenter in presenters.items():
+        spec = lowering.spec.presenters[name]
+        embedded = dict(presenter.embeds)
+        for field, child in embedded.items():
+            child_reads = [(field, *p) for p in reads(child, frozenset({name}))]
+            for index, text in enumerate(spec.redact_pii):
+                for redacted in presenter.redactions:
+                    plain = tuple(s for s in redacted if s != "[*]")
+                    if plain[:1] != (field,) or not text.replace("[*]", "").startswith(field):
+                        continue
+                    hit = next((r for r in child_reads if r[: len(plain)] == plain or plain[: len(r)] == r), None)
+                    if hit is not None:
+                        lowering.error("FG158", f'presenter "{child}" (embedded as "{field}") shows '
+                                       f'"{".".join(hit)}" to the model, which redact_pii "{text}" masks',
+                                       ("presenters", name, "redact_pii", index), value=True,
+                                       hint=f'redact it in "{child}" too, or show it only with audience = "user"')
+                        break

@@ -1,8 +1,11 @@
 """Writing: the only impure step. Stage everything, then publish file by file with atomic renames.
 
-A build either publishes all its files or none (staging happens before anything in OUT changes);
-files this spec generated earlier and no longer needs are removed; nothing else in OUT is touched.
-Unchanged files are not rewritten, so their timestamps stay and tools watching them stay quiet.
+Every file is rendered, checked and written to a staging folder before anything in OUT changes, so
+a failed build writes nothing. Publishing then replaces each file with an atomic rename: a reader
+never sees a half-written file, though a crash during those renames can leave some files new and
+some old (the next build or `check` shows it). Files this spec generated earlier and no longer
+needs are removed; nothing else in OUT is touched. Unchanged files are not rewritten, so their
+timestamps stay and tools watching them stay quiet.
 """
 
 from __future__ import annotations
@@ -94,7 +97,16 @@ def write_user_file(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
+        # mkstemp makes the file private; a source file gets the usual permissions (or keeps its own).
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusiongen.diagnostics import Diagnostic, Position
+from fusiongen.diagnostics import Diagnostic, Position, Severity
 from fusiongen.formatting import format_files
 from fusiongen.handlers import check_handlers, handler_path
 from fusiongen.ir import ServerIR
@@ -136,9 +136,10 @@ def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
     path = handler_path(loaded.path.parent, ir.handlers_module)
     shown = display_path(path)
     if not path.is_file():
-        return [Diagnostic("FG402", f'handler module "{ir.handlers_module}" not found at {shown}',
-                           loaded.display_path, loaded.key_at("server"),
-                           hint="run `fusiongen build` to scaffold it")]
+        # Maybe installed elsewhere: it cannot be checked from here, which is worth saying but not failing.
+        return [Diagnostic("FG402", f'handler module "{ir.handlers_module}" not found at {shown}; not checked',
+                           loaded.display_path, loaded.key_at("server"), Severity.WARNING,
+                           hint="run `fusiongen build` to scaffold it beside the spec")]
     positions: dict[str, Position] = {t.name: loaded.key_at("tools", t.name) for t in ir.tools}
     source = path.read_bytes().decode("utf-8", "replace")
     return check_handlers(source, ir, shown, positions, loaded.display_path)

@@ -37,7 +37,7 @@ PACKAGE_FILES: tuple[tuple[str, str, Callable[[ServerView], bool]], ...] = (
     ("presenters.py.j2", "presenters.py", lambda view: bool(view.presenters)),
     ("schemas.py.j2", "schemas.py", lambda view: True),
     ("server.py.j2", "server.py", lambda view: True),
-    ("shapes.py.j2", "shapes.py", lambda view: bool(view.shapes)),
+    ("shapes.py.j2", "shapes.py", lambda view: bool(view.shapes or view.output_constants)),
     ("state_store.py.j2", "state_store.py", lambda view: bool(view.workflows)),
     ("tools.py.j2", "tools.py", lambda view: True),
     ("workflows.py.j2", "workflows.py", lambda view: bool(view.workflows)),

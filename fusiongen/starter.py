@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 from fusiongen.handlers import handler_path
-from fusiongen.output import publish, write_user_file
+from fusiongen.diagnostics import SpecError
+from fusiongen.output import foreign_files, publish, write_user_file
 from fusiongen.pipeline import display_path, generate
 from fusiongen.render import environment
 from fusiongen.spec import json_schema
@@ -40,14 +41,22 @@ def create_project(directory: Path, name: str | None) -> list[str]:
     }
     existing = [display_path(p) for p in files if p.exists()]
     if existing:
-        from fusiongen.diagnostics import Diagnostic, SpecError
+        from fusiongen.diagnostics import Diagnostic
 
         raise SpecError([Diagnostic("FG408", f"{p} already exists; init writes only new files", p)
                          for p in existing])
     for path, text in files.items():
         write_user_file(path, text)
-    generation = generate(spec, directory)
-    publish(generation, directory)
+    try:
+        generation = generate(spec, directory)
+        foreign = foreign_files(generation, directory)
+        if foreign:
+            raise SpecError(foreign)
+        publish(generation, directory)
+    except BaseException:
+        for path in files:  # leave the folder as it was: init either makes a working project or nothing
+            path.unlink(missing_ok=True)
+        raise
     assert handler_path(directory, generation.ir.handlers_module).exists()
     shown = display_path(directory)
     return [

@@ -152,6 +152,18 @@ def _expected(type_ir: TypeIR) -> str:
     }[type_ir.kind]
 
 
+def _default_literal(field: FieldIR) -> str:
+    """A default as the handler receives it: date, datetime and uuid defaults as those objects."""
+    value = field.default
+    if isinstance(value, str) and field.type.kind == "date":
+        return f"datetime.date.fromisoformat({py_string(value)})"
+    if isinstance(value, str) and field.type.kind == "datetime":
+        return f"datetime.datetime.fromisoformat({py_string(value)})"
+    if isinstance(value, str) and field.type.kind == "uuid":
+        return f"uuid.UUID({py_string(value)})"
+    return py_literal(value)
+
+
 def _indexed(name: str) -> str:
     """The name expression of item `index` of the list named by the expression `name`."""
     body = name[2:-1] if name.startswith('f"') else name[1:-1]
@@ -252,7 +264,7 @@ class _Builder:
             required=field.required,
             nullable=field.nullable,
             expected=py_string(_expected(field.type)),
-            absent=py_literal(field.default) if field.has_default else "None",
+            absent=_default_literal(field) if field.has_default else "None",
             convert=self.input_convert(field, field.type, "value", name),
         )
 
@@ -367,7 +379,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
             ConstantView("WORKFLOW_STATUS_INPUT", "dict[str, Any]", py_literal(status_input, 0, 45)),
             ConstantView("WORKFLOW_STATE_OUTPUT", "dict[str, Any]", py_literal(state_output, 0, 45)),
         )
-    annotations = " ".join(f.annotation for t in tools for f in t.inputs)
+    annotations = " ".join(f.annotation + " " + f.absent for t in tools for f in t.inputs)
     imports = tuple(m for m in ("datetime", "uuid") if f"{m}." in annotations)
     distribution = server.package.replace("_", "-")
     return ServerView(

@@ -92,30 +92,24 @@ def _mask_lines(trie: _Trie, censor: str) -> list[str]:
             value_body(child, name, path, indent + "    ")
 
     def value_body(node: _Trie, var: str, where: str, indent: str) -> None:
-        if node.child_mask is not None and not node.children:
-            function, is_list = node.child_mask
-            if is_list:
-                item = f"item_{next(counter)}"
-                lines.append(f"{indent}for {item} in expect_list({var}, {py_string(where)}):")
-                lines.append(f"{indent}    {function}(expect_dict({item}, {py_string(where + '[*]')}))")
-            else:
-                lines.append(f"{indent}{function}(expect_dict({var}, {py_string(where)}))")
-            return
         star = node.children.get("[*]")
-        if star is not None:
-            if star.leaf:
-                lines.append(f"{indent}{var}[:] = [None if v is None else {censor} "
-                             f"for v in expect_list({var}, {py_string(where)})]")
-                return
+        mask = node.child_mask
+        if star is not None and star.leaf:  # every item of a list replaced
+            lines.append(f"{indent}{var}[:] = [None if v is None else {censor} "
+                         f"for v in expect_list({var}, {py_string(where)})]")
+            return
+        if star is not None or (mask is not None and mask[1]):  # a list: its items, then paths inside them
             item = f"item_{next(counter)}"
             lines.append(f"{indent}for {item} in expect_list({var}, {py_string(where)}):")
-            value_body(star, item, where + "[*]", indent + "    ")
+            if mask is not None:  # each item is shaped by an embedded presenter, which masks its own paths
+                lines.append(f"{indent}    {mask[0]}(expect_dict({item}, {py_string(where + '[*]')}))")
+            if star is not None:
+                value_body(star, item, where + "[*]", indent + "    ")
             return
         lines.append(f"{indent}expect_dict({var}, {py_string(where)})")
+        if mask is not None:  # the embedded presenter's own paths first; then this presenter's paths into it
+            lines.append(f"{indent}{mask[0]}({var})")
         dict_body(node, var, where, indent)
-        if node.child_mask is not None:
-            function, _ = node.child_mask
-            lines.append(f"{indent}{function}({var})")
 
     dict_body(trie, "data", "", "    ")
     return lines
@@ -133,9 +127,9 @@ def _block(block: UIBlockIR, collection: bool, constants: dict[str, str], owner:
             "[" + ", ".join(e.python for e in block.items) + "]"
         text = f"list_text({entries})"
     elif block.type == "json":
-        value = "items" if collection and not block.path else (
-            "data" if not block.path else _read(block.path))
-        text = f"json_text({value})"
+        value = _read(block.path) if block.path else "data"
+        text = f"json_text([{value} for data in items])" if collection and block.path else (
+            "json_text(items)" if collection else f"json_text({value})")
     else:
         assert block.text is not None
         wrap = {"mermaid": 'fenced("mermaid", {})', "code": f"fenced({py_string(block.language)}, {{}})",

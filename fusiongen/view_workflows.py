@@ -59,7 +59,7 @@ def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
         views.append(WorkflowView(
             name=workflow.name,
             name_literal=py_string(workflow.name),
-            constant=upper,
+            constant=f"{upper}_MACHINE",
             initial_literal=py_string(workflow.initial),
             finals_literal=py_literal(frozenset(workflow.finals)),
             transitions_literal=_transitions_literal(workflow),

@@ -1,24 +1,26 @@
 """The command line: `fusiongen build | check | validate` on copies of the reference spec in temp dirs.
 
-What only a real process shows (exit status, stdout vs stderr, a fresh interpreter, hash seeds, the
-working directory) runs the CLI as a subprocess. The rest invokes the same Typer app in-process with
-CliRunner: every build formats each generated file with ruff and a subprocess costs an interpreter
-start and fusiongen's imports, so in-process keeps both files well under 30 s. In-process is also the
-only way to simulate an internal error.
+`run_process` runs `python -m fusiongen` in a fresh interpreter: for the exit status of a real process,
+the hash seeds, the version and the usage errors. `run` invokes the same Typer app in-process with
+CliRunner (stdout and stderr kept apart, the working directory set): a subprocess costs an interpreter
+start and fusiongen's imports on top of a build that formats every file with ruff, and in-process is
+the only way to make a pipeline function fail on purpose.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from fusiongen import __version__
 from fusiongen.cli import app
@@ -33,13 +35,25 @@ OLD_NS = OLD * 10**9
 
 # --- helpers ---------------------------------------------------------------------------------------
 
-def fusiongen(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fusiongen", *map(str, args)], cwd=cwd,
+@dataclass(frozen=True)
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_process(*args: str | Path, cwd: Path) -> Run:
+    """`python -m fusiongen ARGS` in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-m", "fusiongen", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
+    return Run(done.returncode, done.stdout, done.stderr)
 
 
-def in_process(*args: str | Path) -> Result:
-    return CliRunner().invoke(app, [str(a) for a in args])
+def run(*args: str | Path, cwd: Path) -> Run:
+    """The same command in-process (CliRunner keeps stdout and stderr apart)."""
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(app, [str(a) for a in args])
+    return Run(result.exit_code, result.stdout, result.stderr)
 
 
 def project(folder: Path, *, handlers: bool = True, package: str = PACKAGE, module: str = "billing_handlers",
@@ -114,8 +128,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with the reference spec, its handler module and `out/`, built once (in-process)."""
     folder = tmp_path_factory.mktemp("reference")
     spec = project(folder)
-    result = in_process("build", spec, "-o", folder / "out")
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=folder)
+    assert result.code == 0, result.stderr
     return folder
 
 
@@ -129,17 +143,17 @@ def built(reference: Path, tmp_path: Path) -> tuple[Path, Path]:
 # --- version, validate ------------------------------------------------------------------------------
 
 def test_version() -> None:
-    result = fusiongen("--version", cwd=ROOT)
-    assert result.returncode == 0, result.stderr
+    result = run_process("--version", cwd=ROOT)
+    assert result.code == 0, result.stderr
     assert __version__ in result.stdout
 
 
 def test_validate_valid_spec(tmp_path: Path) -> None:
     spec = project(tmp_path, handlers=False)
     before = tree(tmp_path)
-    result = in_process("validate", spec)
-    assert result.exit_code == 0, result.output
-    assert "error" not in result.output
+    result = run("validate", spec.name, cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    assert "error" not in result.stdout + result.stderr
     assert tree(tmp_path) == before  # diagnostics only: no package, no handler scaffold
 
 
@@ -147,8 +161,8 @@ def test_validate_invalid_spec(tmp_path: Path) -> None:
     spec = project(tmp_path, handlers=False)
     line = invalid(spec)
     before = tree(tmp_path)
-    result = fusiongen("validate", spec.name, cwd=tmp_path)
-    assert result.returncode == 2
+    result = run_process("validate", spec.name, cwd=tmp_path)
+    assert result.code == 2
     assert re.search(rf"^billing\.toml:{line}:\d+: error\[FG110\]: .*strng", result.stderr, re.M), \
         result.stderr
     assert "Traceback" not in result.stderr
@@ -170,9 +184,9 @@ def test_build_output_is_clean_reproducible_and_independent_of_the_hash_seed(tmp
         command = [sys.executable, "-m", "fusiongen", "build", str(spec), "-o", str(out)]
         runs.append(subprocess.Popen(command, cwd=cwd, env={**os.environ, "PYTHONHASHSEED": seed},
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    for run in runs:
-        _, err = run.communicate(timeout=120)
-        assert run.returncode == 0, err
+    for process in runs:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
     trees = [tree(tmp_path / seed) for seed in seeds]
     assert trees[0] == trees[1] == trees[2]
 
@@ -191,8 +205,8 @@ def test_build_output_is_clean_reproducible_and_independent_of_the_hash_seed(tmp
     assert staging_leftovers(tmp_path) == []
 
     spec = tmp_path / "0" / "proj" / "billing.toml"
-    check = fusiongen("check", spec, "-o", spec.parent / "gen" / "deep", cwd=tmp_path / "0" / "cwd")
-    assert check.returncode == 0, check.stdout + check.stderr
+    check = run("check", spec, "-o", spec.parent / "gen" / "deep", cwd=tmp_path / "0" / "cwd")
+    assert check.code == 0, check.stdout + check.stderr
     assert check.stdout == ""
     assert trees[0] == tree(tmp_path / "0")  # check writes nothing
     for seed in seeds:
@@ -204,8 +218,8 @@ def test_build_output_is_clean_reproducible_and_independent_of_the_hash_seed(tmp
                                        "contract says (changed deliberately? see `out_dir_for` in cli.py)")
 def test_build_without_out_writes_into_the_spec_folder(tmp_path: Path) -> None:
     spec = project(tmp_path / "proj")
-    result = in_process("build", spec)
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, cwd=spec.parent)
+    assert result.code == 0, result.stderr
     assert (tmp_path / "proj" / PACKAGE / "server.py").read_bytes().startswith(
         header("server.py", "billing.toml"))
 
@@ -214,8 +228,8 @@ def test_failed_build_writes_nothing(tmp_path: Path) -> None:
     spec = project(tmp_path, handlers=False)
     invalid(spec)
     before = tree(tmp_path)
-    result = fusiongen("build", spec.name, "-o", "out", cwd=tmp_path)
-    assert result.returncode == 2
+    result = run_process("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 2
     assert "error[FG110]" in result.stderr
     assert "Traceback" not in result.stderr
     assert tree(tmp_path) == before  # no out/, no handler scaffold, no staging folder
@@ -229,8 +243,9 @@ def test_failed_rebuild_leaves_the_previous_output_untouched(reference: Path, tm
     invalid(spec)
     age(tmp_path)
     before, before_times = tree(tmp_path), mtimes(tmp_path)
-    result = fusiongen("build", spec.name, "-o", "out", cwd=tmp_path)
-    assert result.returncode == 2
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 2, result.stderr
+    assert "error[FG110]" in result.stderr
     assert tree(tmp_path) == before  # nothing removed, nothing written, no handler scaffold
     assert mtimes(tmp_path) == before_times
     assert staging_leftovers(tmp_path) == []
@@ -242,8 +257,8 @@ def test_rebuild_removes_what_the_spec_no_longer_generates_and_nothing_else(refe
     package_files = sorted(tree(out / PACKAGE))
     # Another spec's server, generated into a folder of the same OUT.
     other = project(tmp_path / "other", package="other_server", module="other_handlers", name="other")
-    result = in_process("build", other, "-o", out / "vendor")
-    assert result.exit_code == 0, result.output
+    result = run("build", other, "-o", out / "vendor", cwd=tmp_path)
+    assert result.code == 0, result.stderr
     user_files = {
         out / PACKAGE / "NOTES.md": b"mine\r\nno final newline",
         out / "notes.txt": b"# Code generated by hand\n",
@@ -256,8 +271,8 @@ def test_rebuild_removes_what_the_spec_no_longer_generates_and_nothing_else(refe
     vendor, vendor_times = tree(out / "vendor"), mtimes(out / "vendor")
 
     rename_package(spec, "ledger_server")
-    result = fusiongen("build", spec.name, "-o", "out", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stderr
 
     assert sorted(tree(out / "ledger_server")) == package_files
     assert sorted(tree(out / PACKAGE)) == ["NOTES.md"]  # the old package's generated files are gone
@@ -275,8 +290,8 @@ def test_rebuild_rewrites_only_what_changed(reference: Path, tmp_path: Path) -> 
     tools = out / PACKAGE / "tools.py"
     tools.write_bytes(tools.read_bytes() + b"# an edit\n")
     age(tmp_path)
-    result = in_process("build", spec, "-o", out)
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stderr
     assert f"1 written, {len(first) - 1} unchanged, 0 removed" in result.stderr
     assert tree(out) == first  # byte-identical to the first build
     times = mtimes(tmp_path)
@@ -300,8 +315,8 @@ def test_check_reports_changed_missing_and_stale_files(reference: Path, tmp_path
     (package / "legacy.py").write_text(first_line + "x = 1\n", encoding="utf-8")
     before = tree(tmp_path)
 
-    result = fusiongen("check", spec.name, "-o", "out", cwd=tmp_path)
-    assert result.returncode == 1, result.stderr
+    result = run("check", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 1, result.stderr
     assert re.search(rf"^--- {PACKAGE}/tools\.py\b", result.stdout, re.M), result.stdout
     assert re.search(rf"^\+\+\+ {PACKAGE}/tools\.py\b", result.stdout, re.M), result.stdout
     assert "\n-def tampered():\n" in result.stdout
@@ -326,23 +341,21 @@ def test_check_exits_2_on_an_invalid_spec_or_usage(tmp_path: Path, args: tuple[s
     spec = project(tmp_path)
     shutil.copy(spec, tmp_path / "invalid.toml")
     invalid(tmp_path / "invalid.toml")
-    result = fusiongen(*args, cwd=tmp_path)
-    assert result.returncode == 2, result.stdout + result.stderr
+    result = run_process(*args, cwd=tmp_path)
+    assert result.code == 2, result.stdout + result.stderr
     assert re.search(expected, result.stderr, re.M), result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert not (tmp_path / "out").exists()
 
 
-def test_check_format_json_reports_a_missing_handler(reference: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_format_json_reports_a_missing_handler(reference: Path, tmp_path: Path) -> None:
     spec, _ = built(reference, tmp_path)
     handlers = tmp_path / "billing_handlers.py"
     source = handlers.read_text(encoding="utf-8")
     assert source.count("\ndef get_customer(") == 1
     handlers.write_text(source.replace("\ndef get_customer(", "\ndef customer("), encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    result = in_process("check", spec.name, "-o", "out", "--format", "json")
-    assert result.exit_code == 1, result.output
+    result = run("check", spec.name, "-o", "out", "--format", "json", cwd=tmp_path)
+    assert result.code == 1, result.stdout + result.stderr
     diagnostics = json_document(result.stdout, result.stderr)
     errors = [d for d in diagnostics if d["severity"] == "error"]
     assert [d["code"] for d in errors] == ["FG400"], diagnostics
@@ -354,8 +367,8 @@ def test_check_format_json_reports_a_missing_handler(reference: Path, tmp_path: 
 def test_check_format_json_reports_an_invalid_spec(tmp_path: Path) -> None:
     spec = project(tmp_path)
     line = invalid(spec)
-    result = fusiongen("check", spec.name, "-o", "out", "--format", "json", cwd=tmp_path)
-    assert result.returncode == 2
+    result = run("check", spec.name, "-o", "out", "--format", "json", cwd=tmp_path)
+    assert result.code == 2
     diagnostics = json_document(result.stdout, result.stderr)
     assert [(d["code"], d["line"]) for d in diagnostics] == [("FG110", line)]
 
@@ -378,9 +391,10 @@ def test_internal_error_exits_3_without_a_traceback(tmp_path: Path, monkeypatch:
         monkeypatch.setenv("FUSIONGEN_DEBUG", "1")
     else:
         monkeypatch.delenv("FUSIONGEN_DEBUG", raising=False)
-    result = in_process(command, spec, "-o", tmp_path / "out")
-    assert result.exit_code == 3, result.output
-    assert "internal error" in result.output
-    assert "kaboom" in result.output
-    assert ("Traceback" in result.output) is debug
+    result = run(command, spec.name, "-o", "out", cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.code == 3, output
+    assert "internal error" in output
+    assert "kaboom" in output
+    assert ("Traceback" in output) is debug
     assert tree(tmp_path) == before

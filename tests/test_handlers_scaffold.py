@@ -2,15 +2,16 @@
 tool with every existing byte kept; `check` reports missing handlers (FG400) and incompatible
 signatures (FG401), and accepts every supported form of handler.
 
-The scaffold, the server starting with it and `check`'s report run the CLI as subprocesses. The rest
-invokes the same Typer app in-process with CliRunner (monkeypatch.chdir stands for the working directory):
-every build formats each generated file with ruff and a subprocess costs an interpreter start and
-fusiongen's imports, so in-process keeps both files well under 30 s.
+The scaffolding build, the server starting with the scaffold and `check`'s report on broken handlers
+run in fresh interpreters (`run_process`). The rest invokes the same Typer app in-process with
+CliRunner (`run`): a subprocess costs an interpreter start and fusiongen's imports on top of a build
+that formats every generated file with ruff.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 import runpy
@@ -18,10 +19,11 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from fusiongen.cli import app
 
@@ -38,13 +40,25 @@ DIAGNOSTIC = re.compile(
 
 # --- helpers ---------------------------------------------------------------------------------------
 
-def fusiongen(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fusiongen", *map(str, args)], cwd=cwd,
+@dataclass(frozen=True)
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_process(*args: str | Path, cwd: Path) -> Run:
+    """`python -m fusiongen ARGS` in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-m", "fusiongen", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
+    return Run(done.returncode, done.stdout, done.stderr)
 
 
-def in_process(*args: str | Path) -> Result:
-    return CliRunner().invoke(app, [str(a) for a in args])
+def run(*args: str | Path, cwd: Path) -> Run:
+    """The same command in-process (CliRunner keeps stdout and stderr apart)."""
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(app, [str(a) for a in args])
+    return Run(result.exit_code, result.stdout, result.stderr)
 
 
 def handler_names(spec: Path) -> set[str]:
@@ -93,8 +107,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("reference")
     shutil.copy(SPEC, folder / "billing.toml")
     shutil.copy(HANDLERS, folder / "billing_handlers.py")
-    result = in_process("build", folder / "billing.toml", "-o", folder / "out")
-    assert result.exit_code == 0, result.output
+    result = run("build", "billing.toml", "-o", "out", cwd=folder)
+    assert result.code == 0, result.stderr
     return folder
 
 
@@ -117,8 +131,8 @@ def test_build_scaffolds_a_typed_stub_per_tool_and_the_server_starts_with_it(tmp
     spec = proj / "billing.toml"
     shutil.copy(SPEC, spec)
     # Run from an unrelated folder: the handler module is looked up beside the spec.
-    result = fusiongen("build", spec, "-o", proj / "out", cwd=elsewhere)
-    assert result.returncode == 0, result.stderr
+    result = run_process("build", spec, "-o", proj / "out", cwd=elsewhere)
+    assert result.code == 0, result.stderr
     assert list(elsewhere.iterdir()) == []
     scaffold = (proj / "billing_handlers.py").read_text(encoding="utf-8")
 
@@ -140,23 +154,22 @@ def test_build_scaffolds_a_typed_stub_per_tool_and_the_server_starts_with_it(tmp
     assert len(annotations) == len(functions)
     assert "\r" not in scaffold and scaffold.endswith("\n")
 
-    # The generated server starts with the scaffold (a fresh interpreter: its handler module is found
-    # beside the spec, from the generated package), and `check` accepts it. Both only read: run together.
-    check = subprocess.Popen([sys.executable, "-m", "fusiongen", "check", str(spec), "-o", str(proj / "out")],
-                             cwd=elsewhere, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The generated server starts with the scaffold, in a fresh interpreter where only OUT is importable:
+    # the generated package finds the handler module beside the spec by itself.
     code = f"import sys\nsys.path.insert(0, sys.argv[1])\nimport {PACKAGE}\n{PACKAGE}.create_server()\n"
     started = subprocess.run([sys.executable, "-c", code, str(proj / "out")], cwd=elsewhere,
                              capture_output=True, text=True, timeout=120)
-    check_out, check_err = check.communicate(timeout=120)
     assert started.returncode == 0, started.stderr
-    assert check.returncode == 0, check_out + check_err
+    # And `check` accepts the stubs.
+    check = run("check", spec, "-o", proj / "out", cwd=elsewhere)
+    assert check.code == 0, check.stdout + check.stderr
 
 
 def test_build_never_overwrites_the_handler_module(reference: Path, tmp_path: Path) -> None:
     spec, handlers = built(reference, tmp_path)
     os.utime(handlers, (OLD, OLD))
-    result = in_process("build", spec, "-o", tmp_path / "out")
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stderr
     assert handlers.read_bytes() == HANDLERS.read_bytes()
     assert handlers.stat().st_mtime_ns == OLD_NS
     assert "billing_handlers.py" not in result.stderr
@@ -177,8 +190,8 @@ USER_MODULES = {
 def test_build_appends_the_missing_stub_keeping_every_byte(reference: Path, tmp_path: Path,
                                                            user_module: str) -> None:
     spec, handlers = built(reference, tmp_path, user_module)
-    result = in_process("build", spec, "-o", tmp_path / "out")
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stderr
     assert "appended" in result.stderr
 
     extended = handlers.read_bytes().decode("utf-8")
@@ -193,13 +206,13 @@ def test_build_appends_the_missing_stub_keeping_every_byte(reference: Path, tmp_
 
 def test_a_second_build_appends_nothing(reference: Path, tmp_path: Path) -> None:
     spec, handlers = built(reference, tmp_path, USER_MODULES["trailing-comments"])
-    result = in_process("build", spec, "-o", tmp_path / "out")  # appends the stub
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)  # appends the stub
+    assert result.code == 0, result.stderr
     extended = handlers.read_bytes()
     assert b"\ndef get_customer(" in extended
     os.utime(handlers, (OLD, OLD))
-    result = in_process("build", spec, "-o", tmp_path / "out")
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stderr
     assert handlers.read_bytes() == extended
     assert handlers.stat().st_mtime_ns == OLD_NS
     assert "billing_handlers.py" not in result.stderr
@@ -213,8 +226,8 @@ def test_a_second_build_appends_nothing(reference: Path, tmp_path: Path) -> None
 def test_append_after_whitespace_only_lines(reference: Path, tmp_path: Path) -> None:
     user_module = MISSING_ONE + "\n  \n\t\n# the end\n"
     spec, handlers = built(reference, tmp_path, user_module)
-    result = in_process("build", spec, "-o", tmp_path / "out")
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stderr
     assert handlers.read_text(encoding="utf-8").startswith(user_module)
 
 
@@ -222,8 +235,8 @@ def test_append_after_whitespace_only_lines(reference: Path, tmp_path: Path) -> 
                                        "lacks one too (libcst keeps has_trailing_newline=False)")
 def test_appended_module_ends_with_a_newline(reference: Path, tmp_path: Path) -> None:
     spec, handlers = built(reference, tmp_path, USER_MODULES["no-final-newline"])
-    result = in_process("build", spec, "-o", tmp_path / "out")
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stderr
     assert handlers.read_bytes().endswith(b"\n")
 
 
@@ -234,8 +247,8 @@ def test_appended_stubs_keep_a_module_without_future_annotations_importable(refe
                                                                              tmp_path: Path) -> None:
     user_module = "def get_invoice(args):\n    return {}\n"
     spec, handlers = built(reference, tmp_path, user_module)
-    result = in_process("build", spec, "-o", tmp_path / "out")
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stderr
     assert handlers.read_text(encoding="utf-8").startswith(user_module)
     runpy.run_path(str(handlers))  # what the server does at start: import the handler module
 
@@ -250,8 +263,8 @@ def test_appended_stubs_keep_a_module_using_typing_attributes_importable(referen
                    f"if typing.TYPE_CHECKING:\n    from {PACKAGE}.inputs import InvoiceGetInput\n\n\n"
                    "def get_invoice(args: InvoiceGetInput) -> typing.Any:\n    return {}\n")
     spec, handlers = built(reference, tmp_path, user_module)
-    result = in_process("build", spec, "-o", tmp_path / "out")
-    assert result.exit_code == 0, result.output
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stderr
     assert handlers.read_text(encoding="utf-8").startswith(user_module)
     runpy.run_path(str(handlers))
 
@@ -262,10 +275,10 @@ def test_appended_stubs_keep_a_module_using_typing_attributes_importable(referen
 def test_build_with_an_unparsable_handler_module_is_a_user_error(tmp_path: Path) -> None:
     shutil.copy(SPEC, tmp_path / "billing.toml")
     (tmp_path / "billing_handlers.py").write_text("def get_invoice(args:\n", encoding="utf-8")
-    result = in_process("build", tmp_path / "billing.toml", "-o", tmp_path / "out")
-    assert "internal error" not in result.output
-    assert result.exit_code == 2, result.output
-    assert "FG403" in result.output
+    result = run("build", "billing.toml", "-o", "out", cwd=tmp_path)
+    assert "internal error" not in result.stderr
+    assert result.code == 2, result.stderr
+    assert "FG403" in result.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -280,8 +293,8 @@ def test_check_reports_missing_handlers_and_incompatible_signatures(reference: P
     source = with_signature(source, "get_customer", "def get_customer():")
     spec, _ = built(reference, tmp_path, source)
 
-    result = fusiongen("check", spec.name, "-o", "out", cwd=tmp_path)
-    assert result.returncode == 1, result.stderr
+    result = run_process("check", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 1, result.stderr
     assert result.stdout == ""  # no drift: only the handlers are wrong
     line, col = spec_position(spec, "invoice.update")
     assert diagnostics(result.stderr) == {
@@ -294,8 +307,7 @@ def test_check_reports_missing_handlers_and_incompatible_signatures(reference: P
     assert any("keyword-only" in m for m in messages if "list_invoices" in m), messages
 
 
-def test_check_accepts_every_supported_handler_form(reference: Path, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_accepts_every_supported_handler_form(reference: Path, tmp_path: Path) -> None:
     (tmp_path / "invoices_impl.py").write_text("def fetch_invoice(args):\n    return {}\n", encoding="utf-8")
     # The reference handlers: one bound by import, the others sync or async, with (args) or (args, ctx).
     source = without_function(HANDLERS.read_text(encoding="utf-8"), "get_invoice")
@@ -306,7 +318,6 @@ def test_check_accepts_every_supported_handler_form(reference: Path, tmp_path: P
     source = with_signature(source, "get_customer", "def get_customer(args, ctx, *, verbose=False):")
     spec, _ = built(reference, tmp_path, source)
 
-    monkeypatch.chdir(tmp_path)
-    result = in_process("check", spec.name, "-o", "out")
-    assert result.exit_code == 0, result.output
-    assert "error" not in result.output
+    result = run("check", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.stdout + result.stderr
+    assert "error" not in result.stdout + result.stderr

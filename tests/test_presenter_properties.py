@@ -8,7 +8,7 @@ lists are lists or tuples; every object is a dict, a dict subclass, a non-dict M
 model, a dataclass or a plain object. The generated presenter functions are called directly (fast);
 a smaller check drives the same payloads through a real `mcp.Client` in both protocol eras.
 
-Safe values are drawn from lowercase letters, so "PII" can only come from a marker.
+Safe values never contain "PII", so it can only come from a marker.
 """
 
 from __future__ import annotations
@@ -200,8 +200,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
 
 # --- payloads ------------------------------------------------------------------------------------------
 
-safe = st.text(alphabet="abcdefghijklmnopqrstuvwxyz -", min_size=0, max_size=8)
-pii = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=0, max_size=6).map(lambda s: f"{MARK}-{s}")
+# Small pools keep generation cheap: the structure, not the text, is what varies.
+safe = st.sampled_from(["", "a", "bo", "x y", "long-ish name", "-"])
+pii = st.integers(0, 99).map(lambda n: f"{MARK}-{n}")
 EXTRA_KEYS = ("note", "legacy_id", "debug", "owner_ssn")
 ABSENT = object()  # a field left out of the payload
 
@@ -223,11 +224,11 @@ places = obj({"home": optional(address), "work": optional(address), "label": opt
 payment = obj({"card": optional(pii), "amount": st.one_of(st.integers(-10**6, 10**6),
                                                           st.integers(0, 9999).map(str)),
                "memo": optional(pii)})
-line = obj({"sku": safe, "payments": st.lists(payment, max_size=3), "codes": optional(st.lists(pii, max_size=3))})
+line = obj({"sku": safe, "payments": st.lists(payment, max_size=2), "codes": optional(st.lists(pii, max_size=2))})
 person = obj({"id": safe, "name": safe, "email": optional(pii), "phone": optional(pii), "ssn": optional(pii)})
 account = obj({
     "id": safe, "tier": st.sampled_from(["basic", "gold"]), "places": optional(places),
-    "lines": st.lists(line, max_size=3), "owner": optional(person), "members": optional(st.lists(person, max_size=3)),
+    "lines": st.lists(line, max_size=2), "owner": optional(person), "members": optional(st.lists(person, max_size=2)),
     "secret": optional(pii), "nickname": optional(pii), "internal": optional(pii), "password": optional(pii),
     "pin": optional(st.integers(0, 9999)),
 })
@@ -258,12 +259,12 @@ class Plain:
         self.__dict__.update(values)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dataclass_for(keys: tuple[str, ...]) -> type:
     return dataclasses.make_dataclass("Row", [(k, Any) for k in keys])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pydantic_for(keys: tuple[str, ...]) -> type[pydantic.BaseModel]:
     return pydantic.create_model("Row", **{k: (Any, ...) for k in keys})  # type: ignore[call-overload, no-any-return]
 

@@ -155,7 +155,7 @@ path = "tags"
 [[presenters.TicketCard.ui]]
 type = "code"
 language = "sql"
-text = "SELECT * FROM t WHERE id = '{id}'"
+text = "SELECT * FROM t WHERE id = '{id}' -- {{literal braces}}"
 
 [[presenters.TicketCard.ui]]
 type = "summary"
@@ -221,7 +221,7 @@ async def test_each_block_type_renders_exactly(blocks: GeneratedServer, mode: st
         ui("list", "- Owner: \n- Tags: 2"),  # an entry that renders empty ("{owner}" of null) is left out
         ui("mermaid", "```mermaid\ngraph LR; open-->closed\n```"),
         ui("json", '```json\n[\n  "hw",\n  "urgent"\n]\n```'),
-        ui("code", "```sql\nSELECT * FROM t WHERE id = 'T-1'\n```"),
+        ui("code", "```sql\nSELECT * FROM t WHERE id = 'T-1' -- {literal braces}\n```"),
         ui("summary", "📊 **Summary**: T-1 is urgent."),
         ui("json", "```json\n" + dumped(shaped) + "\n```"),
     ]
@@ -280,6 +280,13 @@ async def test_truncation_notice_facts_and_limit(blocks: GeneratedServer, mode: 
         ui("markdown", "**5 tickets** found."),  # count() is the total found
         ui("summary", "📊 **Summary**: Many tickets."),
     ]
+
+
+async def test_items_beyond_the_limit_are_never_read(blocks: GeneratedServer) -> None:
+    # Truncation comes first: a malformed item after the limit is counted but never shaped.
+    result = await call(blocks, "ticket.list", [ticket(1), ticket(2), {"id": 3}, "not even an object"])
+    assert not result.is_error, result.content[0].text
+    assert (result.structured_content["total"], result.structured_content["shown"]) == (4, 2)
 
 
 @pytest.mark.parametrize("size", [0, 1, 2])
@@ -909,9 +916,12 @@ TEAM = {"id": "t", "lead": {"id": "p-1", "name": "PII-lead-name", "email": "PII-
         "members": [{"id": "p-2", "name": "PII-member-name", "email": "PII-member-mail"}]}
 
 
-@pytest.mark.xfail(strict=True, reason="fusiongen bug: a parent's redaction path into an embedded presenter "
-                   "(lead.name) is masked with the parent's censor, but the outputSchema admits only the child's "
-                   "censor, so the result does not validate (the client rejects it)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="fusiongen bug: a parent's redaction path into an embedded presenter (lead.name) is masked with "
+    "the parent's censor, but the outputSchema admits only the child's censor, so the result does not"
+    " validate (the client rejects it)",
+)
 async def test_parent_path_into_an_embed_validates_against_the_schema(embed_paths: GeneratedServer) -> None:
     team = {**TEAM, "members": []}
     raw = embed_paths.module("presenters").present_team_view(team)
@@ -920,8 +930,11 @@ async def test_parent_path_into_an_embed_validates_against_the_schema(embed_path
     assert "PII" not in model_view(result)
 
 
-@pytest.mark.xfail(strict=True, reason="fusiongen bug: with a parent path into a list embed (members[*].name), "
-                   "the mask no longer calls the embedded presenter's mask, so its own path (email) leaks")
+@pytest.mark.xfail(
+    strict=True,
+    reason="fusiongen bug: with a parent path into a list embed (members[*].name), the mask no longer calls "
+    "the embedded presenter's mask, so its own path (email) leaks",
+)
 def test_parent_path_into_a_list_embed_keeps_the_child_mask(embed_paths: GeneratedServer) -> None:
     result = embed_paths.module("presenters").present_team_view(TEAM)
     assert result.structured_content["members"][0]["email"] == "<hidden>"
@@ -960,8 +973,11 @@ handler = "get_order"
 """
 
 
-@pytest.mark.xfail(strict=True, reason="fusiongen bug: embedding an inline-schema presenter in a field that holds a "
-                   "model lets the schema name the model's hidden field (ssn), which is then shaped and sent")
+@pytest.mark.xfail(
+    strict=True,
+    reason="fusiongen bug: embedding an inline-schema presenter in a field that holds a model lets the "
+    "schema name the model's hidden field (ssn), which is then shaped and sent",
+)
 async def test_an_inline_schema_embed_cannot_expose_a_hidden_field(tmp_path: Path) -> None:
     built = build_or_errors(tmp_path, "pt_inline_embed", INLINE_EMBED)
     if isinstance(built, list):  # refusing the spec is a fix too
@@ -1003,8 +1019,11 @@ handler = "get_order"
 """
 
 
-@pytest.mark.xfail(strict=True, reason="fusiongen bug: a path the parent redacts inside an embed (customer.name) is "
-                   "still interpolated by the embedded presenter's model-audience block, rule and suggestion")
+@pytest.mark.xfail(
+    strict=True,
+    reason="fusiongen bug: a path the parent redacts inside an embed (customer.name) is still interpolated "
+    "by the embedded presenter's model-audience block, rule and suggestion",
+)
 async def test_an_embedded_presenter_cannot_show_a_path_its_parent_redacts(tmp_path: Path) -> None:
     built = build_or_errors(tmp_path, "pt_child_reads", CHILD_READS_REDACTED)
     if isinstance(built, list):  # refusing the spec (FG158) is a fix too
@@ -1031,8 +1050,11 @@ handler = "get_light"
 """
 
 
-@pytest.mark.xfail(strict=True, reason="fusiongen bug: presenters.py uses shapes.COLOR_VALUES but imports shapes only "
-                   "when a model shape function is needed: every call fails with NameError")
+@pytest.mark.xfail(
+    strict=True,
+    reason="fusiongen bug: presenters.py uses shapes.COLOR_VALUES but imports shapes only when a model shape"
+    " function is needed: every call fails with NameError",
+)
 async def test_a_presenter_with_an_enum_and_no_nested_model(tmp_path: Path) -> None:
     with build_spec(tmp_path, "pt_enum_only", ENUM_ONLY) as server:
         result = await call(server, "light.get", {"id": "l", "color": "red"})
@@ -1058,8 +1080,11 @@ handler = "list_tickets"
 """
 
 
-@pytest.mark.xfail(strict=True, reason="fusiongen bug: a collection_ui json block with a path compiles to "
-                   "json_text(data.get(...)) where no `data` exists: every call raises NameError")
+@pytest.mark.xfail(
+    strict=True,
+    reason="fusiongen bug: a collection_ui json block with a path compiles to json_text(data.get(...)) where"
+    " no `data` exists: every call raises NameError",
+)
 async def test_a_collection_json_block_with_a_path(tmp_path: Path) -> None:
     built = build_or_errors(tmp_path, "pt_collection_json", COLLECTION_JSON_PATH)
     if isinstance(built, list):  # refusing the key (FG160) is a fix too
@@ -1084,8 +1109,11 @@ class Lazy:
         raise ValueError("row 17: ssn PII-ssn, card PII-card-1")
 
 
-@pytest.mark.xfail(strict=True, reason="fusiongen bug: an exception raised while a presenter reads handler data "
-                   "(not OutputError) escapes the tool and the server sends its text as a JSON-RPC error")
+@pytest.mark.xfail(
+    strict=True,
+    reason="fusiongen bug: an exception raised while a presenter reads handler data (not OutputError) "
+    "escapes the tool and the server sends its text as a JSON-RPC error",
+)
 async def test_an_attribute_that_raises_fails_closed(blocks: GeneratedServer) -> None:
     try:
         result = await call(blocks, "ticket.get", Lazy())

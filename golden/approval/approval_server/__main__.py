@@ -35,11 +35,34 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--handle-idle-ttl",
-        type=float,
+        type=_positive,
         default=86400.0,
         help="seconds without activity after which a workflow handle expires (default 86400)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--lock-ttl",
+        type=_positive,
+        default=30.0,
+        help="seconds a call may hold a workflow handle; keep it above your slowest handler (default 30)",
+    )
+    arguments = parser.parse_args(argv)
+    try:
+        arguments.store = open_store(
+            arguments.state_store, idle_ttl=arguments.handle_idle_ttl, lock_ttl=arguments.lock_ttl
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    return arguments
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
 
 
 async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
@@ -56,7 +79,7 @@ async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
 
 
 async def run(arguments: argparse.Namespace) -> None:
-    store = open_store(arguments.state_store, idle_ttl=arguments.handle_idle_ttl)
+    store = arguments.store
     try:
         await serve(create_server(state_store=store), arguments)
     finally:

@@ -55,6 +55,8 @@ async def call_expense_create(handler: Handler, arguments: Mapping[str, Any], ct
         return presenters.present_expense(raw)
     except OutputError as exc:
         return output_invalid("expense.create", exc)
+    except Exception as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+        return handler_failed("expense.create", exc)
 
 
 async def call_expense_submit(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:

@@ -13,7 +13,7 @@ from ._gate import Binding, Machine
 
 HANDLE_KEY: Final = "workflow_id"
 
-EXPENSE: Final = Machine(
+EXPENSE_MACHINE: Final = Machine(
     name="expense",
     initial="draft",
     finals=frozenset({"paid"}),
@@ -34,7 +34,7 @@ EXPENSE: Final = Machine(
 )
 
 MACHINES: Final[dict[str, Machine]] = {
-    "expense": EXPENSE,
+    "expense": EXPENSE_MACHINE,
 }
 
 BINDINGS: Final[dict[str, Binding]] = {

@@ -132,7 +132,9 @@ class Gate:
             f'Tool "{tool}" is not available in the current state ("{state}") of workflow "{machine.name}".',
             "Call one of the available actions first."
             if allowed
-            else f'Workflow "{machine.name}" is in its final state: nothing more can be done with it.',
+            else f'Workflow "{machine.name}" is in its final state: nothing more can be done with it.'
+            if state in machine.finals
+            else f'No tool of workflow "{machine.name}" can run in state "{state}".',
             allowed,
             {"workflow": machine.name, "currentState": state, "requiredStates": ", ".join(sorted(binding.states))},
         )

@@ -15,6 +15,7 @@ import importlib
 import inspect
 import json
 import logging
+import math
 import re
 import sys
 import uuid
@@ -165,13 +166,16 @@ def out_enum(value: object, allowed: frozenset[str], at: str, name: str) -> str:
 
 
 def cast_number(value: object, at: str, name: str) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     if isinstance(value, str):
         try:
-            return float(value.strip())
+            number = float(value.strip())
         except ValueError:
             pass
+        else:
+            if math.isfinite(number):
+                return number
     raise OutputError(at, name, "a value that can be cast to a number")
 
 
@@ -451,7 +455,16 @@ def import_handlers(module: str, package_file: str, handlers_dir: str) -> Module
             raise
     search = (Path(package_file).parent / handlers_dir).resolve()
     sys.path.insert(0, str(search))
-    return importlib.import_module(module)
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module.startswith(exc.name):
+            raise
+        raise ModuleNotFoundError(
+            f'the handler module "{module}" is not importable: install it or add its folder to PYTHONPATH '
+            f"(also looked in {search})",
+            name=module,
+        ) from None
 
 
 def bind_handler(module: ModuleType, name: str, tool: str) -> Handler:
@@ -479,13 +492,27 @@ def bind_handler(module: ModuleType, name: str, tool: str) -> Handler:
 
 
 def _positional_parameters(function: Callable[..., object]) -> int:
-    count = 0
-    for parameter in inspect.signature(function).parameters.values():
-        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
-            return 2
-        if parameter.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
-            count += 1
-    return count
+    """How many arguments to pass: 2 when a second positional parameter wants the context (it has no
+    default, is named ctx, or is *args), else 1."""
+    positional = [
+        p
+        for p in inspect.signature(function).parameters.values()
+        if p.kind
+        in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.VAR_POSITIONAL,
+        )
+    ]
+    if len(positional) < 2:
+        return 1
+    second = positional[1]
+    wants = (
+        second.kind is inspect.Parameter.VAR_POSITIONAL
+        or second.default is inspect.Parameter.empty
+        or second.name == "ctx"
+    )
+    return 2 if wants else 1
 
 
 # --- presenters ---------------------------------------------------------------------------------------

@@ -188,7 +188,8 @@ def mask_invoice(data: dict[str, Any]) -> None:
                 item_2["card_number"] = _INVOICE_CENSOR
     node_3 = data.get("customer")
     if node_3 is not None:
-        mask_customer(expect_dict(node_3, "customer"))
+        expect_dict(node_3, "customer")
+        mask_customer(node_3)
 
 
 def present_invoice(raw: object) -> types.CallToolResult:

@@ -63,6 +63,8 @@ async def call_invoice_get(handler: Handler, arguments: Mapping[str, Any], ctx: 
         return presenters.present_invoice(raw)
     except OutputError as exc:
         return output_invalid("invoice.get", exc)
+    except Exception as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+        return handler_failed("invoice.get", exc)
 
 
 async def call_invoice_list(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -79,6 +81,8 @@ async def call_invoice_list(handler: Handler, arguments: Mapping[str, Any], ctx:
         return presenters.present_invoice_many(raw)
     except OutputError as exc:
         return output_invalid("invoice.list", exc)
+    except Exception as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+        return handler_failed("invoice.list", exc)
 
 
 async def call_invoice_create(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -95,6 +99,8 @@ async def call_invoice_create(handler: Handler, arguments: Mapping[str, Any], ct
         return presenters.present_invoice(raw)
     except OutputError as exc:
         return output_invalid("invoice.create", exc)
+    except Exception as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+        return handler_failed("invoice.create", exc)
 
 
 async def call_invoice_update(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -111,6 +117,8 @@ async def call_invoice_update(handler: Handler, arguments: Mapping[str, Any], ct
         return presenters.present_invoice(raw)
     except OutputError as exc:
         return output_invalid("invoice.update", exc)
+    except Exception as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+        return handler_failed("invoice.update", exc)
 
 
 async def call_customer_get(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -127,6 +135,8 @@ async def call_customer_get(handler: Handler, arguments: Mapping[str, Any], ctx:
         return presenters.present_customer_card(raw)
     except OutputError as exc:
         return output_invalid("customer.get", exc)
+    except Exception as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+        return handler_failed("customer.get", exc)
 
 
 async def call_billing_remind(handler: Handler, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:

@@ -13,7 +13,7 @@ from ._gate import Binding, Machine
 
 HANDLE_KEY: Final = "workflow_id"
 
-INVOICE: Final = Machine(
+INVOICE_MACHINE: Final = Machine(
     name="invoice",
     initial="draft",
     finals=frozenset({"discharged"}),
@@ -32,7 +32,7 @@ INVOICE: Final = Machine(
 )
 
 MACHINES: Final[dict[str, Machine]] = {
-    "invoice": INVOICE,
+    "invoice": INVOICE_MACHINE,
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
