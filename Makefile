@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPECS := $(wildcard specs/*.toml)
 
-.PHONY: venv demo test golden check-golden lint bench redis-server clean
+.PHONY: venv demo test golden check-golden lint bench redis-server tooling clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ demo: venv
 	$(BIN)/python specs/demo_client.py .demo
 
 ## test: everything (the virtualenv, redis-server from Debian, then pytest)
-test: venv redis-server
+test: venv redis-server tooling
 	$(BIN)/python -m pytest
 
 ## redis-server: the real Redis the workflow-store tests run against (Debian package)
@@ -29,6 +29,15 @@ redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		echo "installing Debian's redis-server"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+## tooling: the official MCP tools that tests/test_official_tooling.py runs (Inspector, conformance suite,
+## Node 22), installed from tooling/package-lock.json
+TOOLING_STAMP := tooling/node_modules/.installed
+$(TOOLING_STAMP): tooling/package.json tooling/package-lock.json
+	npm ci --prefix tooling --no-audit --no-fund
+	touch $(TOOLING_STAMP)
+
+tooling: $(TOOLING_STAMP)
 
 ## golden: rewrite golden/ from specs/
 golden: venv
@@ -51,4 +60,4 @@ bench: venv
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .demo dist build
+	rm -rf $(VENV) .demo dist build tooling/node_modules

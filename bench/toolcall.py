@@ -14,7 +14,8 @@ content. All are driven the same way, interleaved, in three modes:
             memory streams, server middleware, and the client's own output-schema validation.
 
 Every variant must return the same visible data as the generated server it is compared with
-(checked once, outside the timed loops).
+(checked once, outside the timed loops). Time is this process's CPU time (`time.process_time`):
+everything here runs in one thread, and CPU time does not count the waits a shared machine adds.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ LABEL = {"generated": "generated", "mcpserver": "MCPServer", "bare": "bare", "pr
 TARGET_VS_MCPSERVER = 1.3
 TARGET_VS_BARE = 0.85
 
-Batch = Callable[[int], Awaitable[float]]  # run n calls, return seconds per call
+Batch = Callable[[int], Awaitable[float]]  # run n calls, return CPU seconds per call
 
 
 def _context(raw: dict[str, Any]) -> ServerRequestContext[Any]:
@@ -68,10 +69,10 @@ def _handler_batch(entry: Any, ctx: ServerRequestContext[Any], params: Any) -> B
     handler = entry.handler
 
     async def batch(n: int) -> float:
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(n):
             await handler(ctx, params)
-        return (time.perf_counter() - start) / n
+        return (time.process_time() - start) / n
 
     return batch
 
@@ -80,21 +81,21 @@ def _dispatch_batch(entry: Any, ctx: ServerRequestContext[Any], raw: dict[str, A
     handler, validate = entry.handler, entry.params_type.model_validate
 
     async def batch(n: int) -> float:
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(n):
             result = await handler(ctx, validate(raw, by_name=False))
             result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return (time.perf_counter() - start) / n
+        return (time.process_time() - start) / n
 
     return batch
 
 
 def _client_batch(client: Client) -> Batch:
     async def batch(n: int) -> float:
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(n):
             await client.call_tool(baselines.TOOL, baselines.ARGUMENTS)
-        return (time.perf_counter() - start) / n
+        return (time.process_time() - start) / n
 
     return batch
 
@@ -152,10 +153,10 @@ def _breakdown(core: Any, presented: Any | None, rounds: int) -> Row:
 
     def timed(step: Callable[[], object]) -> Callable[[], float]:
         def run() -> float:
-            start = time.perf_counter()
+            start = time.process_time()
             for _ in range(n):
                 step()
-            return (time.perf_counter() - start) / n
+            return (time.process_time() - start) / n
         return run
 
     steps = {
@@ -268,10 +269,10 @@ def _schema_validation(listed: dict[str, list[types.Tool]], references: dict[str
         assert error is None, f"{name}: reference data does not fit its schema: {error}"
 
         def check(validator: Any = validator, data: Any = data) -> float:
-            start = time.perf_counter()
+            start = time.process_time()
             for _ in range(200):
                 best_match(validator.iter_errors(data))
-            return (time.perf_counter() - start) / 200
+            return (time.process_time() - start) / 200
 
         checks[name] = check
     samples = interleave(checks, rounds)

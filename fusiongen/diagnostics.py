@@ -133,4 +133,5 @@ CODES: dict[str, str] = {
     "FG406": "generated file missing (check)",
     "FG407": "stale generated file (check)",
     "FG408": "init would overwrite a file",
+    "FG409": "output directory unusable",
 }

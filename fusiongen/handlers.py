@@ -128,7 +128,7 @@ def parse_handlers(source: str, handler_file: str) -> libcst.Module | Diagnostic
         return libcst.parse_module(source)
     except libcst.ParserSyntaxError as exc:
         return Diagnostic("FG403", f"handler module does not parse: {exc.message}", handler_file,
-                          Position(exc.raw_line, exc.raw_column + 1), hint="fix it, then build again")
+                          Position(exc.editor_line, exc.editor_column), hint="fix it, then build again")
 
 
 def append_stubs(source: str, ir: ServerIR) -> str | None:

@@ -59,6 +59,8 @@ class _Lowering:
         self.loaded = loaded
         self.spec = loaded.spec
         self.diagnostics: list[Diagnostic] = []
+        self.models: tuple[ModelIR, ...] = ()
+        self.presenter_fields: dict[str, tuple[FieldIR, ...]] = {}
 
     def error(self, code: str, message: str, loc: Loc, *, hint: str | None = None, value: bool = False) -> None:
         self.diagnostics.append(self.loaded.diagnostic(code, message, loc, hint=hint, value=value))
@@ -88,9 +90,11 @@ class _Lowering:
                        "name", ("server", "handlers") if server.handlers else ("server", "package"), value=True,
                        hint="give the handler module its own name")
         models = tuple(self.lower_model(name, model) for name, model in self.spec.models.items())
+        self.models = models
         presenting = PresenterLowering(self, {m.name: m for m in models})
         for name, presenter in self.spec.presenters.items():
             presenting.fields[name] = presenting.schema(name, presenter)
+        self.presenter_fields = presenting.fields
         self.check_embed_cycles()
         presenters = [presenting.lower(name, p, set(self.spec.tools)) for name, p in self.spec.presenters.items()]
         check_parent_redactions(self, {p.name: p for p in presenters})
@@ -339,14 +343,14 @@ class _Lowering:
         """Embedded presenters must form a tree: a cycle would shape data forever."""
         graph = {name: [c for c in p.embed.values() if c in self.spec.presenters]
                  for name, p in self.spec.presenters.items()}
-        reported: set[str] = set()
+        reported: set[frozenset[str]] = set()
 
         def visit(name: str, trail: list[str]) -> None:
             for child in graph[name]:
                 if child in trail:
                     cycle = [*trail[trail.index(child):], child]
-                    if cycle[0] not in reported:
-                        reported.add(cycle[0])
+                    if frozenset(cycle) not in reported:
+                        reported.add(frozenset(cycle))
                         self.error("FG154", "embedded presenters form a cycle: " + " → ".join(cycle),
                                    ("presenters", cycle[0], "embed"))
                     continue
@@ -372,7 +376,8 @@ class _Lowering:
         for tool in tools:
             if tool.binding and any(f.name == handle_key for f in tool.inputs):
                 self.error("FG177", f'tool "{tool.name}" has an input "{handle_key}", the workflow handle argument',
-                           ("tools", tool.name), hint='rename the input or set [server] state_handle_key')
+                           ("tools", tool.name, "input", handle_key),
+                           hint='rename the input or set [server] state_handle_key')
 
     def check_collisions(self, models: tuple[ModelIR, ...], tools: tuple[ToolIR, ...]) -> None:
         first_by_handler: dict[str, str] = {}

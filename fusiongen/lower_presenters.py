@@ -94,10 +94,13 @@ class PresenterLowering:
         return None
 
     def hidden_names(self, field: FieldIR) -> set[str]:
+        return {f.name for f in self.hidden_fields(field)}
+
+    def hidden_fields(self, field: FieldIR) -> tuple[FieldIR, ...]:
         target = field.type.items if field.type.kind == "list" else field.type
         if target is not None and target.kind == "model" and target.model in self.models:
-            return {f.name for f in self.models[target.model].fields if f.hidden}
-        return set()
+            return tuple(f for f in self.models[target.model].fields if f.hidden)
+        return ()
 
     # --- presenters ------------------------------------------------------------------------------
     def lower(self, name: str, presenter: PresenterSpec, tools: set[str]) -> PresenterIR:
@@ -240,12 +243,16 @@ class PresenterLowering:
             for field in candidates:
                 depth = 1 if field.type.kind == "list" else 0
                 if each > depth:
-                    problems.append(f'"{field.name}" is not a list, so [*] does not apply')
+                    problems.append(f'"{field.name}" is a list of single items: one [*] reaches them' if depth
+                                    else f'"{field.name}" is not a list, so [*] does not apply')
                     continue
+                if name == "*" and depth and each == 0 and len(rest) > 1:
+                    each = 1  # "every field of a" includes the items of its list fields: none may slip past
                 if field.type.kind == "list" and each == 0 and len(rest) > 1:
                     problems.append(f'"{field.name}" is a list: write {field.name}[*] to reach its items')
                     continue
                 here = (*prefix, field.name, *(["[*]"] * each))
+                each = match["each"].count("[*]")  # the wildcard's per-field choice above must not stick
                 if len(rest) == 1:
                     results.append(here)
                     matched += 1
@@ -281,13 +288,17 @@ class _ExprContext:
         self.embeds = embeds
         self.redactions = redactions
         self.reads: list[tuple[str, ...]] = []  # what model-facing expressions read (checked against parents)
+        model = owner.models.get(owner.spec.presenters[loc[1]].model or "") if len(loc) > 1 else None
+        self.top_hidden = {f.name: f for f in model.fields if f.hidden} if model else {}
 
     def resolve(self, path: tuple[str, ...]) -> expr.FieldInfo | None:
         level, embeds, nullable = self.fields, self.embeds, False
+        hidden = self.top_hidden
         for depth, name in enumerate(path):
-            field = next((f for f in level if f.name == name), None)
+            field = next((f for f in level if f.name == name), None) or hidden.get(name)
             if field is None:
                 return None
+            hidden = {f.name: f for f in self.owner.hidden_fields(field)}
             nullable = nullable or not field.required or field.nullable
             if depth == len(path) - 1:
                 kind = field.cast or field.type.kind
@@ -304,6 +315,8 @@ class _ExprContext:
 
     def hidden_reason(self, path: tuple[str, ...]) -> str | None:
         """Why reading `path` would leak, if it would: it is hidden, or overlaps a redacted path."""
+        if path and path[0] in self.top_hidden:
+            return f'"{".".join(path)}" is hidden'
         level: tuple[FieldIR, ...] = self.fields
         embeds = self.embeds
         for depth, name in enumerate(path):
@@ -319,7 +332,8 @@ class _ExprContext:
         for redacted in self.redactions:
             plain = tuple(s for s in redacted if s != "[*]")
             if plain[: len(path)] == path or path[: len(plain)] == plain:
-                return f'"{".".join(path)}" is redacted (redact_pii "{".".join(plain)}")'
+                written = "".join(s if s == "[*]" else f".{s}" for s in redacted).lstrip(".")
+                return f'"{".".join(path)}" is redacted (redact_pii "{written}")'
         return None
 
     def _compile(self, kind: str, text: str, loc: Loc, *, collection: bool, for_user: bool = False,
@@ -378,11 +392,18 @@ class _ExprContext:
 
         columns = tuple(spec.columns or ())
         rows: list[tuple[ExprIR, ...]] = []
-        for r, row in enumerate(spec.rows or ([spec.row] if spec.row is not None else [])):
-            at = (*loc, "rows", r) if spec.rows is not None else (*loc, "row")
+        all_rows = spec.rows or ([spec.row] if spec.row is not None else [])
+        bad = False
+        for r, row in enumerate(all_rows):
             if len(row) != len(columns):
-                self.lowering.error("FG160", f"a table row has {len(row)} cells for {len(columns)} columns", at)
-                return None
+                cells = f"{len(row)} cell" + ("" if len(row) == 1 else "s")
+                self.lowering.error("FG160", f"a table row has {cells} for {len(columns)} columns",
+                                    (*loc, "rows", r) if spec.rows is not None else (*loc, "row"))
+                bad = True
+        if bad:
+            return None
+        for r, row in enumerate(all_rows):
+            at = (*loc, "rows", r) if spec.rows is not None else (*loc, "row")
             cells = [tpl(cell, (*at, c)) for c, cell in enumerate(row)]
             if any(c is None for c in cells):
                 return None
@@ -398,6 +419,7 @@ class _ExprContext:
                 self.lowering.error("FG160", f'json block path "{spec.path}" is not a field', (*loc, "path"), value=True)
                 return None
         if spec.type == "json" and not user:
+            self.reads.append(path)  # () reads the whole result: any parent redaction under it is shown
             reason = self.hidden_reason(path) if path else (
                 "the whole result holds redacted fields" if self.redactions else None)
             if reason:
@@ -427,15 +449,17 @@ def check_parent_redactions(lowering: _Lowering, presenters: dict[str, Presenter
             found += [(field, *p) for p in reads(child, visiting | {name})]
         return found
 
+    owner = PresenterLowering(lowering, {m.name: m for m in lowering.models})
+    owner.fields = lowering.presenter_fields
     for name, presenter in presenters.items():
         spec = lowering.spec.presenters[name]
-        embedded = dict(presenter.embeds)
-        for field, child in embedded.items():
+        for field, child in presenter.embeds:
             child_reads = [(field, *p) for p in reads(child, frozenset({name}))]
             for index, text in enumerate(spec.redact_pii):
-                for redacted in presenter.redactions:
+                _, own = owner.expand(text, presenter.fields, dict(presenter.embeds))
+                for redacted in own:
                     plain = tuple(s for s in redacted if s != "[*]")
-                    if plain[:1] != (field,) or not text.replace("[*]", "").startswith(field):
+                    if plain[:1] != (field,):
                         continue
                     hit = next((r for r in child_reads if r[: len(plain)] == plain or plain[: len(r)] == r), None)
                     if hit is not None:

@@ -9,6 +9,7 @@ diagnostic naming it, because silently dropping a guard lets a call through that
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from fusiongen.spec import StateSpec, ToolSpec, TransitionSpec, WorkflowSpec
 if TYPE_CHECKING:
     from fusiongen.lower import _Lowering
 
-_UNSUPPORTED_STATE_KEYS = ("always", "after", "invoke", "entry", "exit", "states", "initial", "history")
+_UNSUPPORTED_STATE_KEYS = ("always", "after", "invoke", "entry", "exit", "initial", "states", "history")
 _UNSUPPORTED_TRANSITION_KEYS = ("guard", "cond", "actions", "reenter")
 _MACHINE_KEYS = {"id", "initial", "states", "description", "version", "context", "predictableActionArguments"}
 
@@ -40,11 +41,11 @@ class _Source:
         if self.text is None:
             return lowering.loaded.key_at(*loc)
         offset = 0
-        for key in json_keys:  # walk down the JSON text key by key: good enough for exported machines
-            found = self.text.find(json.dumps(key), offset)
-            if found < 0:
+        for key in json_keys:  # walk down the JSON text key by key (a key, not an equal string value)
+            match = re.compile(re.escape(json.dumps(key)) + r"\s*:").search(self.text, offset)
+            if match is None:
                 break
-            offset = found
+            offset = match.start()
         line = self.text.count("\n", 0, offset) + 1
         return Position(line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1)
 
@@ -53,6 +54,9 @@ class WorkflowLowering:
     def __init__(self, lowering: _Lowering) -> None:
         self.lowering = lowering
         self.spec = lowering.spec
+        # Every event a workflow's states name, compiled or not: a binding to an event whose transition was
+        # already reported (unsupported, or an unknown target) is not reported again.
+        self.declared_events: dict[str, set[str]] = {}
 
     def report(self, source: _Source, code: str, message: str, loc: Loc, json_keys: tuple[str, ...] = (),
                *, hint: str | None = None, warning: bool = False) -> None:
@@ -81,12 +85,18 @@ class WorkflowLowering:
         state_loc = (*loc, "states")
         transitions: list[tuple[str, str, str]] = []
         finals: list[str] = []
+        self.declared_events[name] = {event for spec in states.values() for event in spec.on}
         for state, spec in states.items():
             at = (*state_loc, state)
             keys = ("states", state)
+            nested_reported = False
             for key in _UNSUPPORTED_STATE_KEYS:
                 if getattr(spec, key) is not None:
-                    what = "nested states" if key in ("states", "initial", "history") else f'"{key}"'
+                    nested = key in ("states", "initial", "history")
+                    if nested and nested_reported:
+                        continue
+                    nested_reported = nested_reported or nested
+                    what = "nested states" if nested else f'"{key}"'
                     self.report(source, "FG172", f'state "{state}" uses {what}, an XState feature fusiongen does '
                                 "not compile", (*at, key), (*keys, key),
                                 hint="flatten the machine, or enforce it in a handler")
@@ -223,7 +233,9 @@ class WorkflowLowering:
             ok = False
         if bind.transition is not None:
             accepting = {s for s, e, _ in workflow.transitions if e == bind.transition}
-            if not accepting:
+            if not accepting and bind.transition in self.declared_events.get(name, set()):
+                ok = False  # its transitions were reported where they are declared
+            elif not accepting:
                 self.lowering.error("FG171", f'no state of workflow "{name}" accepts event "{bind.transition}"',
                                     (*at, "transition"), value=True)
                 ok = False

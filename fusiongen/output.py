@@ -46,6 +46,10 @@ def foreign_files(generation: Generation, out_dir: Path) -> list[Diagnostic]:
 
 def publish(generation: Generation, out_dir: Path) -> Published:
     """Write the generated files; raise SpecError (writing nothing) if that would overwrite a foreign file."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise SpecError([Diagnostic("FG409", f"output directory {display_path(out_dir)} is a file",
+                                    generation.loaded.display_path, generation.loaded.key_at("server"),
+                                    hint="pass another -o")])
     foreign = foreign_files(generation, out_dir)
     if foreign:
         raise SpecError(foreign)

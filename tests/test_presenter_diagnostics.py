@@ -193,7 +193,8 @@ embed = { customer = "CustomerCard" }
         Expected(at(source, 'nope = "LineCard"'), "FG153",
                  'embed "nope" must name a field of this presenter that holds a model or a list of models'),
         Expected(at(source, 'customer = "CustomerCard" }\n'), "FG153",  # not among the narrowed fields
-                 'embed "customer" must name a field of this presenter that holds a model or a list of models'),
+                 'embed "customer" must name a field of this presenter that holds a model or a list of '
+                 "models"),
     ])
 
 
@@ -235,17 +236,29 @@ embed = { prev = "Loop" }
     ])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusiongen bug: check_embed_cycles dedupes by the cycle's first presenter, so a cycle of two "
-    "presenters is reported twice (Ping → Pong → Ping and Pong → Ping → Pong)",
-)
 def test_a_cycle_is_reported_once(tmp_path: Path) -> None:
     check(tmp_path, CYCLES, [
         Expected(at(CYCLES, 'embed = { next = "Pong" }'), "FG154",
                  "embedded presenters form a cycle: Ping → Pong → Ping"),
         Expected(at(CYCLES, 'embed = { prev = "Loop" }'), "FG154",
                  "embedded presenters form a cycle: Loop → Loop"),
+    ])
+
+
+def test_an_inline_schema_embed_cannot_name_a_hidden_field(tmp_path: Path) -> None:
+    source = BASE + """
+[presenters.Card]
+schema = { id = "string", ssn = "string" }
+
+[presenters.H]
+model = "Invoice"
+embed = { customer = "Card" }
+"""
+    check(tmp_path, source, [
+        Expected(at(source, '"Card" }'), "FG153",
+                 'presenter "Card" declares "ssn", a hidden field of model "Customer", '
+                 'which field "customer" holds',
+                 "hidden fields never leave the server; remove it from the schema"),
     ])
 
 
@@ -276,7 +289,8 @@ redact_pii = [
 """
     check(tmp_path, source, [
         Expected(at(source, '"lines[*].card_numbr"'), "FG155",
-                 'redaction path "lines[*].card_numbr": no field "card_numbr" here (did you mean "card_number"?)'),
+                 'redaction path "lines[*].card_numbr": no field "card_numbr" here '
+                 '(did you mean "card_number"?)'),
         Expected(at(source, '"amount[*]"'), "FG155",
                  'redaction path "amount[*]": "amount" is not a list, so [*] does not apply'),
         Expected(at(source, '"lines.card_number"'), "FG155",
@@ -292,11 +306,6 @@ redact_pii = [
     ])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='fusiongen bug: for "lines[*][*].sku" FG155 says "lines" is not a list, but lines is a list (of '
-    "models, not of lists)",
-)
 def test_a_double_star_on_a_list_of_models_names_the_real_problem(tmp_path: Path) -> None:
     source = BASE + """
 [presenters.F]
@@ -449,7 +458,8 @@ audience = "user"
 type = "list"
 item = "{id}: {status}"
 """
-    redacted_email = '"customer.email" is redacted (redact_pii "customer.email"): it cannot be shown to the model'
+    redacted_email = ('"customer.email" is redacted (redact_pii "customer.email"): '
+                      "it cannot be shown to the model")
     check(tmp_path, source, [
         Expected(at(source, '"Status {status}."'), "FG158",
                  '"status" is redacted (redact_pii "status"): it cannot be shown to the model', ANY_HINT),
@@ -459,7 +469,8 @@ item = "{id}: {status}"
                  "the whole result holds redacted fields: a json block cannot show it to the model",
                  'mark the block audience = "user"'),
         Expected(at(source, 'path = "customer"\n'), "FG158",
-                 '"customer" is redacted (redact_pii "customer.email"): a json block cannot show it to the model',
+                 '"customer" is redacted (redact_pii "customer.email"): '
+                 "a json block cannot show it to the model",
                  'mark the block audience = "user"'),
         Expected(at(source, '"Mail {customer.email}"'), "FG158", redacted_email,
                  'mark the block audience = "user", or read another field'),
@@ -468,11 +479,6 @@ item = "{id}: {status}"
     ])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='fusiongen bug: FG158 quotes the redaction path without its [*] (redact_pii "lines.card_number", '
-    "a path that is itself invalid) instead of as written",
-)
 def test_a_leak_names_the_redaction_path_as_written(tmp_path: Path) -> None:
     source = BASE + """
 [presenters.H]
@@ -482,15 +488,11 @@ rules = ["Lines: {lines}"]
 """
     check(tmp_path, source, [
         Expected(at(source, '"Lines: {lines}"'), "FG158",
-                 '"lines" is redacted (redact_pii "lines[*].card_number"): it cannot be shown to the model', ANY_HINT),
+                 '"lines" is redacted (redact_pii "lines[*].card_number"): it cannot be shown to the model',
+                 ANY_HINT),
     ])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='fusiongen bug: a hidden field in a template is reported as FG157 unknown field, not FG158 "is '
-    'hidden" (hidden_reason is unreachable: resolve fails first)',
-)
 def test_model_audience_text_cannot_read_hidden_paths(tmp_path: Path) -> None:
     source = BASE + """
 [presenters.H]
@@ -505,11 +507,6 @@ rules = ["Notes: {internal_notes}", "SSN: {customer.ssn}"]
     ])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='fusiongen bug: the `when` of an audience = "user" block is checked as if it reached the model: '
-    'FG158 with the hint to mark the block audience = "user", which it already is',
-)
 def test_a_user_block_may_be_conditioned_on_a_redacted_path(tmp_path: Path) -> None:
     source = BASE + """
 [presenters.H]
@@ -544,6 +541,51 @@ suggest = [{ tool = "invoice.get", reason = "Reload {id} for {customer.name}", w
 """
     result = validate(tmp_path, source)
     assert result.returncode == 0, result.stderr
+
+
+def test_an_embedded_presenter_cannot_show_what_its_parent_redacts(tmp_path: Path) -> None:
+    source = BASE + """
+[presenters.CustomerCard]
+model = "Customer"
+rules = ["Customer {name}."]
+
+[presenters.LineCard]
+model = "LineItem"
+suggest = [{ tool = "invoice.get", reason = "Charge {card_number}" }]
+
+[presenters.I]
+model = "Invoice"
+embed = { customer = "CustomerCard", lines = "LineCard" }
+redact_pii = ["customer.name", "lines[*].card_number"]
+"""
+    check(tmp_path, source, [  # reported at the parent's redact_pii entry: the child alone cannot know
+        Expected(at(source, '"customer.name"'), "FG158",
+                 'presenter "CustomerCard" (embedded as "customer") shows "customer.name" to the model, '
+                 'which redact_pii "customer.name" masks',
+                 'redact it in "CustomerCard" too, or show it only with audience = "user"'),
+        Expected(at(source, '"lines[*].card_number"'), "FG158",
+                 'presenter "LineCard" (embedded as "lines") shows "lines.card_number" to the model, '
+                 'which redact_pii "lines[*].card_number" masks',
+                 'redact it in "LineCard" too, or show it only with audience = "user"'),
+    ])
+
+
+def test_each_parent_redaction_is_blamed_only_for_what_it_masks(tmp_path: Path) -> None:
+    source = BASE + """
+[presenters.CustomerCard]
+model = "Customer"
+rules = ["Customer {name}."]
+
+[presenters.I]
+model = "Invoice"
+embed = { customer = "CustomerCard" }
+redact_pii = ["customer.name", "customer.id"]
+"""
+    check(tmp_path, source, [
+        Expected(at(source, '"customer.name"'), "FG158",
+                 'presenter "CustomerCard" (embedded as "customer") shows "customer.name" to the model, '
+                 'which redact_pii "customer.name" masks', ANY_HINT),
+    ])
 
 
 # --- suggestions: FG159 -----------------------------------------------------------------------------------
@@ -626,11 +668,6 @@ items = ["{id}"]
     ])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusiongen bug: lowering a table stops at its first bad row, so a second bad row is reported only"
-    " after the first is fixed (lowering promises every mistake in one run)",
-)
 def test_every_bad_table_row_is_reported(tmp_path: Path) -> None:
     source = BASE + """
 [presenters.U]

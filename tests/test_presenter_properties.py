@@ -1,12 +1,14 @@
-"""Property: whatever a handler returns, nothing redacted, hidden, narrowed out or undeclared reaches the model.
+"""Property: whatever a handler returns, nothing redacted, hidden, narrowed out or undeclared reaches
+the model, and every result fits the tool's outputSchema.
 
 One spec with nested models, lists of models, a list of strings, `a.*.b`, `[*]` and nested `[*]` paths
-and an embedded presenter (in a model field and in a list field) is built once per module. Hypothesis
-generates payloads with a marked PII string (`PII-…`) at every redacted path, every hidden field, the
-field the presenter narrows out and random undeclared keys; optional values are missing, null or set;
-lists are lists or tuples; every object is a dict, a dict subclass, a non-dict Mapping, a pydantic
-model, a dataclass or a plain object. The generated presenter functions are called directly (fast);
-a smaller check drives the same payloads through a real `mcp.Client` in both protocol eras.
+and an embedded presenter (in a model field and in a list field, with the parent redacting paths inside
+it too) is built once per module. Hypothesis generates payloads with a marked PII string (`PII-…`) at
+every redacted path, every hidden field, the field the presenter narrows out and random undeclared
+keys; optional values are missing, null or set; lists are lists or tuples; every object is a dict, a
+dict subclass, a non-dict Mapping, a pydantic model, a dataclass or a plain object. The generated
+presenter functions are called directly (fast); a smaller check drives the same payloads through a
+real `mcp.Client` in both protocol eras.
 
 Safe values never contain "PII", so it can only come from a marker.
 """
@@ -97,7 +99,7 @@ rules = ["Person {id}."]
 
 [[presenters.PersonCard.ui]]
 type = "summary"
-text = "Person {name}"
+text = "Person {id}"
 
 [[presenters.PersonCard.ui]]
 type = "list"
@@ -109,12 +111,12 @@ model = "Account"
 fields = ["id", "tier", "places", "lines", "owner", "members", "secret", "nickname"]
 embed = { owner = "PersonCard", members = "PersonCard" }
 redact_pii = ["places.*.street", "places.*.zip", "lines[*].payments[*].card", "lines[*].payments[*].memo",
-              "lines[*].codes[*]", "secret", "nickname"]
+              "lines[*].codes[*]", "secret", "nickname", "owner.name", "owner.email", "members[*].name"]
 censor = "###"
 limit = 3
 rules = ["Account {id} is {tier}."]
 rules_when = [{ when = "tier == 'gold'", rule = "Gold account {id} ({places.label})." }]
-suggest = [{ tool = "account.get", reason = "Reload {id} of {owner.name}", when = "tier == 'basic'" }]
+suggest = [{ tool = "account.get", reason = "Reload {id} of {owner.id}", when = "tier == 'basic'" }]
 
 [[presenters.AccountView.ui]]
 type = "table"
@@ -224,11 +226,13 @@ places = obj({"home": optional(address), "work": optional(address), "label": opt
 payment = obj({"card": optional(pii), "amount": st.one_of(st.integers(-10**6, 10**6),
                                                           st.integers(0, 9999).map(str)),
                "memo": optional(pii)})
-line = obj({"sku": safe, "payments": st.lists(payment, max_size=2), "codes": optional(st.lists(pii, max_size=2))})
-person = obj({"id": safe, "name": safe, "email": optional(pii), "phone": optional(pii), "ssn": optional(pii)})
+line = obj({"sku": safe, "payments": st.lists(payment, max_size=2),
+            "codes": optional(st.lists(pii, max_size=2))})
+person = obj({"id": safe, "name": pii, "email": optional(pii), "phone": optional(pii), "ssn": optional(pii)})
 account = obj({
     "id": safe, "tier": st.sampled_from(["basic", "gold"]), "places": optional(places),
-    "lines": st.lists(line, max_size=2), "owner": optional(person), "members": optional(st.lists(person, max_size=2)),
+    "lines": st.lists(line, max_size=2), "owner": optional(person),
+    "members": optional(st.lists(person, max_size=2)),
     "secret": optional(pii), "nickname": optional(pii), "internal": optional(pii), "password": optional(pii),
     "pin": optional(st.integers(0, 9999)),
 })
@@ -371,7 +375,8 @@ async def through_client(built: Built, tool: str, payload: Any) -> tuple[list[An
 
 @settings(max_examples=25, deadline=None, phases=PHASES, suppress_health_check=[HealthCheck.too_slow])
 @given(payload=handed_over())
-def test_the_same_holds_through_a_real_client(built: Built, payload: tuple[list[dict[str, Any]], Any]) -> None:
+def test_the_same_holds_through_a_real_client(built: Built,
+                                              payload: tuple[list[dict[str, Any]], Any]) -> None:
     accounts, handed = payload
     (legacy, modern), schema = anyio.run(through_client, built, "account.get", handed[0])
     assert schema == built.single.schema  # what is advertised is what the property checks against
@@ -393,4 +398,6 @@ def test_the_spec_uses_every_path_form(built: Built) -> None:
     assert ("lines", "[*]", "payments", "[*]", "card") in paths  # nested lists
     assert ("lines", "[*]", "codes", "[*]") in paths  # a list of strings
     assert ("secret",) in paths
+    # Paths into the embedded presenter (whose own censor masks email): the parent's censor wins.
+    assert {("owner", "name"), ("owner", "email"), ("members", "[*]", "name")} <= paths
     assert dict(ir.embeds) == {"owner": "PersonCard", "members": "PersonCard"}

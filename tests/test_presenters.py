@@ -37,7 +37,8 @@ MODES = ["legacy", "2026-07-28"]
 
 def server_header(name: str) -> str:
     """A `[server]` table whose package and handler module are unique to one spec."""
-    return f'[server]\nname = "{name.replace("_", "-")}"\npackage = "{name}_server"\nhandlers = "{name}_handlers"\n'
+    server = name.replace("_", "-")
+    return f'[server]\nname = "{server}"\npackage = "{name}_server"\nhandlers = "{name}_handlers"\n'
 
 
 def build_spec(directory: Path, name: str, body: str) -> GeneratedServer:
@@ -45,7 +46,8 @@ def build_spec(directory: Path, name: str, body: str) -> GeneratedServer:
     directory.mkdir(parents=True, exist_ok=True)
     spec = directory / f"{name}.toml"
     spec.write_text(server_header(name) + body, encoding="utf-8")
-    (directory / f"{name}_handlers.py").write_text('"""Handlers are replaced by each test."""\n', encoding="utf-8")
+    handlers = directory / f"{name}_handlers.py"
+    handlers.write_text('"""Handlers are replaced by each test."""\n', encoding="utf-8")
     out = directory / "out"
     return GeneratedServer(build(spec, out), out)
 
@@ -216,7 +218,8 @@ async def test_each_block_type_renders_exactly(blocks: GeneratedServer, mode: st
     assert result.structured_content == shaped
     assert texts(result) == [
         dumped(shaped),
-        ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-1 |\n| Priority | 70% |\n| Tags | hw, urgent |"),
+        ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-1 |\n| Priority | 70% |\n"
+                    "| Tags | hw, urgent |"),
         ui("markdown", "**OPEN**: Printer 1 on fire"),
         ui("list", "- Owner: \n- Tags: 2"),  # an entry that renders empty ("{owner}" of null) is left out
         ui("mermaid", "```mermaid\ngraph LR; open-->closed\n```"),
@@ -233,24 +236,26 @@ async def test_blocks_whose_when_is_false_are_left_out(blocks: GeneratedServer) 
     types_shown = [b.text.split('"')[1] for b in result.content[1:]]
     assert types_shown == ["table", "markdown", "list", "json", "code", "json"]  # no mermaid, no summary
     assert ui("list", "- Owner: ana\n- ana\n- Tags: 0") in texts(result)
-    assert ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-2 |\n| Priority | 10% |\n| Tags |  |") \
-        in texts(result)
+    assert ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-2 |\n| Priority | 10% |\n"
+                       "| Tags |  |") in texts(result)
 
 
 async def test_table_cells_escape_pipes_and_newlines(blocks: GeneratedServer) -> None:
     result = await call(blocks, "ticket.get", ticket(3, tags=["a|b", "c\nd"]))
     assert texts(result)[1] == ui(
-        "table", "| Field | Value |\n| --- | --- |\n| Ticket | T-3 |\n| Priority | 70% |\n| Tags | a\\|b, c d |")
+        "table", "| Field | Value |\n| --- | --- |\n| Ticket | T-3 |\n| Priority | 70% |\n"
+                 "| Tags | a\\|b, c d |")
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: GeneratedServer, mode: str) -> None:
+async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: GeneratedServer,
+                                                                        mode: str) -> None:
     result = await call(blocks, "ticket.list", [ticket(1), ticket(2, status="closed")], mode)
     assert result.structured_content == {
-        "items": [{"id": "T-1", "title": "Printer 1 on fire", "priority": 7, "status": "open", "owner": None,
-                   "tags": ["hw", "urgent"]},
-                  {"id": "T-2", "title": "Printer 2 on fire", "priority": 7, "status": "closed", "owner": None,
-                   "tags": ["hw", "urgent"]}],
+        "items": [{"id": "T-1", "title": "Printer 1 on fire", "priority": 7, "status": "open",
+                   "owner": None, "tags": ["hw", "urgent"]},
+                  {"id": "T-2", "title": "Printer 2 on fire", "priority": 7, "status": "closed",
+                   "owner": None, "tags": ["hw", "urgent"]}],
         "total": 2, "shown": 2, "truncated": False,
     }
     assert texts(result) == [
@@ -322,7 +327,11 @@ rules = ["Never call the receiver.", "Shipments are insured."]
 [presenters.Shipment]
 model = "Shipment"
 embed = { receiver = "ReceiverCard" }
-rules = ["Weights are in kg & <never> pounds.", "Shipments are insured.", "Weights are in kg & <never> pounds."]
+rules = [
+  "Weights are in kg & <never> pounds.",
+  "Shipments are insured.",
+  "Weights are in kg & <never> pounds.",
+]
 collection_rules = ["{count()} shipments & counting.", "Shipments are insured."]
 
 [[presenters.Shipment.rules_when]]
@@ -403,11 +412,12 @@ async def test_conditional_rules_and_suggestions_follow_the_data(rules: Generate
     result = await call(rules, "ship.get", shipment(2, status="delivered", fragile=False, receiver=None))
     assert tagged(result, "domain_rules") == [rules_block(
         "carrier: Carrier &lt;code> &amp; name", "weight_kg: Kilograms",
-        "Weights are in kg &amp; &lt;never> pounds.", "Shipments are insured.")]  # no receiver: no child rules
+        "Weights are in kg &amp; &lt;never> pounds.", "Shipments are insured.")]  # no receiver, no child's
     assert tagged(result, "action_suggestions") == [
         suggestions_block("ship.list: See all &lt;open> &amp; late shipments")]
     fragile_only = await call(rules, "ship.get", shipment(3, status="delivered", weight_kg=0.3))
-    assert "- Shipment S-3 is fragile: carry &lt; 0.2 kg at a time.\n" in tagged(fragile_only, "domain_rules")[0]
+    rules_text = tagged(fragile_only, "domain_rules")[0]
+    assert "- Shipment S-3 is fragile: carry &lt; 0.2 kg at a time.\n" in rules_text
     assert tagged(fragile_only, "action_suggestions") == [suggestions_block(  # in the spec's order
         "ship.list: See all &lt;open> &amp; late shipments", "ship.track: Track S-3 with DHL")]
 
@@ -523,8 +533,8 @@ handler = "list_accounts"
 """
 
 # Markers: every value that must never reach the model (redacted, hidden, narrowed out, undeclared).
-PII = ["PII-street-1", "PII-street-2", "PII-card-1", "PII-code-1", "PII-code-2", "PII-secret", "PII-mail-owner",
-       "PII-mail-member", "PII-ssn", "PII-password", "PII-internal", "PII-undeclared"]
+PII = ["PII-street-1", "PII-street-2", "PII-card-1", "PII-code-1", "PII-code-2", "PII-secret",
+       "PII-mail-owner", "PII-mail-member", "PII-ssn", "PII-password", "PII-internal", "PII-undeclared"]
 
 
 def account(**changes: Any) -> dict[str, Any]:
@@ -532,13 +542,15 @@ def account(**changes: Any) -> dict[str, Any]:
         "id": "A-1",
         "places": {"home": {"street": "PII-street-1", "city": "Oslo", "zip": None, "x": "PII-undeclared"},
                    "work": {"street": "PII-street-2", "city": "Bergen", "zip": "5003"}, "label": "main"},
-        "lines": [{"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": "12"}, {"card": None, "amount": 3}],
+        "lines": [{"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": "12"},
+                                              {"card": None, "amount": 3}],
                    "codes": ["PII-code-1", "PII-code-2"]},
                   {"sku": "s-2", "payments": []}],
         "owner": {"id": "p-1", "name": "Ada", "email": "PII-mail-owner", "ssn": "PII-ssn"},
         "members": [{"id": "p-2", "name": "Bob", "email": "PII-mail-member", "ssn": "PII-ssn"},
                     {"id": "p-3", "name": "Cy", "email": None}],
-        "secret": "PII-secret", "internal": "PII-internal", "password": "PII-password", "extra": "PII-undeclared",
+        "secret": "PII-secret", "internal": "PII-internal", "password": "PII-password",
+        "extra": "PII-undeclared",
     }
     return {**base, **changes}
 
@@ -551,7 +563,8 @@ MASKED_ACCOUNT = {
                "codes": ["###", "###"]},
               {"sku": "s-2", "payments": []}],
     "owner": {"id": "p-1", "name": "Ada", "email": "<hidden>"},
-    "members": [{"id": "p-2", "name": "Bob", "email": "<hidden>"}, {"id": "p-3", "name": "Cy", "email": None}],
+    "members": [{"id": "p-2", "name": "Bob", "email": "<hidden>"},
+                {"id": "p-3", "name": "Cy", "email": None}],
     "secret": "###",
 }
 
@@ -581,12 +594,15 @@ async def test_every_redaction_path_form_is_masked(redact: GeneratedServer, mode
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: GeneratedServer, mode: str) -> None:
+async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: GeneratedServer,
+                                                                        mode: str) -> None:
     result = await call(redact, "account.get", account(), mode)
     assert tagged(result, "domain_rules") == [rules_block("name: Full name", "Account A-1.", "Person rule.")]
     model_blocks = [b.text for b in result.content[1:] if not for_user(b) and b.text.startswith("<ui")]
-    assert model_blocks == [ui("markdown", "Account A-1"), ui("summary", "📊 **Summary**: Person Ada"),
-                            ui("summary", "📊 **Summary**: Person Bob"), ui("summary", "📊 **Summary**: Person Cy")]
+    assert model_blocks == [ui("markdown", "Account A-1"),  # then the embedded presenter's, per person
+                            ui("summary", "📊 **Summary**: Person Ada"),
+                            ui("summary", "📊 **Summary**: Person Bob"),
+                            ui("summary", "📊 **Summary**: Person Cy")]
     schema = await output_schema(redact, "account.get")
     person = {
         "type": "object",
@@ -595,7 +611,7 @@ async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: G
         "required": ["id", "name"],
         "additionalProperties": False,
     }
-    assert schema["properties"]["owner"] == {"anyOf": [person, {"type": "null"}]}  # the child presenter's schema
+    assert schema["properties"]["owner"] == {"anyOf": [person, {"type": "null"}]}  # the child's schema
     assert schema["properties"]["members"] == {"type": "array", "items": person}  # an embed in a list field
     assert schema["properties"]["secret"] == {"const": "###"}
     assert "password" not in json.dumps(schema) and "internal" not in json.dumps(schema)
@@ -607,8 +623,9 @@ async def test_user_blocks_are_annotated_and_may_show_real_values(redact: Genera
     result = await call(redact, "account.get", account())
     user = [b for b in result.content if for_user(b)]
     assert [b.annotations.audience for b in user] == [["user"], ["user"]]
-    lines = ('{"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": 12}, {"card": null, "amount": 3}], '
-             '"codes": ["PII-code-1", "PII-code-2"]}, {"sku": "s-2", "payments": []}')
+    lines = ('{"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": 12}, '
+             '{"card": null, "amount": 3}], "codes": ["PII-code-1", "PII-code-2"]}, '
+             '{"sku": "s-2", "payments": []}')
     assert user[0].text == ui("list", f"- Secret: PII-secret\n- Owner mail: PII-mail-owner\n- Card: {lines}")
     unmasked = {**MASKED_ACCOUNT, "secret": "PII-secret", "places": account()["places"], "lines": [
         {"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": 12}, {"card": None, "amount": 3}],
@@ -618,7 +635,7 @@ async def test_user_blocks_are_annotated_and_may_show_real_values(redact: Genera
     unmasked["members"] = [{"id": "p-2", "name": "Bob", "email": "PII-mail-member"},
                            {"id": "p-3", "name": "Cy", "email": None}]
     assert user[1].text == ui("json", "```json\n" + dumped(unmasked) + "\n```")
-    for hidden in ("PII-ssn", "PII-password", "PII-internal", "PII-undeclared"):  # never leave, even for the user
+    for hidden in ("PII-ssn", "PII-password", "PII-internal", "PII-undeclared"):  # not even for the user
         assert hidden not in user[0].text + user[1].text
     for block in result.content:
         if not for_user(block):
@@ -635,7 +652,8 @@ NULLS = [
     pytest.param({"id": "A-2", "lines": [], "places": {"home": None, "work": None}},
                  {"id": "A-2", "places": {"home": None}, "lines": []}, id="null-children"),
     pytest.param({"id": "A-2", "places": {"work": {"street": "PII-street-2", "city": "c"}},
-                  "lines": [{"sku": "s", "payments": [{"amount": 1}, {"card": None, "amount": 2}], "codes": None}]},
+                  "lines": [{"sku": "s", "payments": [{"amount": 1}, {"card": None, "amount": 2}],
+                             "codes": None}]},
                  {"id": "A-2", "places": {"work": {"street": "###", "city": "c"}},
                   "lines": [{"sku": "s", "payments": [{"amount": 1}, {"card": None, "amount": 2}]}]},
                  id="missing-and-null-leaves"),
@@ -745,7 +763,8 @@ WRONG_SHAPES = [
 
 
 @pytest.mark.parametrize(("payload", "where"), WRONG_SHAPES)
-async def test_data_of_the_wrong_shape_fails_closed(redact: GeneratedServer, payload: Any, where: str) -> None:
+async def test_data_of_the_wrong_shape_fails_closed(redact: GeneratedServer, payload: Any,
+                                                    where: str) -> None:
     result = await call(redact, "account.get", payload)
     assert result.is_error and result.structured_content is None
     assert len(result.content) == 1 and 'code="OUTPUT_INVALID"' in result.content[0].text
@@ -781,6 +800,7 @@ async def test_every_result_validates_against_the_advertised_output_schema(
 DESCRIPTIONS = ("amount_cents: CENTS, divide by 100", "name: Full name")  # the invoice's, the customer's
 STATIC = ("CRITICAL: amount_cents is in CENTS. Divide by 100.",
           "Address customers by name; never ask them for their email here.")
+OVERDUE = "Invoice inv-1 is overdue: offer a reminder before anything else."
 LIFECYCLE = ui("mermaid", "```mermaid\ngraph LR; draft-->review-->approved-->paid\n```")
 
 
@@ -801,7 +821,7 @@ async def test_billing_invoice_get_overdue(billing: GeneratedServer, mode: str) 
         ui("summary", "📊 **Summary**: Ada Lovelace owes 1234 (due 2026-10-01)."),
         LIFECYCLE,
         ui("list", "- Contact: ada@example.com\n- Internal id: inv-1"),
-        rules_block(*DESCRIPTIONS, *STATIC, "Invoice inv-1 is overdue: offer a reminder before anything else."),
+        rules_block(*DESCRIPTIONS, *STATIC, OVERDUE),
         suggestions_block("billing.remind: Send a payment reminder for inv-1"),
     ]
     assert [for_user(b) for b in result.content] == [False, False, False, False, True, False, False]
@@ -839,20 +859,21 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
     jsonschema.validate(result.structured_content, schema)
     assert (result.structured_content["total"], result.structured_content["shown"]) == (5, 3)
     assert tagged(result, "ui_passthrough") == [
-        ui("summary", "📊 **Summary**: ⚠️ Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results."),
+        ui("summary",
+           "📊 **Summary**: ⚠️ Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results."),
         ui("table", "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-1 | overdue | 1234 |\n"
                     "| inv-2 | draft | 50 |\n| inv-3 | approved | 720 |"),
         ui("markdown", "**5 invoices** match."),
     ]
     assert tagged(result, "domain_rules") == [rules_block(
-        *DESCRIPTIONS, "Sorted by due date, oldest first.", *STATIC,
-        "Invoice inv-1 is overdue: offer a reminder before anything else.")]
+        *DESCRIPTIONS, "Sorted by due date, oldest first.", *STATIC, OVERDUE)]
     assert tagged(result, "action_suggestions") == [suggestions_block(
         "billing.remind: Send a payment reminder for inv-1",
         "invoice.update: Move the draft to review when it is complete")]
     assert not any(for_user(b) for b in result.content)  # collection_ui has no user block
     assert tagged(drafts, "ui_passthrough") == [
-        ui("table", "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-2 | draft | 50 |\n| inv-4 | draft | 15 |"),
+        ui("table", "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-2 | draft | 50 |\n"
+                    "| inv-4 | draft | 15 |"),
         ui("markdown", "**2 invoices** match."),
     ]
     assert drafts.structured_content["truncated"] is False
@@ -874,7 +895,7 @@ async def test_billing_customer_card(billing: GeneratedServer, mode: str) -> Non
     assert "ada@example.com" not in model_view(result) and "078-05-1120" not in model_view(result)
 
 
-# --- known bugs -----------------------------------------------------------------------------------------
+# --- regressions: bugs these tests found (fixed since) ------------------------------------------------
 
 EMBED_PATHS = """
 [models.Person]
@@ -916,29 +937,22 @@ TEAM = {"id": "t", "lead": {"id": "p-1", "name": "PII-lead-name", "email": "PII-
         "members": [{"id": "p-2", "name": "PII-member-name", "email": "PII-member-mail"}]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusiongen bug: a parent's redaction path into an embedded presenter (lead.name) is masked with "
-    "the parent's censor, but the outputSchema admits only the child's censor, so the result does not"
-    " validate (the client rejects it)",
-)
-async def test_parent_path_into_an_embed_validates_against_the_schema(embed_paths: GeneratedServer) -> None:
-    team = {**TEAM, "members": []}
-    raw = embed_paths.module("presenters").present_team_view(team)
-    jsonschema.validate(raw.structured_content, await output_schema(embed_paths, "team.get"))
-    result = await call(embed_paths, "team.get", team)
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_parent_path_into_an_embed_uses_the_parent_censor_and_fits_the_schema(
+    embed_paths: GeneratedServer, mode: str
+) -> None:
+    # Was: masked with the parent's censor, but the schema admitted only the child's (the client refused it).
+    result = await call(embed_paths, "team.get", {**TEAM, "members": []}, mode)
+    assert result.structured_content == {"id": "t", "lead": {"id": "p-1", "name": "###", "email": "<hidden>"},
+                                         "members": []}
     assert "PII" not in model_view(result)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusiongen bug: with a parent path into a list embed (members[*].name), the mask no longer calls "
-    "the embedded presenter's mask, so its own path (email) leaks",
-)
-def test_parent_path_into_a_list_embed_keeps_the_child_mask(embed_paths: GeneratedServer) -> None:
-    result = embed_paths.module("presenters").present_team_view(TEAM)
-    assert result.structured_content["members"][0]["email"] == "<hidden>"
-    assert "PII-member-mail" not in model_view(result)
+async def test_a_parent_path_into_a_list_embed_keeps_the_child_mask(embed_paths: GeneratedServer) -> None:
+    # Was: with members[*].name in the parent, the child's own path (email) was no longer masked.
+    result = await call(embed_paths, "team.get", TEAM)
+    assert result.structured_content["members"] == [{"id": "p-2", "name": "###", "email": "<hidden>"}]
+    assert "PII" not in model_view(result)
 
 
 def build_or_errors(directory: Path, name: str, body: str) -> GeneratedServer | list[str]:
@@ -973,19 +987,9 @@ handler = "get_order"
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusiongen bug: embedding an inline-schema presenter in a field that holds a model lets the "
-    "schema name the model's hidden field (ssn), which is then shaped and sent",
-)
-async def test_an_inline_schema_embed_cannot_expose_a_hidden_field(tmp_path: Path) -> None:
-    built = build_or_errors(tmp_path, "pt_inline_embed", INLINE_EMBED)
-    if isinstance(built, list):  # refusing the spec is a fix too
-        assert "FG153" in built
-        return
-    with built as server:
-        result = await call(server, "order.get", {"id": "o", "customer": {"id": "c", "ssn": "PII-ssn"}})
-    assert "PII-ssn" not in model_view(result)
+def test_an_inline_schema_embed_cannot_expose_a_hidden_field(tmp_path: Path) -> None:
+    # Was: the inline schema named the model's hidden field (ssn), which was then shaped and sent.
+    assert build_or_errors(tmp_path, "pt_inline_embed", INLINE_EMBED) == ["FG153"]
 
 
 CHILD_READS_REDACTED = """
@@ -1019,20 +1023,9 @@ handler = "get_order"
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusiongen bug: a path the parent redacts inside an embed (customer.name) is still interpolated "
-    "by the embedded presenter's model-audience block, rule and suggestion",
-)
-async def test_an_embedded_presenter_cannot_show_a_path_its_parent_redacts(tmp_path: Path) -> None:
-    built = build_or_errors(tmp_path, "pt_child_reads", CHILD_READS_REDACTED)
-    if isinstance(built, list):  # refusing the spec (FG158) is a fix too
-        assert "FG158" in built
-        return
-    with built as server:
-        result = await call(server, "order.get", {"id": "o", "customer": {"id": "c", "name": "PII-name"}})
-    assert result.structured_content["customer"]["name"] == "[REDACTED]"
-    assert "PII-name" not in model_view(result)
+def test_an_embedded_presenter_cannot_show_a_path_its_parent_redacts(tmp_path: Path) -> None:
+    # Was: the child's model-audience block, rule and suggestion interpolated the name the parent redacts.
+    assert build_or_errors(tmp_path, "pt_child_reads", CHILD_READS_REDACTED) == ["FG158"]
 
 
 ENUM_ONLY = """
@@ -1050,15 +1043,13 @@ handler = "get_light"
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusiongen bug: presenters.py uses shapes.COLOR_VALUES but imports shapes only when a model shape"
-    " function is needed: every call fails with NameError",
-)
 async def test_a_presenter_with_an_enum_and_no_nested_model(tmp_path: Path) -> None:
+    # Was: presenters.py used shapes.COLOR_VALUES without importing shapes: NameError on every call.
     with build_spec(tmp_path, "pt_enum_only", ENUM_ONLY) as server:
         result = await call(server, "light.get", {"id": "l", "color": "red"})
+        wrong = await call(server, "light.get", {"id": "l", "color": "blue"})
     assert not result.is_error and result.structured_content == {"id": "l", "color": "red"}
+    assert wrong.is_error and "result.color" in wrong.content[0].text
 
 
 COLLECTION_JSON_PATH = """
@@ -1080,19 +1071,11 @@ handler = "list_tickets"
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusiongen bug: a collection_ui json block with a path compiles to json_text(data.get(...)) where"
-    " no `data` exists: every call raises NameError",
-)
-async def test_a_collection_json_block_with_a_path(tmp_path: Path) -> None:
-    built = build_or_errors(tmp_path, "pt_collection_json", COLLECTION_JSON_PATH)
-    if isinstance(built, list):  # refusing the key (FG160) is a fix too
-        assert "FG160" in built
-        return
-    with built as server:
-        result = await call(server, "ticket.list", [{"id": "t", "tags": ["a"]}])
-    assert not result.is_error
+async def test_a_collection_json_block_with_a_path_shows_each_items_value(tmp_path: Path) -> None:
+    # Was: compiled to json_text(data.get("tags")) where no `data` exists: NameError on every call.
+    with build_spec(tmp_path, "pt_collection_json", COLLECTION_JSON_PATH) as server:
+        result = await call(server, "ticket.list", [{"id": "t", "tags": ["a"]}, {"id": "u", "tags": []}])
+    assert texts(result)[1:] == [ui("json", '```json\n[\n  [\n    "a"\n  ],\n  []\n]\n```')]
 
 
 class Lazy:
@@ -1109,17 +1092,93 @@ class Lazy:
         raise ValueError("row 17: ssn PII-ssn, card PII-card-1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusiongen bug: an exception raised while a presenter reads handler data (not OutputError) "
-    "escapes the tool and the server sends its text as a JSON-RPC error",
-)
-async def test_an_attribute_that_raises_fails_closed(blocks: GeneratedServer) -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_attribute_that_raises_fails_closed(blocks: GeneratedServer, mode: str) -> None:
+    # Was: the exception escaped the tool and the server sent its text to the client as a JSON-RPC error.
     try:
-        result = await call(blocks, "ticket.get", Lazy())
+        result = await call(blocks, "ticket.get", Lazy(), mode)
     except MCPError as exc:
-        assert "PII" not in str(exc), f"the exception text reached the client: {exc}"
-        raise
-    assert result.is_error and result.structured_content is None
+        pytest.fail(f"the exception reached the client: {exc}")
+    assert result.is_error and result.structured_content is None and len(result.content) == 1
     assert "PII" not in result.content[0].text
 
+
+# --- known bugs -------------------------------------------------------------------------------------------
+
+CHILD_JSON_READS_REDACTED = """
+[models.Customer]
+[models.Customer.fields]
+id = "string"
+name = "string"
+
+[models.Order]
+[models.Order.fields]
+id = "string"
+customer = { type = "Customer" }
+
+[presenters.CustomerCard]
+model = "Customer"
+
+[[presenters.CustomerCard.ui]]
+type = "json"
+
+[[presenters.CustomerCard.ui]]
+type = "json"
+path = "name"
+
+[presenters.OrderView]
+model = "Order"
+embed = { customer = "CustomerCard" }
+redact_pii = ["customer.name"]
+
+[tools."order.get"]
+returns = "OrderView"
+handler = "get_order"
+"""
+
+
+async def test_an_embedded_json_block_cannot_show_a_path_its_parent_redacts(tmp_path: Path) -> None:
+    built = build_or_errors(tmp_path, "pt_child_json", CHILD_JSON_READS_REDACTED)
+    if isinstance(built, list):  # refusing the spec, like other blocks of the child, is the fix
+        assert built == ["FG158"]
+        return
+    with built as server:
+        result = await call(server, "order.get", {"id": "o", "customer": {"id": "c", "name": "PII-name"}})
+    assert result.structured_content["customer"]["name"] == "[REDACTED]"
+    assert "PII-name" not in model_view(result)
+
+
+STAR_OVER_LISTS = """
+[models.Address]
+[models.Address.fields]
+street = "string"
+
+[models.Places]
+[models.Places.fields]
+home = { type = "Address" }
+others = { type = "list", items = "Address" }
+
+[models.Account]
+[models.Account.fields]
+id = "string"
+places = { type = "Places" }
+
+[presenters.AccountView]
+model = "Account"
+redact_pii = ["places.*.street"]
+
+[tools."account.get"]
+returns = "AccountView"
+handler = "get_account"
+"""
+
+
+async def test_a_star_path_does_not_silently_skip_list_fields(tmp_path: Path) -> None:
+    built = build_or_errors(tmp_path, "pt_star_lists", STAR_OVER_LISTS)
+    if isinstance(built, list):  # refusing the ambiguous path is a fix too
+        assert built == ["FG155"]
+        return
+    with built as server:
+        result = await call(server, "account.get", {"id": "a", "places": {
+            "home": {"street": "PII-home"}, "others": [{"street": "PII-other"}]}})
+    assert "PII" not in model_view(result)

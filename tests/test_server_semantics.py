@@ -179,10 +179,15 @@ async def test_data_that_cannot_be_cast_is_an_error_without_data(billing: Genera
     assert "twelve hundred" not in text and "Ada" not in text
 
 
-async def test_unknown_tool_is_an_error_result(billing: GeneratedServer) -> None:
-    async with Client(billing.create_server(), mode="legacy", cache=None) as client:
-        result = await client.call_tool("invoice.delete", {})
-    assert result.is_error and "invoice.get" in result.content[0].text
+@pytest.mark.parametrize("mode", MODES)
+async def test_unknown_tool_is_a_protocol_error(billing: GeneratedServer, mode: str) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    async with Client(billing.create_server(), mode=mode, cache=None) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("invoice.delete", {})
+        assert raised.value.code == -32602 and "invoice.get" in raised.value.message
+        assert not (await client.call_tool("customer.get", {"id": "c-1"})).is_error  # still serving
 
 
 class PydanticInvoice(BaseModel):

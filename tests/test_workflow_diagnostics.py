@@ -336,6 +336,14 @@ description = "My own status."
     json_case("json-entry-in-two-states",
               {5: DRAFT + '"entry": ["notify"] },', 6: REVIEW + '"draft" }, "entry": ["audit"] },'},
               state_feature(f"{JSON}:5:46", "draft", '"entry"'), partial=True),
+    json_case("json-unknown-initial-state", {3: '  "initial": "drafts",'}, [
+        f'{JSON}:3:3: error[FG170]: workflow "invoice" needs "initial" naming one of its states ("drafts" is '
+        "not one)",
+        summary(1),
+    ]),
+    json_case("json-context-is-only-a-warning", {2: '  "id": "invoice",\n  "context": { "count": 0 },'}, [
+        f'{JSON}:3:3: warning[FG172]: machine "context" has no effect here (no actions run)',
+    ], exit=EXIT_OK),
     # --- machine files that cannot be used ---------------------------------------------------------------
     Case("invalid-machine-json", MACHINE_SPEC, EXIT_INVALID, [
         f"{JSON}:8:3: error[FG173]: machine is not valid JSON: Expecting property name enclosed in double "
@@ -409,12 +417,8 @@ def test_diagnostics(results: Results, case: Case) -> None:
         assert not any("nothing was written" in line for line in lines)
 
 
-# --- what fusiongen gets wrong (strict xfails: each fails the day it is fixed) ---------------------------
+# --- regressions: things fusiongen once got wrong ------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A transition fusiongen rejects (unknown target, guard, array of guarded transitions) is dropped "
-    "before the bindings are checked, so the tool that fires its event also gets a false FG171 'no state of "
-    "workflow accepts event' although a state does declare the event: a cascade of the first error."))
 @pytest.mark.parametrize("case_id", ["unknown-transition-target", "toml-guard",
                                      "toml-guarded-transitions-array", "json-guard",
                                      "json-guarded-transitions-array"])
@@ -425,28 +429,17 @@ def test_a_rejected_transition_does_not_cascade_into_fg171(results: Results, cas
     assert summary(1) in result.stderr.splitlines()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'A state with both "initial" and "states" (one nested machine) gets the same FG172 "uses nested states" '
-    "error twice, once per key."))
 def test_nested_states_are_reported_once(results: Results) -> None:
     result = results["toml-nested-states-with-initial"]
     assert result.stderr.count("uses nested states") == 1, result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "JSON positions are found by searching the text for each key in turn from the previous match: the search "
-    'for state "review" stops at the first "review" after "states", the SUBMIT target in state "draft", so '
-    "review's \"entry\" is reported at draft's \"entry\" (5:46) instead of its own (6:69)."))
 def test_json_position_of_a_feature_in_a_later_state(results: Results) -> None:
     result = results["json-entry-in-two-states"]
     [line, _] = state_feature(f"{JSON}:6:69", "review", '"entry"')
     assert line in result.stderr.splitlines(), result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FG177 for a bound tool's input named like state_handle_key points at the tool's table header "
-    '([tools."invoice.reject"], 19:8) instead of the input field (23:1), unlike every other input-field '
-    "diagnostic (e.g. FG133, FG140)."))
 def test_handle_named_input_points_at_the_input(results: Results) -> None:
     result = results["bound-tool-input-named-like-the-handle"]
     assert result.stderr.splitlines() == [

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import signal
 import sys
 import time
@@ -28,6 +29,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from fusiongen.pipeline import Generation
 from tests.conftest import SPECS, GeneratedServer, build
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -46,6 +48,19 @@ ALLOWED = {
 }
 # The call that moves the invoice workflow on from each state, and the state it leads to.
 WALK = [("invoice.submit", "review"), ("invoice.approve", "approved"), ("invoice.discharge", "discharged")]
+
+
+@pytest.fixture(scope="module")
+def billing_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Generation, Path]:
+    out = tmp_path_factory.mktemp("billing") / "out"
+    return build(SPECS / "billing.toml", out), out
+
+
+@pytest.fixture
+def billing(billing_build: tuple[Generation, Path]) -> Iterator[GeneratedServer]:
+    """Like conftest's `billing` (fresh imports, fresh seeded handler data), built once per module."""
+    with GeneratedServer(*billing_build) as server:
+        yield server
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -116,7 +131,7 @@ async def start(c: Client, workflow: str = "invoice") -> str:
     result = await c.call_tool(f"{workflow}.start", {})
     assert not result.is_error, text(result)
     handle = result.structured_content["workflow_id"]
-    assert isinstance(handle, str) and len(handle) >= 24 and ":" not in handle
+    assert isinstance(handle, str) and re.fullmatch(r"[A-Za-z0-9_-]{32}", handle)  # token_urlsafe(24)
     return handle
 
 
@@ -265,6 +280,8 @@ async def test_out_of_state_call_is_forbidden_and_changes_nothing(
         handle = await session_or_handle(c, mode)
         approve = await c.call_tool("invoice.approve", with_handle({"invoice_id": "inv-2"}, handle))
         discharge = await c.call_tool("invoice.discharge", with_handle({"invoice_id": "inv-3"}, handle))
+        # The gate comes before argument validation: wrong state and wrong arguments is FORBIDDEN.
+        both_wrong = await c.call_tool("invoice.approve", with_handle({"invoice_id": 7, "x": 1}, handle))
         after = await status(c, handle)
         listing = await names(c)
     assert approve.is_error and approve.structured_content is None
@@ -277,6 +294,7 @@ async def test_out_of_state_call_is_forbidden_and_changes_nothing(
         '</detail><detail key="requiredStates">review</detail></details></tool_error>'
     )
     assert discharge.is_error and text(discharge) == wrong_state("invoice.discharge", "draft", "approved")
+    assert both_wrong.is_error and text(both_wrong) == text(approve)
     assert approvals == [] and discharges == [] and billing.handlers.DISCHARGED == []
     assert billing.handlers.INVOICES["inv-2"]["status"] == "draft"
     assert after == {"workflow_id": handle, "workflow": "invoice", "state": "draft",
@@ -394,6 +412,22 @@ async def test_session_style_handles_are_refused(billing: GeneratedServer, mode:
 
 # --- handles ---------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_start_mints_a_fresh_handle_in_the_initial_state(billing: GeneratedServer, mode: str) -> None:
+    async with client(make_server(billing), mode) as c:
+        handles = [await start(c) for _ in range(5)]
+        refused = await c.call_tool("invoice.start", {"workflow_id": handles[0]})
+        for handle in handles:
+            assert await status(c, handle) == {"workflow_id": handle, "workflow": "invoice", "state": "draft",
+                                               "allowed_tools": ["invoice.submit"], "final": False}
+    assert len(set(handles)) == 5
+    assert refused.is_error and text(refused) == (
+        '<validation_error tool="invoice.start"><field name="workflow_id">unknown field; this tool takes '
+        "no arguments.</field><recovery>Fix the fields above and call the tool again.</recovery>"
+        "</validation_error>"
+    )
+
+
 async def test_handles_are_isolated(billing: GeneratedServer) -> None:
     async with client(make_server(billing), MODERN) as c:
         first, second = await start(c), await start(c)
@@ -468,6 +502,7 @@ TICKET_SPEC = """\
 [server]
 name = "ticket"
 instructions = "Tickets."
+state_handle_key = "ticket_id"
 
 [workflows.ticket]
 initial = "open"
@@ -543,12 +578,22 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
         await ok(c, "ticket.note", {"text": "b"})  # NOTE has no transition in working
         await ok(c, "ticket.peek", {})  # bound without a transition
         assert await notes.settled() == 1
-        assert (await status(c, workflow="ticket"))["state"] == "working"
+        working = await c.call_tool("ticket.status", {})
+        assert working.structured_content == {"ticket_id": None, "workflow": "ticket", "state": "working",
+                                              "allowed_tools": ["ticket.note", "ticket.peek", "ticket.close"],
+                                              "final": False}
         await ok(c, "ticket.close", {})
         assert await notes.settled() == 2
         in_closed = [t.name for t in (await c.list_tools()).tools]
     async with Client(ticket.create_server(), mode=MODERN, cache=None) as c:
         modern = {t.name: t.description for t in (await c.list_tools()).tools}
+        handle = (await c.call_tool("ticket.start", {})).structured_content["ticket_id"]
+        await ok(c, "ticket.take", {"ticket_id": handle})
+        taken = await c.call_tool("ticket.status", {"ticket_id": handle})
+        anonymous = await c.call_tool("ticket.take", {})
+    assert taken.structured_content["ticket_id"] == handle and taken.structured_content["state"] == "working"
+    assert anonymous.is_error and '<message>Tool "ticket.take" needs a workflow handle: pass "ticket_id".' \
+        "</message>" in text(anonymous)
     assert list(in_open) == ["ticket.note", "ticket.take", "ticket.start", "ticket.status"]
     assert in_open["ticket.note"] == "Note."
     assert in_open["ticket.take"] == "Take the ticket and start working on it."
@@ -557,8 +602,9 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
     # A compact form is for the initial state only.
     assert in_working["ticket.peek"] == "Look at the work in progress."
     assert in_closed == ["ticket.start", "ticket.status"]
-    assert modern["ticket.note"] is not None and modern["ticket.note"].startswith("Add a note to the ticket")
-    assert ticket.handlers.CALLS == ["note", "take", "note", "peek", "close"]
+    assert modern["ticket.note"] == ('Add a note to the ticket; it stays where it is. (Workflow "ticket": '
+                                     "runs only in state open, working; pass ticket_id from ticket.start.)")
+    assert ticket.handlers.CALLS == ["note", "take", "note", "peek", "close", "take"]
 
 
 async def test_billing_compact_description_is_not_shown_outside_the_initial_state(
@@ -568,6 +614,86 @@ async def test_billing_compact_description_is_not_shown_outside_the_initial_stat
             await ok(c, tool, {"invoice_id": "inv-2"})
         tools = {t.name: t.description for t in (await c.list_tools()).tools}
     assert tools["invoice.discharge"] == "Discharge an approved invoice: it is settled and closed for good."
+
+
+DESK_SPEC = """\
+[server]
+name = "desk"
+
+[workflows.ticket]
+initial = "open"
+[workflows.ticket.states]
+open = { on = { TAKE = "taken" } }
+taken = { type = "final" }
+
+[workflows.refund]
+initial = "asked"
+[workflows.refund.states]
+asked = { on = { GRANT = "granted" } }
+granted = { type = "final" }
+
+[tools."ticket.take"]
+description = "Take the ticket."
+bind_state = { workflow = "ticket", states = ["open"], transition = "TAKE" }
+
+[tools."refund.grant"]
+description = "Grant the refund."
+bind_state = { workflow = "refund", states = ["asked"], transition = "GRANT" }
+"""
+
+DESK_HANDLERS = """\
+from typing import Any
+
+
+def ticket_take(args: Any) -> None:
+    pass
+
+
+def refund_grant(args: Any) -> None:
+    pass
+"""
+
+
+@pytest.fixture
+def desk(tmp_path: Path) -> Iterator[GeneratedServer]:
+    spec = tmp_path / "spec" / "desk.toml"
+    spec.parent.mkdir()
+    spec.write_text(DESK_SPEC, encoding="utf-8")
+    (spec.parent / "desk_server_handlers.py").write_text(DESK_HANDLERS, encoding="utf-8")
+    out = tmp_path / "out"
+    with GeneratedServer(build(spec, out), out) as server:
+        yield server
+
+
+async def test_two_workflows_keep_their_states_and_handles_apart(desk: GeneratedServer) -> None:
+    notes = Notifications()
+    async with Client(desk.create_server(), mode=LEGACY, cache=None, message_handler=notes) as c:
+        assert await names(c) == ["ticket.take", "refund.grant", "ticket.start", "ticket.status",
+                                  "refund.start", "refund.status"]
+        await ok(c, "ticket.take", {})
+        assert await notes.settled() == 1
+        generated = ["ticket.start", "ticket.status", "refund.start", "refund.status"]
+        assert await names(c) == ["refund.grant", *generated]
+        assert (await status(c, workflow="ticket"))["final"] is True
+        assert (await status(c, workflow="refund"))["state"] == "asked"
+    async with Client(desk.create_server(), mode=MODERN, cache=None) as c:
+        ticket = await start(c, "ticket")
+        refund = await start(c, "refund")
+        crossed = [await c.call_tool("refund.grant", {"workflow_id": ticket}),
+                   await c.call_tool("ticket.take", {"workflow_id": refund}),
+                   await c.call_tool("ticket.status", {"workflow_id": refund})]
+        await ok(c, "refund.grant", {}, refund)
+        assert (await status(c, ticket, "ticket"))["state"] == "open"
+        assert (await status(c, refund, "refund"))["state"] == "granted"
+    for result, tool, workflow in zip(crossed, ["refund.grant", "ticket.take", "ticket.status"],
+                                      ["refund", "ticket", "ticket"], strict=True):
+        assert result.is_error
+        assert text(result) == (
+            f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>Unknown or expired '
+            f'workflow_id for workflow "{workflow}".</message><recovery>Call {workflow}.start for a new one; '
+            f"handles are never created implicitly.</recovery><available_actions><action>{workflow}.start"
+            f'</action></available_actions><details><detail key="workflow">{workflow}</detail></details>'
+            "</tool_error>")
 
 
 # --- concurrency -----------------------------------------------------------------------------------
@@ -720,9 +846,9 @@ def wait_dead(pid: int) -> None:
     raise AssertionError(f"process {pid} survived SIGKILL")
 
 
-async def test_sqlite_stdio_server_sigkilled_loses_no_committed_transition(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    build(SPECS / "billing.toml", out)
+async def test_sqlite_stdio_server_sigkilled_loses_no_committed_transition(
+        billing_build: tuple[Generation, Path], tmp_path: Path) -> None:
+    out = billing_build[1]
     url = f"sqlite:///{tmp_path / 'state.db'}"
     first_pid = tmp_path / "first.pid"
     notes = Notifications()

@@ -25,6 +25,8 @@ from types import ModuleType
 from typing import Any, Final
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 
 try:
     import orjson
@@ -432,8 +434,9 @@ def output_invalid(tool: str, exc: OutputError) -> types.CallToolResult:
     )
 
 
-def unknown_tool(name: str, known: list[str]) -> types.CallToolResult:
-    return tool_error(name, "NOT_FOUND", f'There is no tool named "{name}".', "Call one of: " + ", ".join(known) + ".")
+def unknown_tool(name: str, known: list[str]) -> MCPError:
+    """An unknown tool is a protocol error (JSON-RPC -32602), as the MCP specification lists it."""
+    return MCPError(INVALID_PARAMS, f'Unknown tool: "{name}". Tools: ' + ", ".join(known) + ".")
 
 
 def done_result(tool: str) -> types.CallToolResult:

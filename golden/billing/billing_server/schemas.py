@@ -313,8 +313,8 @@ WORKFLOW_STATE_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
         "workflow_id": {
-            "type": ["string", "null"],
-            "description": "The handle to pass to the workflow's tools.",
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "The handle to pass to the workflow's tools (null for a session's own state).",
         },
         "workflow": {"type": "string"},
         "state": {"type": "string"},

@@ -267,7 +267,7 @@ def create_server(handlers: ModuleType | None = None, state_store: StateStore | 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         route = routes.get(params.name)
         if route is None:
-            return unknown_tool(params.name, list(routes))
+            raise unknown_tool(params.name, list(routes))
         arguments = params.arguments or {}
         if params.name in BINDINGS:
             return await gate.call(params.name, arguments, ctx, route)
