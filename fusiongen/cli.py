@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -34,7 +34,7 @@ app = typer.Typer(
 )
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     text = "text"
     json = "json"
 
@@ -47,8 +47,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """fusiongen: spec → standalone MCP server."""
 
@@ -74,8 +75,9 @@ def _guarded(run: Callable[[], int], fmt: Format = Format.text) -> None:
         raise
     except Exception as exc:
         typer.echo(f"fusiongen: internal error: {type(exc).__name__}: {exc}", err=True)
-        typer.echo("This is a bug in fusiongen, not in your spec. Please report it with the spec that caused it.",
-                   err=True)
+        typer.echo(
+            "This is a bug in fusiongen, not in your spec. Please report it with the spec that caused it.", err=True
+        )
         if os.environ.get("FUSIONGEN_DEBUG"):
             traceback.print_exc()
         code = EXIT_INTERNAL
@@ -84,9 +86,15 @@ def _guarded(run: Callable[[], int], fmt: Format = Format.text) -> None:
 
 SpecsArg = Annotated[list[Path], typer.Argument(help="One or more spec files (TOML).", show_default=False)]
 SpecArg = Annotated[Path, typer.Argument(help="The spec file (TOML).", show_default=False)]
-OutOption = Annotated[Path | None, typer.Option(
-    "-o", "--out", help="Output directory. Default: beside the spec, in a folder named after it. "
-    "With several specs, each goes to OUT/<spec name>.")]
+OutOption = Annotated[
+    Path | None,
+    typer.Option(
+        "-o",
+        "--out",
+        help="Output directory. Default: beside the spec, in a folder named after it. "
+        "With several specs, each goes to OUT/<spec name>.",
+    ),
+]
 FormatOption = Annotated[Format, typer.Option("--format", help="Diagnostics as text, or JSON for CI annotations.")]
 
 
@@ -120,13 +128,17 @@ def build(specs: SpecsArg, out: OutOption = None) -> None:
                 published = publish(generation, out_dir)
             except SpecError as exc:
                 _print_diagnostics(exc.diagnostics)
-                typer.echo(f"{prefix}{sum(d.is_error for d in exc.diagnostics)} error(s); nothing was written.",
-                           err=True)
+                typer.echo(
+                    f"{prefix}{sum(d.is_error for d in exc.diagnostics)} error(s); nothing was written.", err=True
+                )
                 failed += 1
                 continue
             _print_diagnostics(generation.warnings)
-            typer.echo(f"{prefix}{display_path(out_dir)}: {len(published.written)} written, "
-                       f"{len(published.unchanged)} unchanged, {len(published.removed)} removed", err=True)
+            typer.echo(
+                f"{prefix}{display_path(out_dir)}: {len(published.written)} written, "
+                f"{len(published.unchanged)} unchanged, {len(published.removed)} removed",
+                err=True,
+            )
             if handlers_text is not None:
                 write_user_file(handlers, handlers_text)
                 typer.echo(f"{prefix}{display_path(handlers)}: {handlers_note}", err=True)
@@ -153,14 +165,17 @@ def _handler_update(generation: Generation, handlers: Path) -> tuple[str | None,
 def check(specs: SpecsArg, out: OutOption = None, fmt: FormatOption = Format.text) -> None:
     """Exit 0 if each OUT is what its spec generates and every tool has a handler; 1 (with a diff) if not."""
     from fusiongen.pipeline import compare, generate, handler_diagnostics
+    from fusiongen.render import parse_check
 
     def run() -> int:
         annotations: list[Diagnostic] = []
         drifted = False
         for spec in specs:
             out_dir = out_dir_for(spec, out, len(specs) > 1)
-            generation = generate(spec, out_dir)
+            generation = generate(spec, out_dir, syntax_check=False)
             drift = compare(out_dir, generation.files, generation.headers)
+            # Files identical to the committed ones were parse-checked when they were built.
+            parse_check({p: t for p, t in generation.files.items() if p in drift.changed or p in drift.missing})
             problems = [*generation.warnings, *handler_diagnostics(generation)]
             annotations += problems
             if not drift.clean:
@@ -168,8 +183,11 @@ def check(specs: SpecsArg, out: OutOption = None, fmt: FormatOption = Format.tex
                 annotations += drift.annotations(out_dir, generation.files)
                 if fmt is Format.text:
                     sys.stdout.write(drift.report())
-                    typer.echo(f"{spec}: generated code is out of date; run `fusiongen build {spec}"
-                               + (f" -o {out}`" if out is not None else "`"), err=True)
+                    typer.echo(
+                        f"{spec}: generated code is out of date; run `fusiongen build {spec}"
+                        + (f" -o {out}`" if out is not None else "`"),
+                        err=True,
+                    )
             if fmt is Format.text:
                 _print_diagnostics(problems)
             drifted = drifted or any(p.is_error for p in problems)

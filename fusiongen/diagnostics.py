@@ -42,8 +42,7 @@ class Diagnostic:
 
     def format(self) -> str:
         head = (
-            f"{self.file}:{self.position.line}:{self.position.col}: "
-            f"{self.severity.value}[{self.code}]: {self.message}"
+            f"{self.file}:{self.position.line}:{self.position.col}: {self.severity.value}[{self.code}]: {self.message}"
         )
         return f"{head}\n  hint: {self.hint}" if self.hint else head
 

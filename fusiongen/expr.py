@@ -217,22 +217,58 @@ def _x_fmt(v: _x_Any) -> str:
 '''
 
 _FUNCS = ("len", "round", "str", "int", "float", "abs", "min", "max", "upper", "lower")
-_CONSTS: dict[str, object] = {"true": True, "false": False, "null": None,
-                              "True": True, "False": False, "None": None}
+_CONSTS: dict[str, object] = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 # Binary operators by precedence; the Python we emit uses the same levels for or/and/==.
-_BINARY = {"or": 1, "and": 2, "in": 4, "not in": 4, "==": 4, "!=": 4, "<": 4, "<=": 4,
-           ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6}
+_BINARY = {
+    "or": 1,
+    "and": 2,
+    "in": 4,
+    "not in": 4,
+    "==": 4,
+    "!=": 4,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+    "//": 6,
+    "%": 6,
+}
 _OR, _AND, _NOT, _CMP, _ATOM = 1, 2, 3, 4, 9
-_HELPERS = {"<": "_x_lt", "<=": "_x_le", ">": "_x_gt", ">=": "_x_ge", "+": "_x_add",
-            "-": "_x_sub", "*": "_x_mul", "/": "_x_div", "//": "_x_floordiv", "%": "_x_mod"}
-_HINTS = {"=": "; use '==' to compare", "is": "; use '==' or '!='", "!": "; use 'not'", "&&": "; use 'and'",
-          "&": "; use 'and'", "||": "; use 'or'", "|": "; use 'or'",
-          "**": " (there is no power operator)", ":": " (no format specs; use round(x, 2))"}
+_HELPERS = {
+    "<": "_x_lt",
+    "<=": "_x_le",
+    ">": "_x_gt",
+    ">=": "_x_ge",
+    "+": "_x_add",
+    "-": "_x_sub",
+    "*": "_x_mul",
+    "/": "_x_div",
+    "//": "_x_floordiv",
+    "%": "_x_mod",
+}
+_HINTS = {
+    "=": "; use '==' to compare",
+    "is": "; use '==' or '!='",
+    "!": "; use 'not'",
+    "&&": "; use 'and'",
+    "&": "; use 'and'",
+    "||": "; use 'or'",
+    "|": "; use 'or'",
+    "**": " (there is no power operator)",
+    ":": " (no format specs; use round(x, 2))",
+}
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t"}
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-_TOKEN = re.compile(r"""\s*(?:(?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\w*)
+_TOKEN = re.compile(
+    r"""\s*(?:(?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\w*)
     |(?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?P<name>[^\W\d]\w*)
-    |(?P<op>\*\*|//|==|!=|<=|>=|&&|\|\||\S))""", re.X | re.S)
+    |(?P<op>\*\*|//|==|!=|<=|>=|&&|\|\||\S))""",
+    re.X | re.S,
+)
 _MAX_NESTING = 40  # bounds parser recursion (parentheses, calls, lists, prefix chains)
 _MAX_DEPTH = 60  # bounds tree depth: our recursion and CPython's 200-parenthesis limit
 _NUMS = frozenset({_T.INTEGER, _T.NUMBER, _T.ANY})
@@ -276,9 +312,17 @@ class _Node:
     depth: int = 1
 
 
-def _mk(kind: str, start: int, end: int, *, op: str = "", value: object = None,
-        kids: tuple[_Node, ...] = (), names: tuple[str, ...] = (),
-        spans: tuple[tuple[int, int], ...] = ()) -> _Node:
+def _mk(
+    kind: str,
+    start: int,
+    end: int,
+    *,
+    op: str = "",
+    value: object = None,
+    kids: tuple[_Node, ...] = (),
+    names: tuple[str, ...] = (),
+    spans: tuple[tuple[int, int], ...] = (),
+) -> _Node:
     """Build a node, refusing trees too deep to check or to emit safely."""
     depth = 1 + max((k.depth for k in kids), default=0)
     if depth > _MAX_DEPTH:
@@ -295,8 +339,13 @@ def _lex(text: str) -> list[_Tok]:
             tok, start, end = m[kind], m.start(kind), m.end(kind)
             if kind == "op" and tok in "'\"":
                 raise _Syntax("unterminated string", start, len(text))
-            value = (_number(tok, start, end) if kind == "num" else
-                     _unescape(tok[1:-1], start + 1) if kind == "str" else None)
+            value = (
+                _number(tok, start, end)
+                if kind == "num"
+                else _unescape(tok[1:-1], start + 1)
+                if kind == "str"
+                else None
+            )
             toks.append(_Tok(kind, tok, start, end, value))
     except _Syntax as exc:
         toks.append(_Tok("bad", *exc.args))
@@ -486,8 +535,11 @@ def _near(name: str) -> set[str]:
     out |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
     out |= {a + c + b[1:] for a, b in splits if b for c in letters}
     out |= {a + c + b for a, b in splits for c in letters}
-    out |= {name.lower(), re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower(),
-            re.sub(r"_([a-z])", lambda m: m[1].upper(), name)}
+    out |= {
+        name.lower(),
+        re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower(),
+        re.sub(r"_([a-z])", lambda m: m[1].upper(), name),
+    }
     return out - {name, ""}
 
 
@@ -541,8 +593,9 @@ class _Checker:
             return None
         if node.kind == "list":
             kinds = {o.type for o in kids} - {_T.NULL}
-            item = (kinds.pop() if len(kinds) == 1 else
-                    _T.NUMBER if kinds and kinds <= {_T.INTEGER, _T.NUMBER} else _T.ANY)
+            item = (
+                kinds.pop() if len(kinds) == 1 else _T.NUMBER if kinds and kinds <= {_T.INTEGER, _T.NUMBER} else _T.ANY
+            )
             return _Out("[" + ", ".join(o.src for o in kids) + "]", _T.LIST, item=item)
         if node.kind == "call":
             return self.call(node, kids)
@@ -569,11 +622,11 @@ class _Checker:
         for k in range(1, len(path) + 1):  # find the first segment that does not exist
             known = self.resolve(path[:k]) if k < len(path) else None
             if known is None:
-                return self.fail(node.spans[k - 1],
-                                 f'unknown field "{".".join(path[:k])}"{self.suggest(path[:k])}')
+                return self.fail(node.spans[k - 1], f'unknown field "{".".join(path[:k])}"{self.suggest(path[:k])}')
             if known.type not in (_T.OBJECT, _T.ANY):
-                return self.fail(node.spans[k], f'"{".".join(path[:k])}" is {known.type.name}; '
-                                 f'it has no field "{path[k]}"')
+                return self.fail(
+                    node.spans[k], f'"{".".join(path[:k])}" is {known.type.name}; it has no field "{path[k]}"'
+                )
         return None
 
     def suggest(self, path: tuple[str, ...]) -> str:
@@ -591,20 +644,16 @@ class _Checker:
             if not self.boolish(a, left, op) & self.boolish(b, right, op):
                 return None
             a, b = self.truth(a), self.truth(b)
-            return _Out(f"{_wrap(a, _BINARY[op])} {op} {_wrap(b, _BINARY[op])}",
-                        _T.BOOLEAN, _BINARY[op], strict=True)
+            return _Out(f"{_wrap(a, _BINARY[op])} {op} {_wrap(b, _BINARY[op])}", _T.BOOLEAN, _BINARY[op], strict=True)
         if op in ("==", "!="):
             if not _comparable(a.type, b.type):
-                return self.fail(node, f"'{op}' compares {a.type.name} with {b.type.name}: "
-                                 "they are never equal")
+                return self.fail(node, f"'{op}' compares {a.type.name} with {b.type.name}: they are never equal")
             if right.kind == "lit" and right.value is None:  # exact, and reads better
-                return _Out(f"{_wrap(a, _ATOM)} is{' not' * (op == '!=')} None", _T.BOOLEAN,
-                            _CMP, strict=True)
+                return _Out(f"{_wrap(a, _ATOM)} is{' not' * (op == '!=')} None", _T.BOOLEAN, _CMP, strict=True)
             return _Out(f"{_wrap(a, _ATOM)} {op} {_wrap(b, _ATOM)}", _T.BOOLEAN, _CMP, strict=True)
         if op in ("in", "not in"):
             if b.type is _T.LIST and b.item is not None and not _comparable(a.type, b.item):
-                self.fail(node, f"'{op}' looks for {a.type.name} in a list of {b.item.name}: "
-                          "it is never there")
+                self.fail(node, f"'{op}' looks for {a.type.name} in a list of {b.item.name}: it is never there")
             elif b.type is _T.STRING and a.type not in _TEXT:
                 self.fail(left, f"'{op}' a string needs a string on the left, got {a.type.name}")
             elif b.type not in (_T.LIST, _T.STRING, _T.ANY):
@@ -649,8 +698,14 @@ class _Checker:
             self.fail(kid, f"{name}() needs {need}, got {out.type.name}")
         if bad:
             return None
-        result = {"len": _T.INTEGER, "str": _T.STRING, "int": _T.INTEGER, "float": _T.NUMBER,
-                  "upper": _T.STRING, "lower": _T.STRING}.get(name)
+        result = {
+            "len": _T.INTEGER,
+            "str": _T.STRING,
+            "int": _T.INTEGER,
+            "float": _T.NUMBER,
+            "upper": _T.STRING,
+            "lower": _T.STRING,
+        }.get(name)
         if result is None:  # round and abs keep integers integral; round(x) is one
             whole = args[0].type is _T.INTEGER or (name == "round" and len(args) == 1)
             result = _T.INTEGER if whole else _T.NUMBER
@@ -662,13 +717,11 @@ class _Checker:
             out, item = args[0], args[0].item or _T.ANY
             if out.type not in (_T.LIST, _T.ANY) or not _orderable(item):
                 got = f"a list of {item.name}" if out.type is _T.LIST else out.type.name
-                return self.fail(node.kids[0], f"{name}() needs a list of numbers or strings, "
-                                 f"got {got}")
+                return self.fail(node.kids[0], f"{name}() needs a list of numbers or strings, got {got}")
             return _Out(f"_x_{name}({out.src})", _T.ANY if out.type is _T.ANY else item)
         if not args or not _orderable(*kinds):
             got = ", ".join(o.type.name for o in args) or "nothing"
-            return self.fail(node, f"{name}() needs a list, or two or more numbers or strings; "
-                             f"got {got}")
+            return self.fail(node, f"{name}() needs a list, or two or more numbers or strings; got {got}")
         result = _T.ANY if _T.ANY in kinds else kinds.pop() if len(kinds) == 1 else _T.NUMBER
         return _Out(f"_x_{name}([{', '.join(o.src for o in args)}])", result)
 
@@ -679,22 +732,25 @@ def _result(chk: _Checker, out: _Out | None) -> Compiled | list[ExprError]:
     return Compiled(out.src, out.type, tuple(chk.paths))
 
 
-def compile_expression(text: str, resolve: Resolver, *, access: Access,
-                       collection: bool = False) -> Compiled | list[ExprError]:
+def compile_expression(
+    text: str, resolve: Resolver, *, access: Access, collection: bool = False
+) -> Compiled | list[ExprError]:
     """Compile a value expression such as ``amount_cents / 100``."""
     chk = _Checker(resolve, access, collection)
     return _result(chk, chk.run(text, 0))
 
 
-def compile_condition(text: str, resolve: Resolver, *, access: Access,
-                      collection: bool = False) -> Compiled | list[ExprError]:
+def compile_condition(
+    text: str, resolve: Resolver, *, access: Access, collection: bool = False
+) -> Compiled | list[ExprError]:
     """Compile a ``when`` condition; its source always evaluates to a real bool."""
     chk = _Checker(resolve, access, collection)
     out = chk.run(text, 0)
     if out is not None and out.type not in (_T.BOOLEAN, _T.ANY):
-        chk.fail((len(text) - len(text.lstrip()), len(text.rstrip())),
-                 f"a condition must be true or false, got {out.type.name} "
-                 "(compare it, e.g. status == 'paid')")
+        chk.fail(
+            (len(text) - len(text.lstrip()), len(text.rstrip())),
+            f"a condition must be true or false, got {out.type.name} (compare it, e.g. status == 'paid')",
+        )
     return _result(chk, out and chk.truth(out))
 
 
@@ -703,8 +759,9 @@ def _closing(text: str, i: int) -> int:
     return next((m.start("op") for m in _TOKEN.finditer(text, i) if m["op"] == "}"), -1)
 
 
-def compile_template(text: str, resolve: Resolver, *, access: Access,
-                     collection: bool = False) -> Compiled | list[ExprError]:
+def compile_template(
+    text: str, resolve: Resolver, *, access: Access, collection: bool = False
+) -> Compiled | list[ExprError]:
     """Compile ``"Invoice {id} is {status}"`` to a str expression; ``{{``/``}}`` are braces."""
     chk = _Checker(resolve, access, collection)
     parts: list[str] = []
@@ -712,7 +769,7 @@ def compile_template(text: str, resolve: Resolver, *, access: Access,
     i = 0
     while i < len(text):
         c, j = text[i], i + 1
-        if c in "{}" and text[j:j + 1] == c:
+        if c in "{}" and text[j : j + 1] == c:
             literal.append(c)
             j += 1
         elif c == "}":
@@ -724,7 +781,7 @@ def compile_template(text: str, resolve: Resolver, *, access: Access,
                 break
             parts += [repr("".join(literal))] if literal else []
             literal.clear()
-            inner = text[i + 1:j]
+            inner = text[i + 1 : j]
             out = chk.run(inner, i + 1) if inner.strip() else chk.fail((i, j + 1), "empty placeholder")
             parts += [f"_x_fmt({out.src})"] if out else []
             j += 1

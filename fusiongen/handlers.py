@@ -113,9 +113,12 @@ def _imported_from_typing(module: libcst.Module) -> set[str]:
         if not isinstance(statement, libcst.SimpleStatementLine):
             continue
         for small in statement.body:
-            if (isinstance(small, libcst.ImportFrom) and isinstance(small.module, libcst.Name)
-                    and small.module.value in ("typing", "typing_extensions")
-                    and not isinstance(small.names, libcst.ImportStar)):
+            if (
+                isinstance(small, libcst.ImportFrom)
+                and isinstance(small.module, libcst.Name)
+                and small.module.value in ("typing", "typing_extensions")
+                and not isinstance(small.names, libcst.ImportStar)
+            ):
                 for alias in small.names:
                     bound = alias.asname.name if alias.asname else alias.name
                     if isinstance(bound, libcst.Name):
@@ -127,8 +130,13 @@ def parse_handlers(source: str, handler_file: str) -> libcst.Module | Diagnostic
     try:
         return libcst.parse_module(source)
     except libcst.ParserSyntaxError as exc:
-        return Diagnostic("FG403", f"handler module does not parse: {exc.message}", handler_file,
-                          Position(exc.editor_line, exc.editor_column), hint="fix it, then build again")
+        return Diagnostic(
+            "FG403",
+            f"handler module does not parse: {exc.message}",
+            handler_file,
+            Position(exc.editor_line, exc.editor_column),
+            hint="fix it, then build again",
+        )
 
 
 def append_stubs(source: str, ir: ServerIR) -> str | None:
@@ -155,8 +163,9 @@ def append_stubs(source: str, ir: ServerIR) -> str | None:
     return text
 
 
-def check_handlers(source: str, ir: ServerIR, handler_file: str, tool_position: dict[str, Position],
-                   spec_file: str) -> list[Diagnostic]:
+def check_handlers(
+    source: str, ir: ServerIR, handler_file: str, tool_position: dict[str, Position], spec_file: str
+) -> list[Diagnostic]:
     """Every tool whose handler is missing, or whose signature cannot take `(args)` or `(args, ctx)`."""
     module = parse_handlers(source, handler_file)
     if isinstance(module, Diagnostic):
@@ -166,16 +175,28 @@ def check_handlers(source: str, ir: ServerIR, handler_file: str, tool_position: 
     for tool in ir.tools:
         definition = defined.get(tool.handler)
         if definition is None:
-            found.append(Diagnostic(
-                "FG400", f'tool "{tool.name}" has no handler "{tool.handler}" in {handler_file}', spec_file,
-                tool_position[tool.name], hint="run `fusiongen build` to append a stub, then implement it"))
+            found.append(
+                Diagnostic(
+                    "FG400",
+                    f'tool "{tool.name}" has no handler "{tool.handler}" in {handler_file}',
+                    spec_file,
+                    tool_position[tool.name],
+                    hint="run `fusiongen build` to append a stub, then implement it",
+                )
+            )
             continue
         if definition.function is not None:
             problem = _signature_problem(definition.function)
             if problem:
-                found.append(Diagnostic(
-                    "FG401", f'handler "{tool.handler}" of tool "{tool.name}" {problem}', handler_file,
-                    definition.position, hint="a handler takes (args) or (args, ctx)"))
+                found.append(
+                    Diagnostic(
+                        "FG401",
+                        f'handler "{tool.handler}" of tool "{tool.name}" {problem}',
+                        handler_file,
+                        definition.position,
+                        hint="a handler takes (args) or (args, ctx)",
+                    )
+                )
     return found
 
 

@@ -30,6 +30,7 @@ class _SchemaBuilder:
         self.server = server
         self.output = output
         self.defs: dict[str, dict[str, Any]] = {}
+        self.pending: list[ModelIR] = []
 
     def model_fields(self, model: ModelIR) -> tuple[FieldIR, ...]:
         return model.visible_fields if self.output else model.writable_fields
@@ -49,9 +50,11 @@ class _SchemaBuilder:
         return dict(_SCALARS[type_ir.kind])
 
     def define(self, model: ModelIR) -> None:
+        """Queue a model's definition; `finish` builds the queue iteratively, so chains of models nested
+        hundreds deep cost no recursion."""
         if model.name not in self.defs:
-            self.defs[model.name] = {}  # placeholder first: a model may refer to itself
-            self.defs[model.name] = self.object_schema(self.model_fields(model), model.description)
+            self.defs[model.name] = {}  # a placeholder until finish() builds it
+            self.pending.append(model)
 
     def field_schema(self, field: FieldIR) -> dict[str, Any]:
         schema = self.type_schema(field.type, field.cast)
@@ -85,8 +88,13 @@ class _SchemaBuilder:
         paths = (*((p, presenter.censor) for p in presenter.redactions), *redactions)
         return self.redacted_object(presenter.fields, presenter.description, paths, presenter)
 
-    def redacted_object(self, fields: tuple[FieldIR, ...], description: str | None,
-                        paths: tuple[Censored, ...], presenter: PresenterIR | None) -> dict[str, Any]:
+    def redacted_object(
+        self,
+        fields: tuple[FieldIR, ...],
+        description: str | None,
+        paths: tuple[Censored, ...],
+        presenter: PresenterIR | None,
+    ) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "object"}
         if description:
             schema["description"] = description
@@ -138,6 +146,9 @@ class _SchemaBuilder:
         return schema
 
     def finish(self, schema: dict[str, Any]) -> dict[str, Any]:
+        while self.pending:
+            model = self.pending.pop()
+            self.defs[model.name] = self.object_schema(self.model_fields(model), model.description)
         if self.defs:
             schema["$defs"] = dict(sorted(self.defs.items()))
         return schema

@@ -42,8 +42,13 @@ class LoadedSpec:
         """Where the value at `loc` is written; for a key the short form implies (the `type` of `id = "x"`),
         the value that implies it."""
         span = self.source_map.value(loc)
-        if span is None and len(loc) > 1 and self.source_map.value(loc[:-1]) is not None \
-                and self.source_map.key(loc[:-1]) is not None and isinstance(self.lookup(loc[:-1]), str):
+        if (
+            span is None
+            and len(loc) > 1
+            and self.source_map.value(loc[:-1]) is not None
+            and self.source_map.key(loc[:-1]) is not None
+            and isinstance(self.lookup(loc[:-1]), str)
+        ):
             span = self.source_map.value(loc[:-1])
         return Position(span.line, span.col) if span else self.key_at(*loc)
 
@@ -51,9 +56,9 @@ class LoadedSpec:
         """The raw TOML value at `loc`, or None."""
         node: Any = self.document
         for part in loc:
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            if (isinstance(node, dict) and part in node) or (
+                isinstance(node, list) and isinstance(part, int) and part < len(node)
+            ):
                 node = node[part]
             else:
                 return None
@@ -63,13 +68,15 @@ class LoadedSpec:
         span = self.source_map.string_char(loc, index)
         return Position(span.line, span.col) if span else self.value_at(*loc)
 
-    def diagnostic(self, code: str, message: str, loc: Loc, *, hint: str | None = None, value: bool = False,
-                   warning: bool = False) -> Diagnostic:
+    def diagnostic(
+        self, code: str, message: str, loc: Loc, *, hint: str | None = None, value: bool = False, warning: bool = False
+    ) -> Diagnostic:
         from fusiongen.diagnostics import Severity
 
         position = self.value_at(*loc) if value else self.key_at(*loc)
-        return Diagnostic(code, message, self.display_path, position,
-                          Severity.WARNING if warning else Severity.ERROR, hint)
+        return Diagnostic(
+            code, message, self.display_path, position, Severity.WARNING if warning else Severity.ERROR, hint
+        )
 
 
 def _key_position(source_map: SourceMap, loc: Loc) -> Position:
@@ -89,8 +96,17 @@ def load_spec(path: Path, display_path: str | None = None) -> LoadedSpec:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise SpecError([Diagnostic("FG002", f"the spec is not UTF-8 text (byte 0x{raw[exc.start]:02x})", shown,
-                                    Position(line, col), hint="save the file as UTF-8")]) from None
+        raise SpecError(
+            [
+                Diagnostic(
+                    "FG002",
+                    f"the spec is not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+                    shown,
+                    Position(line, col),
+                    hint="save the file as UTF-8",
+                )
+            ]
+        ) from None
     return parse_spec(source.removeprefix("\ufeff"), path, shown)
 
 
@@ -169,8 +185,13 @@ def _opening_quote(line: str, end: int) -> int | None:
 
 
 def _too_deep(display_path: str, position: Position) -> Diagnostic:
-    return Diagnostic("FG001", f"arrays or inline tables nested more than {MAX_NESTING} levels deep", display_path,
-                      position, hint="a spec never needs more than a few levels of nesting")
+    return Diagnostic(
+        "FG001",
+        f"arrays or inline tables nested more than {MAX_NESTING} levels deep",
+        display_path,
+        position,
+        hint="a spec never needs more than a few levels of nesting",
+    )
 
 
 def _syntax_diagnostics(source: str, exc: tomli.TOMLDecodeError, display_path: str) -> list[Diagnostic]:
@@ -233,7 +254,12 @@ def _kind_of(value: Any) -> str:
     if isinstance(value, datetime.time):
         return "a time"
     return {
-        str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array", dict: "a table"
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "an array",
+        dict: "a table",
     }.get(type(value), type(value).__name__)
 
 
@@ -246,24 +272,40 @@ def _shape_diagnostics(exc: ValidationError, source_map: SourceMap, display_path
             name = str(loc[-1])
             allowed = _allowed_keys(loc[:-1])
             close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
-            hint = f'did you mean "{close[0]}"?' if close else (
-                f"allowed keys here: {', '.join(allowed)}" if allowed else None)
-            found.append(Diagnostic("FG100", f'unknown key "{name}" in {_table_name(loc[:-1])}', display_path,
-                                    _key_position(source_map, loc), hint=hint))
+            hint = (
+                f'did you mean "{close[0]}"?'
+                if close
+                else (f"allowed keys here: {', '.join(allowed)}" if allowed else None)
+            )
+            found.append(
+                Diagnostic(
+                    "FG100",
+                    f'unknown key "{name}" in {_table_name(loc[:-1])}',
+                    display_path,
+                    _key_position(source_map, loc),
+                    hint=hint,
+                )
+            )
         elif kind == "missing":
-            found.append(Diagnostic("FG103", f'missing required key "{loc[-1]}" in {_table_name(loc[:-1])}',
-                                    display_path, _key_position(source_map, loc[:-1])))
+            found.append(
+                Diagnostic(
+                    "FG103",
+                    f'missing required key "{loc[-1]}" in {_table_name(loc[:-1])}',
+                    display_path,
+                    _key_position(source_map, loc[:-1]),
+                )
+            )
         else:
             subject = f'"{loc[-1]}" in {_table_name(loc[:-1])}' if loc else "the spec"
             if kind == "literal_error":
                 options = str(error.get("ctx", {}).get("expected", "")).replace("'", '"')
-                message = f'{subject} must be one of {options}; got {_short(error.get("input"))}'
+                message = f"{subject} must be one of {options}; got {_short(error.get('input'))}"
             elif kind == "model_type" and error.get("ctx", {}).get("class_name") == "FieldSpec":
-                message = f'{subject} must be a type name or a table, not {_kind_of(error.get("input"))}'
+                message = f"{subject} must be a type name or a table, not {_kind_of(error.get('input'))}"
             elif kind in _TYPE_WORDS:
-                message = f'{subject} must be {_TYPE_WORDS[kind]}, not {_kind_of(error.get("input"))}'
+                message = f"{subject} must be {_TYPE_WORDS[kind]}, not {_kind_of(error.get('input'))}"
             else:
-                message = f'{subject}: {error["msg"]}'
+                message = f"{subject}: {error['msg']}"
             span = source_map.value(loc)
             position = Position(span.line, span.col) if span else _key_position(source_map, loc)
             found.append(Diagnostic("FG101", message, display_path, position))

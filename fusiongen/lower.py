@@ -15,7 +15,17 @@ import uuid
 from collections.abc import Iterable, Mapping
 
 from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
-from fusiongen.ir import CAST_KINDS, SCALAR_KINDS, BindingIR, FieldIR, ModelIR, ReturnsIR, ServerIR, ToolIR, TypeIR
+from fusiongen.ir import (
+    CAST_KINDS,
+    SCALAR_KINDS,
+    BindingIR,
+    FieldIR,
+    ModelIR,
+    ReturnsIR,
+    ServerIR,
+    ToolIR,
+    TypeIR,
+)
 from fusiongen.loader import LoadedSpec, Loc
 from fusiongen.lower_presenters import PresenterLowering, check_parent_redactions
 from fusiongen.lower_workflows import WorkflowLowering
@@ -70,25 +80,39 @@ class _Lowering:
         server = self.spec.server
         name_ok = bool(SERVER_NAME.match(server.name))
         if not name_ok:
-            self.error("FG104", f'server name "{server.name}" must match [a-z][a-z0-9_-]*', ("server", "name"),
-                       value=True)
+            self.error(
+                "FG104", f'server name "{server.name}" must match [a-z][a-z0-9_-]*', ("server", "name"), value=True
+            )
         package = server.package or snake_case(server.name).replace("-", "_") + "_server"
         package_ok = name_ok
         if server.package is not None:
             package_ok = self.check_identifier(package, ("server", "package"), "package name")
             if package_ok and package in RESERVED_PACKAGES:
-                self.error("FG141", f'package name "{package}" would shadow "{package}", which generated servers '
-                           "import", ("server", "package"), value=True)
+                self.error(
+                    "FG141",
+                    f'package name "{package}" would shadow "{package}", which generated servers import',
+                    ("server", "package"),
+                    value=True,
+                )
         handlers = server.handlers or f"{package}_handlers"
         # A default derived from a name already reported as invalid would only repeat that mistake.
         if (server.handlers is not None or package_ok) and (
-                not MODULE.match(handlers) or any(keyword.iskeyword(p) for p in handlers.split("."))):
-            self.error("FG140", f'handler module "{handlers}" is not an importable Python module name',
-                       ("server", "handlers"), value=True)
+            not MODULE.match(handlers) or any(keyword.iskeyword(p) for p in handlers.split("."))
+        ):
+            self.error(
+                "FG140",
+                f'handler module "{handlers}" is not an importable Python module name',
+                ("server", "handlers"),
+                value=True,
+            )
         elif handlers.split(".")[0] == package:
-            self.error("FG143", f'handler module "{handlers}" and the generated package "{package}" share an import '
-                       "name", ("server", "handlers") if server.handlers else ("server", "package"), value=True,
-                       hint="give the handler module its own name")
+            self.error(
+                "FG143",
+                f'handler module "{handlers}" and the generated package "{package}" share an import name',
+                ("server", "handlers") if server.handlers else ("server", "package"),
+                value=True,
+                hint="give the handler module its own name",
+            )
         models = tuple(self.lower_model(name, model) for name, model in self.spec.models.items())
         self.models = models
         presenting = PresenterLowering(self, {m.name: m for m in models})
@@ -99,16 +123,22 @@ class _Lowering:
         presenters = [presenting.lower(name, p, set(self.spec.tools)) for name, p in self.spec.presenters.items()]
         check_parent_redactions(self, {p.name: p for p in presenters})
         workflowing = WorkflowLowering(self)
-        workflows = {name: w for name, spec in self.spec.workflows.items()
-                     if (w := workflowing.lower(name, spec)) is not None}
-        tools = tuple(self.lower_tool(name, tool, workflowing.binding(name, tool, workflows))
-                      for name, tool in self.spec.tools.items())
+        workflows = {
+            name: w for name, spec in self.spec.workflows.items() if (w := workflowing.lower(name, spec)) is not None
+        }
+        tools = tuple(
+            self.lower_tool(name, tool, workflowing.binding(name, tool, workflows))
+            for name, tool in self.spec.tools.items()
+        )
         for workflow in workflows.values():
             workflowing.check_fireable(workflow, [t.binding for t in tools if t.binding])
         self.check_workflow_names(server.state_handle_key, tools)
         for tool in tools:
-            if tool.returns and tool.returns.presenter not in self.spec.presenters and all(
-                    p.name != tool.returns.presenter for p in presenters):
+            if (
+                tool.returns
+                and tool.returns.presenter not in self.spec.presenters
+                and all(p.name != tool.returns.presenter for p in presenters)
+            ):
                 presenters.append(presenting.implicit(next(m for m in models if m.name == tool.returns.presenter)))
         self.check_collisions(models, tools)
         return ServerIR(
@@ -126,12 +156,22 @@ class _Lowering:
 
     def check_identifier(self, name: str, loc: Loc, what: str, *, value: bool = True) -> bool:
         if not IDENTIFIER.match(name):
-            self.error("FG140", f'{what} "{name}" is not a valid Python identifier', loc, value=value,
-                       hint="use letters, digits and underscores, not starting with a digit")
+            self.error(
+                "FG140",
+                f'{what} "{name}" is not a valid Python identifier',
+                loc,
+                value=value,
+                hint="use letters, digits and underscores, not starting with a digit",
+            )
             return False
         if name in RESERVED_WORDS:
-            self.error("FG141", f'{what} "{name}" is a Python keyword or a reserved name', loc, value=value,
-                       hint="rename it; generated code uses it as an identifier")
+            self.error(
+                "FG141",
+                f'{what} "{name}" is a Python keyword or a reserved name',
+                loc,
+                value=value,
+                hint="rename it; generated code uses it as an identifier",
+            )
             return False
         return True
 
@@ -150,14 +190,16 @@ class _Lowering:
                 seen: set[str] = set()
                 for index, value in enumerate(spec.values):
                     if value in seen:
-                        self.error("FG112", f'enum field "{name}" lists "{value}" twice', (*loc, "values", index),
-                                   value=True)
+                        self.error(
+                            "FG112", f'enum field "{name}" lists "{value}" twice', (*loc, "values", index), value=True
+                        )
                     seen.add(value)
             return TypeIR("enum", enum_values=tuple(spec.values or ()))
         if spec.type == "list":
             if spec.items is None:
-                self.error("FG113", f'list field "{name}" needs "items" (a scalar type or a model name)', type_loc,
-                           value=True)
+                self.error(
+                    "FG113", f'list field "{name}" needs "items" (a scalar type or a model name)', type_loc, value=True
+                )
                 return TypeIR("list", items=TypeIR("string"))
             return TypeIR("list", items=self.resolve_type_name(spec.items, (*loc, "items"), in_list=True))
         return self.resolve_type_name(spec.type, type_loc)
@@ -172,12 +214,25 @@ class _Lowering:
             return TypeIR("string")
         known = [*SCALAR_KINDS, *self.spec.models]
         close = difflib.get_close_matches(type_name, known, n=1)
-        self.error("FG110", f'unknown type "{type_name}"', loc, value=True,
-                   hint=f'did you mean "{close[0]}"?' if close else "a scalar type or a model name")
+        self.error(
+            "FG110",
+            f'unknown type "{type_name}"',
+            loc,
+            value=True,
+            hint=f'did you mean "{close[0]}"?' if close else "a scalar type or a model name",
+        )
         return TypeIR("string")
 
-    def lower_field(self, name: str, spec: FieldSpec, loc: Loc, *, hidden: bool = False, guarded: bool = False,
-                    cast: str | None = None) -> FieldIR:
+    def lower_field(
+        self,
+        name: str,
+        spec: FieldSpec,
+        loc: Loc,
+        *,
+        hidden: bool = False,
+        guarded: bool = False,
+        cast: str | None = None,
+    ) -> FieldIR:
         self.check_identifier(name, loc, "field name", value=False)
         type_ir = self.lower_type(name, spec, loc)
         has_default = "default" in spec.model_fields_set
@@ -185,10 +240,12 @@ class _Lowering:
         if type_ir.kind in ("date", "datetime") and isinstance(default, datetime.date | datetime.datetime):
             default = default.isoformat()  # a TOML date: the JSON value is its ISO text
         if has_default and not _default_fits(default, type_ir, spec.nullable):
-            allowed = (" (one of " + ", ".join(f'"{v}"' for v in type_ir.enum_values) + ")"
-                       if type_ir.kind == "enum" else "")
-            self.error("FG114", f'default of "{name}" is not a valid {type_ir.kind}{allowed}', (*loc, "default"),
-                       value=True)
+            allowed = (
+                " (one of " + ", ".join(f'"{v}"' for v in type_ir.enum_values) + ")" if type_ir.kind == "enum" else ""
+            )
+            self.error(
+                "FG114", f'default of "{name}" is not a valid {type_ir.kind}{allowed}', (*loc, "default"), value=True
+            )
         return FieldIR(
             name=name,
             type=type_ir,
@@ -212,14 +269,25 @@ class _Lowering:
         for cast_field, target in model.casts.items():
             declared_type = declared[cast_field].type if cast_field in declared else None
             if declared_type in ("enum", "list") or declared_type in self.spec.models:
-                self.error("FG125", f'"{cast_field}" is a {"model" if declared_type in self.spec.models else declared_type}'
-                           " field: only scalar fields can be cast", (*loc, "casts", cast_field), value=True)
+                self.error(
+                    "FG125",
+                    f'"{cast_field}" is a {"model" if declared_type in self.spec.models else declared_type}'
+                    " field: only scalar fields can be cast",
+                    (*loc, "casts", cast_field),
+                    value=True,
+                )
             if cast_field not in declared:
-                self.unknown_field("FG123", "casts", name, cast_field, declared, (*loc, "casts", cast_field),
-                                   value=False)
+                self.unknown_field(
+                    "FG123", "casts", name, cast_field, declared, (*loc, "casts", cast_field), value=False
+                )
             if target not in CAST_KINDS:
-                self.error("FG125", f'cannot cast "{cast_field}" to "{target}"', (*loc, "casts", cast_field),
-                           value=True, hint="cast targets: " + ", ".join(CAST_KINDS))
+                self.error(
+                    "FG125",
+                    f'cannot cast "{cast_field}" to "{target}"',
+                    (*loc, "casts", cast_field),
+                    value=True,
+                    hint="cast targets: " + ", ".join(CAST_KINDS),
+                )
         guarded = set(model.guarded)
         for operation, names in model.fillable.items():
             op_loc = (*loc, "fillable", operation)
@@ -227,9 +295,12 @@ class _Lowering:
             self.check_names(name, names, declared, op_loc, "FG122", f"fillable.{operation}")
             for index, field_name in enumerate(names):
                 if field_name in guarded:
-                    self.error("FG124", f'field "{field_name}" of model "{name}" is both guarded and fillable '
-                               f'("{operation}")', (*op_loc, index),
-                               hint="a guarded field can never be written; remove it from one of the lists")
+                    self.error(
+                        "FG124",
+                        f'field "{field_name}" of model "{name}" is both guarded and fillable ("{operation}")',
+                        (*op_loc, index),
+                        hint="a guarded field can never be written; remove it from one of the lists",
+                    )
         fields = tuple(
             self.lower_field(
                 field_name,
@@ -249,25 +320,36 @@ class _Lowering:
             fillable=tuple((op, tuple(n for n in names if n in declared)) for op, names in model.fillable.items()),
         )
 
-    def check_names(self, model: str, names: Iterable[str], declared: Mapping[str, FieldSpec], loc: Loc,
-                    code: str, what: str) -> None:
+    def check_names(
+        self, model: str, names: Iterable[str], declared: Mapping[str, FieldSpec], loc: Loc, code: str, what: str
+    ) -> None:
         for index, field_name in enumerate(names):
             if field_name not in declared:
                 self.unknown_field(code, what, model, field_name, declared, (*loc, index))
 
-    def unknown_field(self, code: str, what: str, model: str, name: str, declared: Iterable[str], loc: Loc,
-                      *, value: bool = True) -> None:
+    def unknown_field(
+        self, code: str, what: str, model: str, name: str, declared: Iterable[str], loc: Loc, *, value: bool = True
+    ) -> None:
         close = difflib.get_close_matches(name, list(declared), n=1)
-        self.error(code, f'{what} names "{name}", which is not a field of model "{model}"', loc, value=value,
-                   hint=f'did you mean "{close[0]}"?' if close else None)
+        self.error(
+            code,
+            f'{what} names "{name}", which is not a field of model "{model}"',
+            loc,
+            value=value,
+            hint=f'did you mean "{close[0]}"?' if close else None,
+        )
 
     # --- tools ----------------------------------------------------------------------------------
     def lower_tool(self, name: str, tool: ToolSpec, binding: BindingIR | None = None) -> ToolIR:
         loc: Loc = ("tools", name)
         name_ok = bool(TOOL_NAME.match(name))
         if not name_ok:
-            self.error("FG104", f'tool name "{name}" must start with a letter and use only letters, digits, '
-                       '"_", "-" and "." (at most 128 characters)', loc)
+            self.error(
+                "FG104",
+                f'tool name "{name}" must start with a letter and use only letters, digits, '
+                '"_", "-" and "." (at most 128 characters)',
+                loc,
+            )
         ident = snake_case(name)
         handler = tool.handler or ident
         if tool.handler is not None:
@@ -303,13 +385,23 @@ class _Lowering:
         model = self.spec.models.get(model_name)
         if model is None:
             close = difflib.get_close_matches(model_name, list(self.spec.models), n=1)
-            self.error("FG130", f'input_from names unknown model "{model_name}"', from_loc, value=True,
-                       hint=f'did you mean "{close[0]}"?' if close else None)
+            self.error(
+                "FG130",
+                f'input_from names unknown model "{model_name}"',
+                from_loc,
+                value=True,
+                hint=f'did you mean "{close[0]}"?' if close else None,
+            )
             return [], ()
         if operation not in model.fillable:
             known = ", ".join(model.fillable) or "none"
-            self.error("FG131", f'model "{model_name}" has no fillable operation "{operation}"', from_loc, value=True,
-                       hint=f"its operations: {known}")
+            self.error(
+                "FG131",
+                f'model "{model_name}" has no fillable operation "{operation}"',
+                from_loc,
+                value=True,
+                hint=f"its operations: {known}",
+            )
             return [], ()
         fields: list[FieldIR] = []
         for field_name in model.fillable[operation]:
@@ -317,14 +409,20 @@ class _Lowering:
             if spec is None:
                 continue  # reported on the model
             if field_name in tool.input:
-                self.error("FG133", f'input field "{field_name}" is also fillable through input_from '
-                           f'"{tool.input_from}"', (*loc, "input", field_name),
-                           hint="declare selector fields (like an id) in input, and writable ones in fillable")
+                self.error(
+                    "FG133",
+                    f'input field "{field_name}" is also fillable through input_from "{tool.input_from}"',
+                    (*loc, "input", field_name),
+                    hint="declare selector fields (like an id) in input, and writable ones in fillable",
+                )
                 continue
             if operation == "update":  # an update is partial: every fillable field may be left out
                 spec = spec.model_copy(update={"required": False})
-            fields.append(self.lower_field(field_name, spec, ("models", model_name, "fields", field_name),
-                                           hidden=field_name in model.hidden))
+            fields.append(
+                self.lower_field(
+                    field_name, spec, ("models", model_name, "fields", field_name), hidden=field_name in model.hidden
+                )
+            )
         guarded = tuple(g for g in model.guarded if g not in tool.input)
         return fields, guarded
 
@@ -335,24 +433,33 @@ class _Lowering:
         if name in self.spec.presenters or name in self.spec.models:
             return ReturnsIR(presenter=name, collection=collection)
         close = difflib.get_close_matches(name, [*self.spec.presenters, *self.spec.models], n=1)
-        self.error("FG111", f'returns names unknown presenter or model "{name}"', loc, value=True,
-                   hint=f'did you mean "{close[0]}"?' if close else 'name a presenter or a model, "X[]" for a list')
+        self.error(
+            "FG111",
+            f'returns names unknown presenter or model "{name}"',
+            loc,
+            value=True,
+            hint=f'did you mean "{close[0]}"?' if close else 'name a presenter or a model, "X[]" for a list',
+        )
         return None
 
     def check_embed_cycles(self) -> None:
         """Embedded presenters must form a tree: a cycle would shape data forever."""
-        graph = {name: [c for c in p.embed.values() if c in self.spec.presenters]
-                 for name, p in self.spec.presenters.items()}
+        graph = {
+            name: [c for c in p.embed.values() if c in self.spec.presenters] for name, p in self.spec.presenters.items()
+        }
         reported: set[frozenset[str]] = set()
 
         def visit(name: str, trail: list[str]) -> None:
             for child in graph[name]:
                 if child in trail:
-                    cycle = [*trail[trail.index(child):], child]
+                    cycle = [*trail[trail.index(child) :], child]
                     if frozenset(cycle) not in reported:
                         reported.add(frozenset(cycle))
-                        self.error("FG154", "embedded presenters form a cycle: " + " → ".join(cycle),
-                                   ("presenters", cycle[0], "embed"))
+                        self.error(
+                            "FG154",
+                            "embedded presenters form a cycle: " + " → ".join(cycle),
+                            ("presenters", cycle[0], "embed"),
+                        )
                     continue
                 visit(child, [*trail, child])
 
@@ -371,13 +478,20 @@ class _Lowering:
             for suffix in ("start", "status"):
                 generated = f"{workflow}.{suffix}"
                 if generated in self.spec.tools:
-                    self.error("FG177", f'tool "{generated}" clashes with the tool fusiongen generates for workflow '
-                               f'"{workflow}"', ("tools", generated), hint="rename the tool")
+                    self.error(
+                        "FG177",
+                        f'tool "{generated}" clashes with the tool fusiongen generates for workflow "{workflow}"',
+                        ("tools", generated),
+                        hint="rename the tool",
+                    )
         for tool in tools:
             if tool.binding and any(f.name == handle_key for f in tool.inputs):
-                self.error("FG177", f'tool "{tool.name}" has an input "{handle_key}", the workflow handle argument',
-                           ("tools", tool.name, "input", handle_key),
-                           hint='rename the input or set [server] state_handle_key')
+                self.error(
+                    "FG177",
+                    f'tool "{tool.name}" has an input "{handle_key}", the workflow handle argument',
+                    ("tools", tool.name, "input", handle_key),
+                    hint="rename the input or set [server] state_handle_key",
+                )
 
     def check_collisions(self, models: tuple[ModelIR, ...], tools: tuple[ToolIR, ...]) -> None:
         first_by_handler: dict[str, str] = {}
@@ -388,28 +502,45 @@ class _Lowering:
             same_ident = first_by_ident.get(tool.ident) == first_by_handler.get(tool.handler)
             if tool.handler in first_by_handler and (explicit or not same_ident):
                 other = first_by_handler[tool.handler]
-                self.error("FG142", f'tools "{other}" and "{tool.name}" both use handler "{tool.handler}"',
-                           (*loc, "handler") if explicit else loc, value=explicit,
-                           hint='give one of them its own "handler"')
+                self.error(
+                    "FG142",
+                    f'tools "{other}" and "{tool.name}" both use handler "{tool.handler}"',
+                    (*loc, "handler") if explicit else loc,
+                    value=explicit,
+                    hint='give one of them its own "handler"',
+                )
             first_by_handler.setdefault(tool.handler, tool.name)
             if tool.ident in first_by_ident:
                 other = first_by_ident[tool.ident]
-                self.error("FG143", f'tools "{other}" and "{tool.name}" map to the same Python name "{tool.ident}"',
-                           loc, hint="rename one of them")
+                self.error(
+                    "FG143",
+                    f'tools "{other}" and "{tool.name}" map to the same Python name "{tool.ident}"',
+                    loc,
+                    hint="rename one of them",
+                )
             first_by_ident.setdefault(tool.ident, tool.name)
         for kind, names in (("presenters", self.spec.presenters), ("workflows", self.spec.workflows)):
             seen: dict[str, str] = {}
             for name in names:
                 snake = snake_case(name)
                 if snake in seen:
-                    self.error("FG143", f'{kind} "{seen[snake]}" and "{name}" map to the same Python name "{snake}"',
-                               (kind, name), hint="rename one of them")
+                    self.error(
+                        "FG143",
+                        f'{kind} "{seen[snake]}" and "{name}" map to the same Python name "{snake}"',
+                        (kind, name),
+                        hint="rename one of them",
+                    )
                 seen.setdefault(snake, name)
         first_by_snake: dict[str, str] = {}
         for model in models:
             if model.snake in first_by_snake:
-                self.error("FG143", f'models "{first_by_snake[model.snake]}" and "{model.name}" map to the same '
-                           f'Python name "{model.snake}"', ("models", model.name), hint="rename one of them")
+                self.error(
+                    "FG143",
+                    f'models "{first_by_snake[model.snake]}" and "{model.name}" map to the same '
+                    f'Python name "{model.snake}"',
+                    ("models", model.name),
+                    hint="rename one of them",
+                )
             first_by_snake.setdefault(model.snake, model.name)
 
 
@@ -424,8 +555,9 @@ def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
         return nullable
     kind = type_ir.kind
     if kind in ("date", "datetime", "uuid") and isinstance(value, str):
-        parse = {"date": datetime.date.fromisoformat, "datetime": datetime.datetime.fromisoformat,
-                 "uuid": uuid.UUID}[kind]
+        parse = {"date": datetime.date.fromisoformat, "datetime": datetime.datetime.fromisoformat, "uuid": uuid.UUID}[
+            kind
+        ]
         try:
             parse(value)
         except ValueError:
@@ -443,5 +575,6 @@ def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
         return isinstance(value, bool)
     if kind == "list":
         return isinstance(value, list) and all(
-            type_ir.items is not None and _default_fits(v, type_ir.items, False) for v in value)
+            type_ir.items is not None and _default_fits(v, type_ir.items, False) for v in value
+        )
     return isinstance(value, dict)

@@ -24,10 +24,17 @@ if TYPE_CHECKING:
 
 _SEGMENT = re.compile(r"(?P<name>\*|[A-Za-z_][A-Za-z0-9_]*)(?P<each>(\[\*\])*)\Z")
 _EXPR_TYPES = {
-    "string": expr.ExprType.STRING, "text": expr.ExprType.STRING, "date": expr.ExprType.STRING,
-    "datetime": expr.ExprType.STRING, "uuid": expr.ExprType.STRING, "enum": expr.ExprType.STRING,
-    "integer": expr.ExprType.INTEGER, "number": expr.ExprType.NUMBER, "boolean": expr.ExprType.BOOLEAN,
-    "list": expr.ExprType.LIST, "model": expr.ExprType.OBJECT,
+    "string": expr.ExprType.STRING,
+    "text": expr.ExprType.STRING,
+    "date": expr.ExprType.STRING,
+    "datetime": expr.ExprType.STRING,
+    "uuid": expr.ExprType.STRING,
+    "enum": expr.ExprType.STRING,
+    "integer": expr.ExprType.INTEGER,
+    "number": expr.ExprType.NUMBER,
+    "boolean": expr.ExprType.BOOLEAN,
+    "list": expr.ExprType.LIST,
+    "model": expr.ExprType.OBJECT,
 }
 _TEXT_BLOCKS = ("markdown", "mermaid", "code", "summary")
 
@@ -50,8 +57,12 @@ class PresenterLowering:
         error = self.lowering.error
         if presenter.schema_ is not None:
             if presenter.model is not None or presenter.fields is not None:
-                error("FG152", f'presenter "{name}" has both an inline schema and model/fields', (*loc, "schema"),
-                      hint="use either model (and fields) or schema")
+                error(
+                    "FG152",
+                    f'presenter "{name}" has both an inline schema and model/fields',
+                    (*loc, "schema"),
+                    hint="use either model (and fields) or schema",
+                )
             return tuple(self.lowering.lower_field(n, s, (*loc, "schema", n)) for n, s in presenter.schema_.items())
         if presenter.model is None:
             error("FG152", f'presenter "{name}" needs a model or an inline schema', loc)
@@ -59,8 +70,13 @@ class PresenterLowering:
         model = self.models.get(presenter.model)
         if model is None:
             close = difflib.get_close_matches(presenter.model, list(self.models), n=1)
-            error("FG150", f'presenter "{name}" names unknown model "{presenter.model}"', (*loc, "model"),
-                  value=True, hint=f'did you mean "{close[0]}"?' if close else None)
+            error(
+                "FG150",
+                f'presenter "{name}" names unknown model "{presenter.model}"',
+                (*loc, "model"),
+                value=True,
+                hint=f'did you mean "{close[0]}"?' if close else None,
+            )
             return ()
         if presenter.fields is None:
             return model.visible_fields
@@ -70,15 +86,24 @@ class PresenterLowering:
             if field is None or field.hidden:
                 why = "is hidden: it never leaves the server" if field else f'is not a field of "{model.name}"'
                 close = difflib.get_close_matches(field_name, [f.name for f in model.visible_fields], n=1)
-                error("FG151", f'presenter field "{field_name}" {why}', (*loc, "fields", index), value=True,
-                      hint=f'did you mean "{close[0]}"?' if close and not field else None)
+                error(
+                    "FG151",
+                    f'presenter field "{field_name}" {why}',
+                    (*loc, "fields", index),
+                    value=True,
+                    hint=f'did you mean "{close[0]}"?' if close and not field else None,
+                )
             else:
                 chosen.append(field)
         return tuple(chosen)
 
     def implicit(self, model: ModelIR) -> PresenterIR:
         return PresenterIR(
-            name=model.name, snake=model.snake, implicit=True, model=model.name, description=model.description,
+            name=model.name,
+            snake=model.snake,
+            implicit=True,
+            model=model.name,
+            description=model.description,
             fields=model.visible_fields,
             description_rules=_description_rules(model.visible_fields),
         )
@@ -111,27 +136,38 @@ class PresenterLowering:
         embeds = self.embeds(name, presenter, by_name)
         redactions = self.redactions(presenter, fields, dict(embeds), loc)
         if presenter.limit is not None and presenter.limit < 1:
-            self.lowering.error("FG156", f"limit must be at least 1, not {presenter.limit}", (*loc, "limit"),
-                                value=True)
+            self.lowering.error(
+                "FG156", f"limit must be at least 1, not {presenter.limit}", (*loc, "limit"), value=True
+            )
         context = _ExprContext(self, fields, dict(embeds), self.effective_redactions(name, redactions), loc)
-        rules = [RuleIR(t) for i, text in enumerate(presenter.rules)
-                 if (t := context.template(text, (*loc, "rules", i), collection=False))]
+        rules = [
+            RuleIR(t)
+            for i, text in enumerate(presenter.rules)
+            if (t := context.template(text, (*loc, "rules", i), collection=False))
+        ]
         for i, conditional in enumerate(presenter.rules_when):
             at = (*loc, "rules_when", i)
             when = context.condition(conditional.when, (*at, "when"), collection=False)
             text = context.template(conditional.rule, (*at, "rule"), collection=False)
             if when and text:
                 rules.append(RuleIR(text, when))
-        collection_rules = [RuleIR(t) for i, text in enumerate(presenter.collection_rules)
-                            if (t := context.template(text, (*loc, "collection_rules", i), collection=True,
-                                                      fields_allowed=False))]
+        collection_rules = [
+            RuleIR(t)
+            for i, text in enumerate(presenter.collection_rules)
+            if (t := context.template(text, (*loc, "collection_rules", i), collection=True, fields_allowed=False))
+        ]
         suggestions = []
         for i, suggestion in enumerate(presenter.suggest):
             at = (*loc, "suggest", i)
             if suggestion.tool not in tools:
                 close = difflib.get_close_matches(suggestion.tool, sorted(tools), n=1)
-                self.lowering.error("FG159", f'suggestion names unknown tool "{suggestion.tool}"', (*at, "tool"),
-                                    value=True, hint=f'did you mean "{close[0]}"?' if close else None)
+                self.lowering.error(
+                    "FG159",
+                    f'suggestion names unknown tool "{suggestion.tool}"',
+                    (*at, "tool"),
+                    value=True,
+                    hint=f'did you mean "{close[0]}"?' if close else None,
+                )
             reason = context.template(suggestion.reason, (*at, "reason"), collection=False)
             when = context.condition(suggestion.when, (*at, "when"), collection=False) if suggestion.when else None
             if reason:
@@ -150,10 +186,14 @@ class PresenterLowering:
             redactions=redactions,
             censor=presenter.censor,
             limit=presenter.limit,
-            ui=tuple(b for i, s in enumerate(presenter.ui)
-                     if (b := context.block(s, (*loc, "ui", i), collection=False))),
-            collection_ui=tuple(b for i, s in enumerate(presenter.collection_ui)
-                                if (b := context.block(s, (*loc, "collection_ui", i), collection=True))),
+            ui=tuple(
+                b for i, s in enumerate(presenter.ui) if (b := context.block(s, (*loc, "ui", i), collection=False))
+            ),
+            collection_ui=tuple(
+                b
+                for i, s in enumerate(presenter.collection_ui)
+                if (b := context.block(s, (*loc, "collection_ui", i), collection=True))
+            ),
             suggestions=tuple(suggestions),
             model_reads=tuple(context.reads),
         )
@@ -165,32 +205,51 @@ class PresenterLowering:
             field = by_name.get(field_name)
             target = field.type.items if field and field.type.kind == "list" else (field.type if field else None)
             if field is None or target is None or target.kind != "model":
-                self.lowering.error("FG153", f'embed "{field_name}" must name a field of this presenter that holds a '
-                                    "model or a list of models", at)
+                self.lowering.error(
+                    "FG153",
+                    f'embed "{field_name}" must name a field of this presenter that holds a model or a list of models',
+                    at,
+                )
                 continue
             if child not in self.spec.presenters:
                 close = difflib.get_close_matches(child, list(self.spec.presenters), n=1)
-                self.lowering.error("FG153", f'embed "{field_name}" names unknown presenter "{child}"', at, value=True,
-                                    hint=f'did you mean "{close[0]}"?' if close else None)
+                self.lowering.error(
+                    "FG153",
+                    f'embed "{field_name}" names unknown presenter "{child}"',
+                    at,
+                    value=True,
+                    hint=f'did you mean "{close[0]}"?' if close else None,
+                )
                 continue
             child_spec = self.spec.presenters[child]
             if child_spec.model is not None and child_spec.model != target.model:
-                self.lowering.error("FG153", f'presenter "{child}" shapes model "{child_spec.model}", but field '
-                                    f'"{field_name}" holds "{target.model}"', at, value=True)
+                self.lowering.error(
+                    "FG153",
+                    f'presenter "{child}" shapes model "{child_spec.model}", but field '
+                    f'"{field_name}" holds "{target.model}"',
+                    at,
+                    value=True,
+                )
                 continue
             model = self.models.get(target.model or "")
             leaking = [f for f in (child_spec.schema_ or {}) if model and (m := model.field(f)) and m.hidden]
             if leaking:  # an inline schema would read the hidden field straight from the handler's data
-                self.lowering.error("FG153", f'presenter "{child}" declares "{leaking[0]}", a hidden field of model '
-                                    f'"{target.model}", which field "{field_name}" holds', at, value=True,
-                                    hint="hidden fields never leave the server; remove it from the schema")
+                self.lowering.error(
+                    "FG153",
+                    f'presenter "{child}" declares "{leaking[0]}", a hidden field of model '
+                    f'"{target.model}", which field "{field_name}" holds',
+                    at,
+                    value=True,
+                    hint="hidden fields never leave the server; remove it from the schema",
+                )
                 continue
             found.append((field_name, child))
         return tuple(found)
 
     # --- redaction -------------------------------------------------------------------------------
-    def effective_redactions(self, name: str, own: tuple[RedactionPath, ...],
-                             visiting: frozenset[str] = frozenset()) -> tuple[RedactionPath, ...]:
+    def effective_redactions(
+        self, name: str, own: tuple[RedactionPath, ...], visiting: frozenset[str] = frozenset()
+    ) -> tuple[RedactionPath, ...]:
         """A presenter's paths plus those its embedded presenters mask, as paths of this presenter."""
         found = list(own)
         spec = self.spec.presenters[name]
@@ -210,18 +269,22 @@ class PresenterLowering:
                 found.append((*prefix, *path))
         return tuple(dict.fromkeys(found))
 
-    def redactions(self, presenter: PresenterSpec, fields: tuple[FieldIR, ...], embeds: dict[str, str],
-                   loc: Loc) -> tuple[RedactionPath, ...]:
+    def redactions(
+        self, presenter: PresenterSpec, fields: tuple[FieldIR, ...], embeds: dict[str, str], loc: Loc
+    ) -> tuple[RedactionPath, ...]:
         concrete: list[RedactionPath] = []
         for index, path in enumerate(presenter.redact_pii):
             problem, paths = self.expand(path, fields, embeds)
             if problem:
-                self.lowering.error("FG155", f'redaction path "{path}": {problem}', (*loc, "redact_pii", index),
-                                    value=True)
+                self.lowering.error(
+                    "FG155", f'redaction path "{path}": {problem}', (*loc, "redact_pii", index), value=True
+                )
             concrete.extend(p for p in paths if p not in concrete)
         return tuple(concrete)
 
-    def expand(self, path: str, fields: tuple[FieldIR, ...], embeds: dict[str, str]) -> tuple[str | None, list[RedactionPath]]:
+    def expand(
+        self, path: str, fields: tuple[FieldIR, ...], embeds: dict[str, str]
+    ) -> tuple[str | None, list[RedactionPath]]:
         """Expand `a.*.b[*].c` into concrete paths of the schema; a problem is reported, never skipped."""
         segments = path.split(".")
         for segment in segments:
@@ -229,8 +292,9 @@ class PresenterLowering:
                 return f'"{segment}" is not a field name, "*" or name[*]', []
         results: list[RedactionPath] = []
 
-        def walk(level: tuple[FieldIR, ...], rest: list[str], prefix: RedactionPath, level_embeds: dict[str, str]
-                 ) -> str | None:
+        def walk(
+            level: tuple[FieldIR, ...], rest: list[str], prefix: RedactionPath, level_embeds: dict[str, str]
+        ) -> str | None:
             match = _SEGMENT.match(rest[0])
             assert match is not None
             name, each = match["name"], match["each"].count("[*]")
@@ -243,8 +307,11 @@ class PresenterLowering:
             for field in candidates:
                 depth = 1 if field.type.kind == "list" else 0
                 if each > depth:
-                    problems.append(f'"{field.name}" is a list of single items: one [*] reaches them' if depth
-                                    else f'"{field.name}" is not a list, so [*] does not apply')
+                    problems.append(
+                        f'"{field.name}" is a list of single items: one [*] reaches them'
+                        if depth
+                        else f'"{field.name}" is not a list, so [*] does not apply'
+                    )
                     continue
                 if name == "*" and depth and each == 0 and len(rest) > 1:
                     each = 1  # "every field of a" includes the items of its list fields: none may slip past
@@ -262,8 +329,11 @@ class PresenterLowering:
                     if name != "*":
                         problems.append(f'"{field.name}" has no fields')
                     continue
-                child_embeds = dict(self.lowering.spec.presenters[level_embeds[field.name]].embed) \
-                    if field.name in level_embeds else {}
+                child_embeds = (
+                    dict(self.lowering.spec.presenters[level_embeds[field.name]].embed)
+                    if field.name in level_embeds
+                    else {}
+                )
                 problem = walk(inner, rest[1:], here, child_embeds)
                 if problem is None:
                     matched += 1
@@ -280,8 +350,14 @@ class PresenterLowering:
 class _ExprContext:
     """Compiles one presenter's expressions, with positions inside the spec's strings."""
 
-    def __init__(self, owner: PresenterLowering, fields: tuple[FieldIR, ...], embeds: dict[str, str],
-                 redactions: tuple[RedactionPath, ...], loc: Loc) -> None:
+    def __init__(
+        self,
+        owner: PresenterLowering,
+        fields: tuple[FieldIR, ...],
+        embeds: dict[str, str],
+        redactions: tuple[RedactionPath, ...],
+        loc: Loc,
+    ) -> None:
         self.owner = owner
         self.lowering = owner.lowering
         self.fields = fields
@@ -336,13 +412,16 @@ class _ExprContext:
                 return f'"{".".join(path)}" is redacted (redact_pii "{written}")'
         return None
 
-    def _compile(self, kind: str, text: str, loc: Loc, *, collection: bool, for_user: bool = False,
-                 fields_allowed: bool = True) -> ExprIR | None:
+    def _compile(
+        self, kind: str, text: str, loc: Loc, *, collection: bool, for_user: bool = False, fields_allowed: bool = True
+    ) -> ExprIR | None:
         def resolve(path: tuple[str, ...]) -> expr.FieldInfo | None:
             return self.resolve(path) if fields_allowed else None
 
         compile_fn: Callable[..., expr.Compiled | list[expr.ExprError]] = {
-            "template": expr.compile_template, "condition": expr.compile_condition}[kind]
+            "template": expr.compile_template,
+            "condition": expr.compile_condition,
+        }[kind]
         result = compile_fn(text, resolve, access=_access, collection=collection)
         if isinstance(result, list):
             loaded = self.lowering.loaded
@@ -355,40 +434,68 @@ class _ExprContext:
             for path in result.paths:
                 reason = self.hidden_reason(path)
                 if reason:
-                    self.lowering.error("FG158", f"{reason}: it cannot be shown to the model", loc, value=True,
-                                        hint='mark the block audience = "user", or read another field')
+                    self.lowering.error(
+                        "FG158",
+                        f"{reason}: it cannot be shown to the model",
+                        loc,
+                        value=True,
+                        hint='mark the block audience = "user", or read another field',
+                    )
                     return None
         return ExprIR(text, result.python, result.paths)
 
-    def template(self, text: str, loc: Loc, *, collection: bool, for_user: bool = False,
-                 fields_allowed: bool = True) -> ExprIR | None:
-        return self._compile("template", text, loc, collection=collection, for_user=for_user,
-                             fields_allowed=fields_allowed)
+    def template(
+        self, text: str, loc: Loc, *, collection: bool, for_user: bool = False, fields_allowed: bool = True
+    ) -> ExprIR | None:
+        return self._compile(
+            "template", text, loc, collection=collection, for_user=for_user, fields_allowed=fields_allowed
+        )
 
     def condition(self, text: str, loc: Loc, *, collection: bool) -> ExprIR | None:
         return self._compile("condition", text, loc, collection=collection)
 
     def block(self, spec: UIBlockSpec, loc: Loc, *, collection: bool) -> UIBlockIR | None:
         user = spec.audience == "user"
-        allowed = {"table": {"columns", "rows"} if not collection else {"columns", "row"},
-                   "list": {"items"} if not collection else {"item"}, "json": {"path"},
-                   "code": {"text", "language"}}.get(spec.type, {"text"})
-        given = {k for k in ("columns", "rows", "row", "text", "items", "item", "path", "language")
-                 if getattr(spec, k) is not None}
+        allowed = {
+            "table": {"columns", "rows"} if not collection else {"columns", "row"},
+            "list": {"items"} if not collection else {"item"},
+            "json": {"path"},
+            "code": {"text", "language"},
+        }.get(spec.type, {"text"})
+        given = {
+            k
+            for k in ("columns", "rows", "row", "text", "items", "item", "path", "language")
+            if getattr(spec, k) is not None
+        }
         for key in sorted(given - allowed):
-            self.lowering.error("FG160", f'a {spec.type} block{" of collection_ui" if collection else ""} has no '
-                                f'"{key}"', (*loc, key), hint="its keys: " + ", ".join(sorted(allowed)))
+            self.lowering.error(
+                "FG160",
+                f'a {spec.type} block{" of collection_ui" if collection else ""} has no "{key}"',
+                (*loc, key),
+                hint="its keys: " + ", ".join(sorted(allowed)),
+            )
         for key in sorted(allowed - given - {"language", "path"}):
             self.lowering.error("FG160", f'a {spec.type} block needs "{key}"', loc)
         if given - allowed or allowed - given - {"language", "path"}:
             return None
-        when = self._compile("condition", spec.when, (*loc, "when"), collection=collection, for_user=user,
-                             fields_allowed=not collection) if spec.when else None
+        when = (
+            self._compile(
+                "condition",
+                spec.when,
+                (*loc, "when"),
+                collection=collection,
+                for_user=user,
+                fields_allowed=not collection,
+            )
+            if spec.when
+            else None
+        )
 
         def tpl(text: str, at: Loc, per_item: bool = True) -> ExprIR | None:
             # In a collection block, row and item templates see one item; other text sees only count().
-            return self.template(text, at, collection=collection, for_user=user,
-                                 fields_allowed=per_item or not collection)
+            return self.template(
+                text, at, collection=collection, for_user=user, fields_allowed=per_item or not collection
+            )
 
         columns = tuple(spec.columns or ())
         rows: list[tuple[ExprIR, ...]] = []
@@ -397,8 +504,11 @@ class _ExprContext:
         for r, row in enumerate(all_rows):
             if len(row) != len(columns):
                 cells = f"{len(row)} cell" + ("" if len(row) == 1 else "s")
-                self.lowering.error("FG160", f"a table row has {cells} for {len(columns)} columns",
-                                    (*loc, "rows", r) if spec.rows is not None else (*loc, "row"))
+                self.lowering.error(
+                    "FG160",
+                    f"a table row has {cells} for {len(columns)} columns",
+                    (*loc, "rows", r) if spec.rows is not None else (*loc, "row"),
+                )
                 bad = True
         if bad:
             return None
@@ -416,20 +526,30 @@ class _ExprContext:
         if spec.path:
             path = tuple(spec.path.split("."))
             if self.resolve(path) is None:
-                self.lowering.error("FG160", f'json block path "{spec.path}" is not a field', (*loc, "path"), value=True)
+                self.lowering.error(
+                    "FG160", f'json block path "{spec.path}" is not a field', (*loc, "path"), value=True
+                )
                 return None
         if spec.type == "json" and not user:
             self.reads.append(path)  # () reads the whole result: any parent redaction under it is shown
-            reason = self.hidden_reason(path) if path else (
-                "the whole result holds redacted fields" if self.redactions else None)
+            reason = (
+                self.hidden_reason(path)
+                if path
+                else ("the whole result holds redacted fields" if self.redactions else None)
+            )
             if reason:
-                self.lowering.error("FG158", f"{reason}: a json block cannot show it to the model", (*loc, "path")
-                                    if path else loc, hint='mark the block audience = "user"')
+                self.lowering.error(
+                    "FG158",
+                    f"{reason}: a json block cannot show it to the model",
+                    (*loc, "path") if path else loc,
+                    hint='mark the block audience = "user"',
+                )
                 return None
         if (spec.text is not None and text is None) or any(e is None for e in entries):
             return None
-        return UIBlockIR(spec.type, user, when, columns, tuple(rows), text, tuple(e for e in entries if e), path,
-                         spec.language or "")
+        return UIBlockIR(
+            spec.type, user, when, columns, tuple(rows), text, tuple(e for e in entries if e), path, spec.language or ""
+        )
 
 
 def _description_rules(fields: tuple[FieldIR, ...]) -> tuple[str, ...]:
@@ -463,8 +583,12 @@ def check_parent_redactions(lowering: _Lowering, presenters: dict[str, Presenter
                         continue
                     hit = next((r for r in child_reads if r[: len(plain)] == plain or plain[: len(r)] == r), None)
                     if hit is not None:
-                        lowering.error("FG158", f'presenter "{child}" (embedded as "{field}") shows '
-                                       f'"{".".join(hit)}" to the model, which redact_pii "{text}" masks',
-                                       ("presenters", name, "redact_pii", index), value=True,
-                                       hint=f'redact it in "{child}" too, or show it only with audience = "user"')
+                        lowering.error(
+                            "FG158",
+                            f'presenter "{child}" (embedded as "{field}") shows '
+                            f'"{".".join(hit)}" to the model, which redact_pii "{text}" masks',
+                            ("presenters", name, "redact_pii", index),
+                            value=True,
+                            hint=f'redact it in "{child}" too, or show it only with audience = "user"',
+                        )
                         break

@@ -58,11 +58,27 @@ class WorkflowLowering:
         # already reported (unsupported, or an unknown target) is not reported again.
         self.declared_events: dict[str, set[str]] = {}
 
-    def report(self, source: _Source, code: str, message: str, loc: Loc, json_keys: tuple[str, ...] = (),
-               *, hint: str | None = None, warning: bool = False) -> None:
-        self.lowering.diagnostics.append(Diagnostic(
-            code, message, source.file, source.position(self.lowering, loc, json_keys),
-            Severity.WARNING if warning else Severity.ERROR, hint))
+    def report(
+        self,
+        source: _Source,
+        code: str,
+        message: str,
+        loc: Loc,
+        json_keys: tuple[str, ...] = (),
+        *,
+        hint: str | None = None,
+        warning: bool = False,
+    ) -> None:
+        self.lowering.diagnostics.append(
+            Diagnostic(
+                code,
+                message,
+                source.file,
+                source.position(self.lowering, loc, json_keys),
+                Severity.WARNING if warning else Severity.ERROR,
+                hint,
+            )
+        )
 
     # --- machines --------------------------------------------------------------------------------
     def lower(self, name: str, workflow: WorkflowSpec) -> WorkflowIR | None:
@@ -72,8 +88,9 @@ class WorkflowLowering:
         initial, states = workflow.initial, workflow.states
         if workflow.machine is not None:
             if workflow.states is not None or workflow.initial is not None:
-                self.lowering.error("FG173", f'workflow "{name}" has both "machine" and inline initial/states',
-                                    (*loc, "machine"))
+                self.lowering.error(
+                    "FG173", f'workflow "{name}" has both "machine" and inline initial/states', (*loc, "machine")
+                )
                 return None
             loaded = self.load_machine(workflow.machine, (*loc, "machine"))
             if loaded is None:
@@ -97,17 +114,29 @@ class WorkflowLowering:
                         continue
                     nested_reported = nested_reported or nested
                     what = "nested states" if nested else f'"{key}"'
-                    self.report(source, "FG172", f'state "{state}" uses {what}, an XState feature fusiongen does '
-                                "not compile", (*at, key), (*keys, key),
-                                hint="flatten the machine, or enforce it in a handler")
+                    self.report(
+                        source,
+                        "FG172",
+                        f'state "{state}" uses {what}, an XState feature fusiongen does not compile',
+                        (*at, key),
+                        (*keys, key),
+                        hint="flatten the machine, or enforce it in a handler",
+                    )
             if spec.type not in (None, "atomic", "final"):
-                self.report(source, "FG172", f'state "{state}" has type "{spec.type}", which fusiongen does not '
-                            "compile (only atomic and final states)", (*at, "type"), (*keys, "type"))
+                self.report(
+                    source,
+                    "FG172",
+                    f'state "{state}" has type "{spec.type}", which fusiongen does not '
+                    "compile (only atomic and final states)",
+                    (*at, "type"),
+                    (*keys, "type"),
+                )
             if spec.type == "final":
                 finals.append(state)
                 if spec.on:
-                    self.report(source, "FG174", f'final state "{state}" cannot have transitions', (*at, "on"),
-                                (*keys, "on"))
+                    self.report(
+                        source, "FG174", f'final state "{state}" cannot have transitions', (*at, "on"), (*keys, "on")
+                    )
                 continue
             for event, target in spec.on.items():
                 at_event = (*at, "on", event)
@@ -116,13 +145,24 @@ class WorkflowLowering:
                 if resolved is None:
                     continue
                 if resolved not in states:
-                    self.report(source, "FG170", f'transition {state} --{event}--> "{resolved}": no such state',
-                                at_event, json_at)
+                    self.report(
+                        source,
+                        "FG170",
+                        f'transition {state} --{event}--> "{resolved}": no such state',
+                        at_event,
+                        json_at,
+                    )
                     continue
                 transitions.append((state, event, resolved))
         if initial is None or initial not in states:
-            self.report(source, "FG170", f'workflow "{name}" needs "initial" naming one of its states'
-                        + (f' ("{initial}" is not one)' if initial else ""), (*loc, "initial"), ("initial",))
+            self.report(
+                source,
+                "FG170",
+                f'workflow "{name}" needs "initial" naming one of its states'
+                + (f' ("{initial}" is not one)' if initial else ""),
+                (*loc, "initial"),
+                ("initial",),
+            )
             return None
         reachable = {initial}
         frontier = [initial]
@@ -134,31 +174,59 @@ class WorkflowLowering:
                     frontier.append(target)
         for state in states:
             if state not in reachable:
-                self.report(source, "FG175", f'state "{state}" of workflow "{name}" cannot be reached from '
-                            f'"{initial}"', (*state_loc, state), ("states", state), warning=True)
+                self.report(
+                    source,
+                    "FG175",
+                    f'state "{state}" of workflow "{name}" cannot be reached from "{initial}"',
+                    (*state_loc, state),
+                    ("states", state),
+                    warning=True,
+                )
         return WorkflowIR(name, self.lowering.snake(name), initial, tuple(states), tuple(finals), tuple(transitions))
 
-    def target(self, source: _Source, state: str, event: str, target: str | TransitionSpec | list[Any],
-               loc: Loc, json_keys: tuple[str, ...]) -> str | None:
+    def target(
+        self,
+        source: _Source,
+        state: str,
+        event: str,
+        target: str | TransitionSpec | list[Any],
+        loc: Loc,
+        json_keys: tuple[str, ...],
+    ) -> str | None:
         if event == "*" or "*" in event:
-            self.report(source, "FG172", f'wildcard event "{event}" in state "{state}" is not compiled', loc,
-                        json_keys)
+            self.report(source, "FG172", f'wildcard event "{event}" in state "{state}" is not compiled', loc, json_keys)
             return None
         if isinstance(target, list):
-            self.report(source, "FG172", f'event "{event}" of state "{state}" has several (guarded) transitions; '
-                        "fusiongen compiles one target per event", loc, json_keys)
+            self.report(
+                source,
+                "FG172",
+                f'event "{event}" of state "{state}" has several (guarded) transitions; '
+                "fusiongen compiles one target per event",
+                loc,
+                json_keys,
+            )
             return None
         if isinstance(target, TransitionSpec):
             for key in _UNSUPPORTED_TRANSITION_KEYS:
                 if getattr(target, key) is not None:
-                    self.report(source, "FG172", f'transition {state} --{event}--> uses "{key}", an XState feature '
-                                "fusiongen does not compile", (*loc, key), (*json_keys, key),
-                                hint="ignoring it would change behaviour; move the check into a handler")
+                    self.report(
+                        source,
+                        "FG172",
+                        f'transition {state} --{event}--> uses "{key}", an XState feature fusiongen does not compile',
+                        (*loc, key),
+                        (*json_keys, key),
+                        hint="ignoring it would change behaviour; move the check into a handler",
+                    )
                     return None
             target = target.target
         if target.startswith(("#", ".")) or "." in target:
-            self.report(source, "FG172", f'transition target "{target}" refers to a nested or id-addressed state',
-                        loc, json_keys)
+            self.report(
+                source,
+                "FG172",
+                f'transition target "{target}" refers to a nested or id-addressed state',
+                loc,
+                json_keys,
+            )
             return None
         return target
 
@@ -172,8 +240,9 @@ class WorkflowLowering:
             self.lowering.error("FG173", f'cannot read machine "{machine}": {exc.strerror}', loc, value=True)
             return None
         except json.JSONDecodeError as exc:
-            self.lowering.diagnostics.append(Diagnostic("FG173", f"machine is not valid JSON: {exc.msg}", shown,
-                                                        Position(exc.lineno, exc.colno)))
+            self.lowering.diagnostics.append(
+                Diagnostic("FG173", f"machine is not valid JSON: {exc.msg}", shown, Position(exc.lineno, exc.colno))
+            )
             return None
         source = _Source(shown, text)
         if not isinstance(config, Mapping) or not isinstance(config.get("states"), Mapping):
@@ -181,11 +250,17 @@ class WorkflowLowering:
             return None
         for key in config:
             if key not in _MACHINE_KEYS:
-                self.report(source, "FG172", f'machine key "{key}" is an XState feature fusiongen does not compile',
-                            (), (str(key),))
+                self.report(
+                    source,
+                    "FG172",
+                    f'machine key "{key}" is an XState feature fusiongen does not compile',
+                    (),
+                    (str(key),),
+                )
         if "context" in config:
-            self.report(source, "FG172", 'machine "context" has no effect here (no actions run)', (), ("context",),
-                        warning=True)
+            self.report(
+                source, "FG172", 'machine "context" has no effect here (no actions run)', (), ("context",), warning=True
+            )
         states: dict[str, StateSpec] = {}
         for name, raw in config["states"].items():
             try:
@@ -193,9 +268,13 @@ class WorkflowLowering:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
-                self.report(source, "FG172" if first["type"] == "extra_forbidden" else "FG173",
-                            f'state "{name}": "{where}" is not supported here ({first["msg"].lower()})', (),
-                            ("states", str(name), *(str(p) for p in first["loc"][:1])))
+                self.report(
+                    source,
+                    "FG172" if first["type"] == "extra_forbidden" else "FG173",
+                    f'state "{name}": "{where}" is not supported here ({first["msg"].lower()})',
+                    (),
+                    ("states", str(name), *(str(p) for p in first["loc"][:1])),
+                )
         initial = config.get("initial")
         return source, initial if isinstance(initial, str) else None, states
 
@@ -204,29 +283,38 @@ class WorkflowLowering:
         loc: Loc = ("tools", tool_name)
         if tool.bind_state is None:
             if tool.compact_description is not None:
-                self.lowering.error("FG174", "compact_description needs bind_state: it is shown while the bound "
-                                    "workflow is in its initial state", (*loc, "compact_description"))
+                self.lowering.error(
+                    "FG174",
+                    "compact_description needs bind_state: it is shown while the bound "
+                    "workflow is in its initial state",
+                    (*loc, "compact_description"),
+                )
             return None
         bind = tool.bind_state
         at = (*loc, "bind_state")
         name = bind.workflow
         if name is None:
             if len(self.spec.workflows) != 1:
-                self.lowering.error("FG174", 'bind_state needs "workflow" when the spec does not have exactly one',
-                                    at)
+                self.lowering.error("FG174", 'bind_state needs "workflow" when the spec does not have exactly one', at)
                 return None
             name = next(iter(self.spec.workflows))
         workflow = workflows.get(name)
         if workflow is None:
             if name not in self.spec.workflows:
-                self.lowering.error("FG174", f'bind_state names unknown workflow "{name}"', (*at, "workflow"),
-                                    value=True)
+                self.lowering.error(
+                    "FG174", f'bind_state names unknown workflow "{name}"', (*at, "workflow"), value=True
+                )
             return None
         ok = True
         for index, state in enumerate(bind.states):
             if state not in workflow.states:
-                self.lowering.error("FG170", f'workflow "{name}" has no state "{state}"', (*at, "states", index),
-                                    value=True, hint="its states: " + ", ".join(workflow.states))
+                self.lowering.error(
+                    "FG170",
+                    f'workflow "{name}" has no state "{state}"',
+                    (*at, "states", index),
+                    value=True,
+                    hint="its states: " + ", ".join(workflow.states),
+                )
                 ok = False
         if not bind.states:
             self.lowering.error("FG174", "bind_state needs at least one state", (*at, "states"), value=True)
@@ -236,20 +324,33 @@ class WorkflowLowering:
             if not accepting and bind.transition in self.declared_events.get(name, set()):
                 ok = False  # its transitions were reported where they are declared
             elif not accepting:
-                self.lowering.error("FG171", f'no state of workflow "{name}" accepts event "{bind.transition}"',
-                                    (*at, "transition"), value=True)
+                self.lowering.error(
+                    "FG171",
+                    f'no state of workflow "{name}" accepts event "{bind.transition}"',
+                    (*at, "transition"),
+                    value=True,
+                )
                 ok = False
             elif ok and not accepting & set(bind.states):
-                self.lowering.error("FG171", f'event "{bind.transition}" is accepted only in '
-                                    f'{", ".join(sorted(accepting))}, not in the states this tool runs in',
-                                    (*at, "transition"), value=True)
+                self.lowering.error(
+                    "FG171",
+                    f'event "{bind.transition}" is accepted only in '
+                    f"{', '.join(sorted(accepting))}, not in the states this tool runs in",
+                    (*at, "transition"),
+                    value=True,
+                )
                 ok = False
         return BindingIR(name, tuple(bind.states), bind.transition) if ok else None
 
     def check_fireable(self, workflow: WorkflowIR, bindings: list[BindingIR]) -> None:
         for state, event, target in workflow.transitions:
             if not any(b.workflow == workflow.name and b.transition == event and state in b.states for b in bindings):
-                self.lowering.diagnostics.append(self.lowering.loaded.diagnostic(
-                    "FG176", f'no tool fires {state} --{event}--> {target} in workflow "{workflow.name}"',
-                    ("workflows", workflow.name), warning=True,
-                    hint=f'bind a tool with transition = "{event}" to state "{state}"'))
+                self.lowering.diagnostics.append(
+                    self.lowering.loaded.diagnostic(
+                        "FG176",
+                        f'no tool fires {state} --{event}--> {target} in workflow "{workflow.name}"',
+                        ("workflows", workflow.name),
+                        warning=True,
+                        hint=f'bind a tool with transition = "{event}" to state "{state}"',
+                    )
+                )

@@ -37,19 +37,32 @@ def foreign_files(generation: Generation, out_dir: Path) -> list[Diagnostic]:
         with target.open("rb") as handle:
             first = handle.readline().decode("utf-8", "replace")
         if first not in generation.headers:
-            found.append(Diagnostic(
-                "FG404", f"{display_path(target)} exists and was not generated from this spec; it is left alone",
-                generation.loaded.display_path, generation.loaded.key_at("server"),
-                hint="move it, or build into another directory with -o"))
+            found.append(
+                Diagnostic(
+                    "FG404",
+                    f"{display_path(target)} exists and was not generated from this spec; it is left alone",
+                    generation.loaded.display_path,
+                    generation.loaded.key_at("server"),
+                    hint="move it, or build into another directory with -o",
+                )
+            )
     return found
 
 
 def publish(generation: Generation, out_dir: Path) -> Published:
     """Write the generated files; raise SpecError (writing nothing) if that would overwrite a foreign file."""
     if out_dir.exists() and not out_dir.is_dir():
-        raise SpecError([Diagnostic("FG409", f"output directory {display_path(out_dir)} is a file",
-                                    generation.loaded.display_path, generation.loaded.key_at("server"),
-                                    hint="pass another -o")])
+        raise SpecError(
+            [
+                Diagnostic(
+                    "FG409",
+                    f"output directory {display_path(out_dir)} is a file",
+                    generation.loaded.display_path,
+                    generation.loaded.key_at("server"),
+                    hint="pass another -o",
+                )
+            ]
+        )
     foreign = foreign_files(generation, out_dir)
     if foreign:
         raise SpecError(foreign)

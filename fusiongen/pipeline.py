@@ -1,8 +1,8 @@
-"""The whole pipeline: load → lower → render → parse-check, and the comparison `check` and tests share.
+"""The whole pipeline: load → lower → render → format → parse-check, and the comparison `check` and tests share.
 
-`generate` is pure apart from reading the spec (and running ruff's formatter on stdin/stdout); `publish` (in `fusiongen.output`) is the only step that
-writes. Paths written into generated files are relative to the output directory, so a build is
-reproducible wherever the checkout lives.
+`generate` is pure apart from reading the spec (and running ruff's formatter on stdin/stdout);
+`publish` (in `fusiongen.output`) is the only step that writes. Paths written into generated files
+are relative to the output directory, so a build is reproducible wherever the checkout lives.
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ def validate(spec_path: Path) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
     return loaded, ir, warnings
 
 
-def generate(spec_path: Path, out_dir: Path) -> Generation:
+def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
+    """Every file the spec generates into `out_dir`, formatted and (unless the caller will do it for the
+    files it needs, as `check` does) parse-checked with libcst."""
     loaded, ir, warnings = validate(spec_path)
     spec_from_out = relative(spec_path, out_dir)
     files = render(
@@ -58,7 +60,8 @@ def generate(spec_path: Path, out_dir: Path) -> Generation:
         handlers_dir_from_package=relative(spec_path.parent, out_dir / ir.package),
     )
     files = format_files(files)
-    parse_check(files)
+    if syntax_check:
+        parse_check(files)
     return Generation(loaded, ir, files, headers(spec_from_out), warnings)
 
 
@@ -79,12 +82,22 @@ class Drift:
         found = []
         for path, diff in self.changed.items():
             line = next((int(h.split("+")[1].split(",")[0]) for h in diff.splitlines() if h.startswith("@@")), 1)
-            found.append(Diagnostic("FG405", "generated file is out of date; run fusiongen build",
-                                    display_path(out_dir / path), Position(max(line, 1), 1)))
-        found += [Diagnostic("FG406", "generated file is missing; run fusiongen build", display_path(out_dir / p))
-                  for p in self.missing]
-        found += [Diagnostic("FG407", "stale generated file; run fusiongen build to remove it",
-                             display_path(out_dir / p)) for p in self.stale]
+            found.append(
+                Diagnostic(
+                    "FG405",
+                    "generated file is out of date; run fusiongen build",
+                    display_path(out_dir / path),
+                    Position(max(line, 1), 1),
+                )
+            )
+        found += [
+            Diagnostic("FG406", "generated file is missing; run fusiongen build", display_path(out_dir / p))
+            for p in self.missing
+        ]
+        found += [
+            Diagnostic("FG407", "stale generated file; run fusiongen build to remove it", display_path(out_dir / p))
+            for p in self.stale
+        ]
         return found
 
     def report(self) -> str:
@@ -123,8 +136,11 @@ def compare(out_dir: Path, files: dict[str, str], header: tuple[str, ...]) -> Dr
         current = target.read_bytes().decode("utf-8", "replace")
         if current != text:
             diff = difflib.unified_diff(
-                current.splitlines(keepends=True), text.splitlines(keepends=True),
-                fromfile=f"{path} (on disk)", tofile=f"{path} (from spec)")
+                current.splitlines(keepends=True),
+                text.splitlines(keepends=True),
+                fromfile=f"{path} (on disk)",
+                tofile=f"{path} (from spec)",
+            )
             drift.changed[path] = "".join(diff)
     drift.stale = [p for p in owned_files(out_dir, header) if p not in files]
     return drift
@@ -137,9 +153,16 @@ def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
     shown = display_path(path)
     if not path.is_file():
         # Maybe installed elsewhere: it cannot be checked from here, which is worth saying but not failing.
-        return [Diagnostic("FG402", f'handler module "{ir.handlers_module}" not found at {shown}; not checked',
-                           loaded.display_path, loaded.key_at("server"), Severity.WARNING,
-                           hint="run `fusiongen build` to scaffold it beside the spec")]
+        return [
+            Diagnostic(
+                "FG402",
+                f'handler module "{ir.handlers_module}" not found at {shown}; not checked',
+                loaded.display_path,
+                loaded.key_at("server"),
+                Severity.WARNING,
+                hint="run `fusiongen build` to scaffold it beside the spec",
+            )
+        ]
     positions: dict[str, Position] = {t.name: loaded.key_at("tools", t.name) for t in ir.tools}
     source = path.read_bytes().decode("utf-8", "replace")
     return check_handlers(source, ir, shown, positions, loaded.display_path)

@@ -13,6 +13,10 @@ LINE_LENGTH = 110
 INDENT = "    "
 
 
+class PyName(str):
+    """A name to print as code, not as a string: a reference to another module constant."""
+
+
 def py_string(text: str) -> str:
     """A double-quoted Python string literal (JSON's escapes are valid Python escapes)."""
     return json.dumps(text, ensure_ascii=False)
@@ -47,6 +51,8 @@ def _flat(value: object) -> str:
         return "True"
     if value is False:
         return "False"
+    if isinstance(value, PyName):
+        return str(value)
     if isinstance(value, str):
         return py_string(value)
     if isinstance(value, int | float):

@@ -26,6 +26,7 @@ def headers(spec: str) -> tuple[str, str]:
     """The first line of every file generated from `spec`: it marks which files a spec owns."""
     return HEADER.format(spec=spec), MARKDOWN_HEADER.format(spec=spec)
 
+
 # (template, file inside the package, which specs need it), in the order files are listed.
 PACKAGE_FILES: tuple[tuple[str, str, Callable[[ServerView], bool]], ...] = (
     ("__init__.py.j2", "__init__.py", lambda view: True),

@@ -66,8 +66,9 @@ class BindStateSpec(_Strict):
 class ToolSpec(_Strict):
     kind: Literal["query", "mutation", "action"] = "action"
     description: str | None = None
-    compact_description: str | None = Field(default=None,
-                                            description="Shown while its workflow is in its initial state.")
+    compact_description: str | None = Field(
+        default=None, description="Shown while its workflow is in its initial state."
+    )
     bind_state: BindStateSpec | None = None
     returns: str | None = Field(default=None, description='A model name, or "Model[]" for a list.')
     handler: str | None = Field(default=None, description="The handler function; default: the tool name.")
@@ -108,8 +109,9 @@ class SuggestionSpec(_Strict):
 class PresenterSpec(_Strict):
     model: str | None = Field(default=None, description="The model whose non-hidden fields form the schema.")
     fields: list[str] | None = Field(default=None, description="Narrow the model's fields to these.")
-    schema_: dict[str, FieldDecl] | None = Field(default=None, alias="schema",
-                                                 description="An inline schema instead of model/fields.")
+    schema_: dict[str, FieldDecl] | None = Field(
+        default=None, alias="schema", description="An inline schema instead of model/fields."
+    )
     rules: list[str] = Field(default_factory=list)
     collection_rules: list[str] = Field(default_factory=list)
     rules_when: list[ConditionalRuleSpec] = Field(default_factory=list)

@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from fusiongen.handlers import handler_path
 from fusiongen.diagnostics import SpecError
+from fusiongen.handlers import handler_path
 from fusiongen.output import foreign_files, publish, write_user_file
 from fusiongen.pipeline import display_path, generate
 from fusiongen.render import environment
@@ -33,18 +33,19 @@ def create_project(directory: Path, name: str | None) -> list[str]:
     spec = directory / f"{server}.toml"
     files = {
         spec: environment().get_template("starter/spec.toml.j2").render(name=server),
-        directory / f"{package}_handlers.py": environment().get_template("starter/handlers.py.j2").render(
-            name=server, package=package),
-        directory / f"test_{package}.py": environment().get_template("starter/test.py.j2").render(
-            name=server, package=package),
+        directory / f"{package}_handlers.py": environment()
+        .get_template("starter/handlers.py.j2")
+        .render(name=server, package=package),
+        directory / f"test_{package}.py": environment()
+        .get_template("starter/test.py.j2")
+        .render(name=server, package=package),
         directory / "fusiongen.schema.json": json.dumps(json_schema(), indent=2, sort_keys=True) + "\n",
     }
     existing = [display_path(p) for p in files if p.exists()]
     if existing:
         from fusiongen.diagnostics import Diagnostic
 
-        raise SpecError([Diagnostic("FG408", f"{p} already exists; init writes only new files", p)
-                         for p in existing])
+        raise SpecError([Diagnostic("FG408", f"{p} already exists; init writes only new files", p) for p in existing])
     for path, text in files.items():
         write_user_file(path, text)
     try:

@@ -67,9 +67,7 @@ _WS: Final = frozenset(" \t")
 _BLANK: Final = frozenset(" \t\r\n")
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _CONTROL: Final = frozenset(chr(c) for c in range(32)) | {"\x7f"}
-_SIMPLE_ESCAPES: Final = {
-    "b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"
-}
+_SIMPLE_ESCAPES: Final = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
 _HEX_ESCAPES: Final = {"x": 2, "u": 4, "U": 8}
 # Numbers, booleans, inf/nan and dates/times only use these characters (plus one space between a
 # date and a time); the scanner skips over them without interpreting them.

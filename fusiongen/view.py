@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from fusiongen.expr import RUNTIME_SOURCE
 from fusiongen.ir import FieldIR, ModelIR, ServerIR, ToolIR, TypeIR
 from fusiongen.jsonschema import input_schema, output_schema
-from fusiongen.lower import pascal_case
-from fusiongen.expr import RUNTIME_SOURCE
-from fusiongen.pyliteral import py_literal, py_string
+from fusiongen.lower import pascal_case, snake_case
+from fusiongen.pyliteral import PyName, py_literal, py_string
 from fusiongen.view_presenters import PresenterView, build_presenters, used_names
 from fusiongen.view_workflows import (
     BindingView,
@@ -141,14 +142,22 @@ class ServerView:
     bindings: tuple[BindingView, ...]
     handle_key_literal: str
     state_constants: tuple[ConstantView, ...]  # schemas of the generated <workflow>.start/.status tools
+    definitions: tuple[ConstantView, ...]  # model definitions the tool schemas share, by name
 
 
 def _expected(type_ir: TypeIR) -> str:
     return {
-        "string": "a string", "text": "a string", "integer": "an integer", "number": "a number",
-        "boolean": "true or false", "date": "a date as YYYY-MM-DD", "datetime": "an ISO 8601 date-time",
-        "uuid": "a UUID", "enum": "one of " + ", ".join(repr(v) for v in type_ir.enum_values),
-        "list": "an array", "model": "an object",
+        "string": "a string",
+        "text": "a string",
+        "integer": "an integer",
+        "number": "a number",
+        "boolean": "true or false",
+        "date": "a date as YYYY-MM-DD",
+        "datetime": "an ISO 8601 date-time",
+        "uuid": "a UUID",
+        "enum": "one of " + ", ".join(repr(v) for v in type_ir.enum_values),
+        "list": "an array",
+        "model": "an object",
     }[type_ir.kind]
 
 
@@ -176,11 +185,13 @@ class _Builder:
         self.output_constants: dict[str, ConstantView] = {}
         self.input_constants: dict[str, ConstantView] = {}
         self.shape_models: list[str] = []
+        self.definitions: dict[str, ConstantView] = {}  # model definitions shared by tool schemas
         self.input_models: list[str] = []
 
     # --- output ----------------------------------------------------------------------------------
-    def enum_constant(self, table: dict[str, ConstantView], field: str, values: tuple[str, ...], *,
-                      as_set: bool) -> str:
+    def enum_constant(
+        self, table: dict[str, ConstantView], field: str, values: tuple[str, ...], *, as_set: bool
+    ) -> str:
         """One constant per field name and value set: `STATUS_VALUES`, then `STATUS_VALUES_2`..."""
         literal = py_literal(frozenset(values)) if as_set else py_literal(values)
         base = f"{field.upper()}_VALUES" if as_set else f"_{field.upper()}_VALUES"
@@ -200,8 +211,16 @@ class _Builder:
         """A model's shape as presenters.py refers to it."""
         return "shapes." + self.want_shape(model)
 
-    def output_convert(self, field: FieldIR, type_ir: TypeIR, value: str, name: str,
-                       cast: str | None, embed: str | None = None, prefix: str = "") -> str:
+    def output_convert(
+        self,
+        field: FieldIR,
+        type_ir: TypeIR,
+        value: str,
+        name: str,
+        cast: str | None,
+        embed: str | None = None,
+        prefix: str = "",
+    ) -> str:
         if cast is not None:
             return f"cast_{cast}({value}, at, {name})"
         kind = type_ir.kind
@@ -216,16 +235,17 @@ class _Builder:
             return f"{prefix}{self.want_shape(type_ir.model)}({value}, {path})"
         if kind == "list":
             assert type_ir.items is not None
-            item = self.output_convert(field, type_ir.items, "item", f'f"{field.name}[{{index}}]"', None,
-                                       embed, prefix)
+            item = self.output_convert(field, type_ir.items, "item", f'f"{field.name}[{{index}}]"', None, embed, prefix)
             return f"[{item} for index, item in enumerate(items_of({value}, at, {name}))]"
         return f"out_{'string' if kind == 'text' else kind}({value}, at, {name})"
 
-    def output_field(self, field: FieldIR, embeds: dict[str, str] | None = None,
-                     prefix: str = "shapes.") -> OutputFieldView:
+    def output_field(
+        self, field: FieldIR, embeds: dict[str, str] | None = None, prefix: str = "shapes."
+    ) -> OutputFieldView:
         key = py_string(field.name)
-        convert = self.output_convert(field, field.type, "value", key, field.cast,
-                                      (embeds or {}).get(field.name), prefix)
+        convert = self.output_convert(
+            field, field.type, "value", key, field.cast, (embeds or {}).get(field.name), prefix
+        )
         return OutputFieldView(key=key, required=field.required, nullable=field.nullable, convert=convert)
 
     def shape(self, model: ModelIR) -> ShapeView:
@@ -285,20 +305,38 @@ class _Builder:
         snake = model.snake
         keys = f"_{snake.upper()}_FIELDS"
         guarded = f"_{snake.upper()}_GUARDED"
-        self.input_constants[keys] = ConstantView(keys, "frozenset[str]",
-                                                  py_literal(frozenset(f.name for f in model.writable_fields)))
+        self.input_constants[keys] = ConstantView(
+            keys, "frozenset[str]", py_literal(frozenset(f.name for f in model.writable_fields))
+        )
         self.input_constants[guarded] = ConstantView(
-            guarded, "frozenset[str]", py_literal(frozenset(f.name for f in model.fields if f.guarded)))
+            guarded, "frozenset[str]", py_literal(frozenset(f.name for f in model.fields if f.guarded))
+        )
         fields = tuple(self.input_field(f, "at") for f in model.writable_fields)
         return NestedInputView(f"parse_{snake}_fields", model.name, keys, guarded, fields)
 
     # --- tools -----------------------------------------------------------------------------------
+    def share_definitions(self, schema: dict[str, Any], mode: str) -> dict[str, Any]:
+        """Each model's definition once, as a module constant the tool schemas refer to (not a copy per tool)."""
+        definitions = schema.get("$defs")
+        if not definitions:
+            return schema
+        shared: dict[str, Any] = {}
+        for model, definition in definitions.items():
+            name = f"{snake_case(model).upper()}_{mode}_DEFINITION"
+            literal = py_literal(definition, 0, len(name) + 23)
+            known = self.definitions.setdefault(name, ConstantView(name, "dict[str, Any]", literal))
+            if known.literal != literal:
+                raise AssertionError(f"model {model} has two {mode.lower()} definitions")
+            shared[model] = PyName(name)
+        return {**schema, "$defs": shared}
+
     def tool(self, tool: ToolIR) -> ToolView:
         upper = tool.ident.upper()
         keys = f"_{upper}_KEYS"
         guarded = f"_{upper}_GUARDED"
-        self.input_constants[keys] = ConstantView(keys, "frozenset[str]",
-                                                  py_literal(frozenset(f.name for f in tool.inputs)))
+        self.input_constants[keys] = ConstantView(
+            keys, "frozenset[str]", py_literal(frozenset(f.name for f in tool.inputs))
+        )
         self.input_constants[guarded] = ConstantView(guarded, "frozenset[str]", py_literal(frozenset(tool.guarded)))
         in_schema = input_schema(self.server, tool)
         if tool.binding is not None:
@@ -306,6 +344,8 @@ class _Builder:
         out_schema = output_schema(self.server, tool)
         in_name = f"{upper}_INPUT"
         out_name = f"{upper}_OUTPUT"
+        in_schema = self.share_definitions(in_schema, "INPUT")
+        out_schema = self.share_definitions(out_schema, "OUTPUT") if out_schema is not None else None
         kind_hints = {
             "query": "read_only_hint=True, destructive_hint=False, idempotent_hint=True",
             "mutation": "read_only_hint=False, destructive_hint=True",
@@ -325,10 +365,14 @@ class _Builder:
             inputs=tuple(self.input_field(f, "") for f in tool.inputs),
             input_schema=ConstantView(in_name, "dict[str, Any]", py_literal(in_schema, 0, len(in_name) + 23)),
             output_schema=ConstantView(out_name, "dict[str, Any]", py_literal(out_schema, 0, len(out_name) + 23))
-            if out_schema is not None else None,
-            present_function=None if tool.returns is None else (
+            if out_schema is not None
+            else None,
+            present_function=None
+            if tool.returns is None
+            else (
                 f"present_{self.server.presenter(tool.returns.presenter).snake}"
-                + ("_many" if tool.returns.collection else "")),
+                + ("_many" if tool.returns.collection else "")
+            ),
             annotations=kind_hints[tool.kind],
             kind=tool.kind,
             description_text=(tool.description or tool.name).replace("|", "\\|").replace("\n", " "),
@@ -364,7 +408,12 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
     if any(not t.present_function for t in tools):
         tools_names.add("done_result")
     presenter_code = used_names(presenters)
-    presenter_names = {"Notes", "presented_result", *_RUNTIME_CALL.findall(presenter_code), *_PRESENTER_CALL.findall(presenter_code)}
+    presenter_names = {
+        "Notes",
+        "presented_result",
+        *_RUNTIME_CALL.findall(presenter_code),
+        *_PRESENTER_CALL.findall(presenter_code),
+    }
     if any(p.own_shape for p in presenters):
         presenter_names |= {"MISSING", "OutputError", "reader"}
     if any(p.many for p in presenters):
@@ -414,6 +463,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         bindings=binding_views(server),
         handle_key_literal=py_string(server.state_handle_key),
         state_constants=state_constants,
+        definitions=tuple(sorted(builder.definitions.values(), key=lambda c: c.name)),
     )
 
 

@@ -95,8 +95,9 @@ def _mask_lines(trie: _Trie, censor: str) -> list[str]:
         star = node.children.get("[*]")
         mask = node.child_mask
         if star is not None and star.leaf:  # every item of a list replaced
-            lines.append(f"{indent}{var}[:] = [None if v is None else {censor} "
-                         f"for v in expect_list({var}, {py_string(where)})]")
+            lines.append(
+                f"{indent}{var}[:] = [None if v is None else {censor} for v in expect_list({var}, {py_string(where)})]"
+            )
             return
         if star is not None or (mask is not None and mask[1]):  # a list: its items, then paths inside them
             item = f"item_{next(counter)}"
@@ -123,17 +124,26 @@ def _block(block: UIBlockIR, collection: bool, constants: dict[str, str], owner:
         rows = f"[{cells[0]} for data in items]" if collection else "[" + ", ".join(cells) + "]"
         text = f"table_text({columns}, {rows})"
     elif block.type == "list":
-        entries = f"[{block.items[0].python} for data in items]" if collection else \
-            "[" + ", ".join(e.python for e in block.items) + "]"
+        entries = (
+            f"[{block.items[0].python} for data in items]"
+            if collection
+            else "[" + ", ".join(e.python for e in block.items) + "]"
+        )
         text = f"list_text({entries})"
     elif block.type == "json":
         value = _read(block.path) if block.path else "data"
-        text = f"json_text([{value} for data in items])" if collection and block.path else (
-            "json_text(items)" if collection else f"json_text({value})")
+        text = (
+            f"json_text([{value} for data in items])"
+            if collection and block.path
+            else ("json_text(items)" if collection else f"json_text({value})")
+        )
     else:
         assert block.text is not None
-        wrap = {"mermaid": 'fenced("mermaid", {})', "code": f"fenced({py_string(block.language)}, {{}})",
-                "summary": "summary_text({})"}.get(block.type, "{}")
+        wrap = {
+            "mermaid": 'fenced("mermaid", {})',
+            "code": f"fenced({py_string(block.language)}, {{}})",
+            "summary": "summary_text({})",
+        }.get(block.type, "{}")
         text = wrap.format(block.text.python)
     return BlockView(block.when.python if block.when else None, py_string(block.type), text, block.for_user)
 
@@ -179,8 +189,13 @@ def build_presenters(server: ServerIR, builder: _Builder, constants: dict[str, s
             for field_name, child in p.embeds:
                 if flag(server.presenter(child))[kind]:
                     field = next(f for f in p.fields if f.name == field_name)
-                    found.append(ChildView(py_string(field_name), field.type.kind == "list",
-                                           f"{prefix}_{server.presenter(child).snake}"))
+                    found.append(
+                        ChildView(
+                            py_string(field_name),
+                            field.type.kind == "list",
+                            f"{prefix}_{server.presenter(child).snake}",
+                        )
+                    )
             return tuple(found)
 
         trie = _Trie()
@@ -190,33 +205,39 @@ def build_presenters(server: ServerIR, builder: _Builder, constants: dict[str, s
             node = trie.children.setdefault(child.key[1:-1], _Trie())
             node.child_mask = (child.function, child.is_list)
         censor_constant = f"_{snake.upper()}_CENSOR"
-        views.append(PresenterView(
-            name=presenter.name,
-            snake=snake,
-            shape_function=f"shape_{snake}" if own else builder.want_shape_ref(presenter.name),
-            own_shape=own,
-            description=presenter.description or f"The {presenter.name} presenter.",
-            fields=fields,
-            description_rules_constant=description_constant,
-            rules=tuple((_expr(r.when), r.text.python) for r in presenter.rules),
-            suggestions=tuple((_expr(s.when), py_string(s.tool + ": "), s.reason.python) for s in presenter.suggestions),
-            blocks=tuple(_block(b, False, constants, snake, i) for i, b in enumerate(presenter.ui)),
-            collection_rules=tuple(r.text.python for r in presenter.collection_rules),
-            collection_blocks=tuple(_block(b, True, constants, snake, i) for i, b in enumerate(presenter.collection_ui)),
-            note_children=kids("notes", "item_notes"),
-            ui_children=kids("ui", "ui"),
-            mask_children=kids("mask", "mask"),
-            has_item_notes=flag(presenter)["notes"],
-            has_ui=flag(presenter)["ui"],
-            has_mask=flag(presenter)["mask"],
-            mask_lines=tuple(_mask_lines(trie, censor_constant)),
-            censor_constant=censor_constant,
-            censor_literal=py_string(presenter.censor),
-            limit=presenter.limit,
-            single=presenter.name in used_single,
-            many=presenter.name in used_many,
-            needed_as_child=presenter.name in children,
-        ))
+        views.append(
+            PresenterView(
+                name=presenter.name,
+                snake=snake,
+                shape_function=f"shape_{snake}" if own else builder.want_shape_ref(presenter.name),
+                own_shape=own,
+                description=presenter.description or f"The {presenter.name} presenter.",
+                fields=fields,
+                description_rules_constant=description_constant,
+                rules=tuple((_expr(r.when), r.text.python) for r in presenter.rules),
+                suggestions=tuple(
+                    (_expr(s.when), py_string(s.tool + ": "), s.reason.python) for s in presenter.suggestions
+                ),
+                blocks=tuple(_block(b, False, constants, snake, i) for i, b in enumerate(presenter.ui)),
+                collection_rules=tuple(r.text.python for r in presenter.collection_rules),
+                collection_blocks=tuple(
+                    _block(b, True, constants, snake, i) for i, b in enumerate(presenter.collection_ui)
+                ),
+                note_children=kids("notes", "item_notes"),
+                ui_children=kids("ui", "ui"),
+                mask_children=kids("mask", "mask"),
+                has_item_notes=flag(presenter)["notes"],
+                has_ui=flag(presenter)["ui"],
+                has_mask=flag(presenter)["mask"],
+                mask_lines=tuple(_mask_lines(trie, censor_constant)),
+                censor_constant=censor_constant,
+                censor_literal=py_string(presenter.censor),
+                limit=presenter.limit,
+                single=presenter.name in used_single,
+                many=presenter.name in used_many,
+                needed_as_child=presenter.name in children,
+            )
+        )
     return tuple(views)
 
 

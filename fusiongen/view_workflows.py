@@ -45,8 +45,11 @@ def _transitions_literal(workflow: WorkflowIR) -> str:
 
 def _tools_by_state(server: ServerIR, workflow: WorkflowIR) -> dict[str, tuple[str, ...]]:
     return {
-        state: tuple(t.name for t in server.tools
-                     if t.binding and t.binding.workflow == workflow.name and state in t.binding.states)
+        state: tuple(
+            t.name
+            for t in server.tools
+            if t.binding and t.binding.workflow == workflow.name and state in t.binding.states
+        )
         for state in workflow.states
     }
 
@@ -56,30 +59,39 @@ def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
     for workflow in server.workflows:
         upper = workflow.ident.upper()
         by_state = _tools_by_state(server, workflow)
-        views.append(WorkflowView(
-            name=workflow.name,
-            name_literal=py_string(workflow.name),
-            constant=f"{upper}_MACHINE",
-            initial_literal=py_string(workflow.initial),
-            finals_literal=py_literal(frozenset(workflow.finals)),
-            transitions_literal=_transitions_literal(workflow),
-            tools_by_state_literal=py_literal(by_state, 1, 19),
-            start_tool_literal=py_string(f"{workflow.name}.start"),
-            status_tool_literal=py_string(f"{workflow.name}.status"),
-            start_description_literal=py_string(
-                f'Start a new "{workflow.name}" workflow in state "{workflow.initial}" and get its '
-                f"{server.state_handle_key}: pass it to the workflow's tools."),
-            status_description_literal=py_string(
-                f'The current state of a "{workflow.name}" workflow and the tools it allows now.'),
-        ))
+        views.append(
+            WorkflowView(
+                name=workflow.name,
+                name_literal=py_string(workflow.name),
+                constant=f"{upper}_MACHINE",
+                initial_literal=py_string(workflow.initial),
+                finals_literal=py_literal(frozenset(workflow.finals)),
+                transitions_literal=_transitions_literal(workflow),
+                tools_by_state_literal=py_literal(by_state, 1, 19),
+                start_tool_literal=py_string(f"{workflow.name}.start"),
+                status_tool_literal=py_string(f"{workflow.name}.status"),
+                start_description_literal=py_string(
+                    f'Start a new "{workflow.name}" workflow in state "{workflow.initial}" and get its '
+                    f"{server.state_handle_key}: pass it to the workflow's tools."
+                ),
+                status_description_literal=py_string(
+                    f'The current state of a "{workflow.name}" workflow and the tools it allows now.'
+                ),
+            )
+        )
     return tuple(views)
 
 
 def binding_views(server: ServerIR) -> tuple[BindingView, ...]:
     return tuple(
-        BindingView(py_string(t.name), py_string(t.binding.workflow), py_literal(frozenset(t.binding.states)),
-                    py_string(t.binding.transition) if t.binding.transition else "None")
-        for t in server.tools if t.binding
+        BindingView(
+            py_string(t.name),
+            py_string(t.binding.workflow),
+            py_literal(frozenset(t.binding.states)),
+            py_string(t.binding.transition) if t.binding.transition else "None",
+        )
+        for t in server.tools
+        if t.binding
     )
 
 
@@ -89,7 +101,7 @@ def handle_property(server: ServerIR, tool: ToolIR) -> dict[str, Any]:
     return {
         "type": "string",
         "description": f"The handle from {workflow}.start. Required on protocol 2026-07-28; on older protocols, "
-                       "omit it to use this session's own workflow.",
+        "omit it to use this session's own workflow.",
     }
 
 
@@ -99,8 +111,10 @@ def modern_description(tool: ToolIR, handle_key: str) -> str:
     if tool.binding is None:
         return description
     states = ", ".join(tool.binding.states)
-    return (f'{description} (Workflow "{tool.binding.workflow}": runs only in state {states}; '
-            f"pass {handle_key} from {tool.binding.workflow}.start.)")
+    return (
+        f'{description} (Workflow "{tool.binding.workflow}": runs only in state {states}; '
+        f"pass {handle_key} from {tool.binding.workflow}.start.)"
+    )
 
 
 def state_schemas(server: ServerIR) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -108,15 +122,21 @@ def state_schemas(server: ServerIR) -> tuple[dict[str, Any], dict[str, Any]]:
     key = server.state_handle_key
     status_input = {
         "type": "object",
-        "properties": {key: {"type": "string", "description": "A handle from .start; omit it (older protocols "
-                                                              "only) for this session's own workflow."}},
+        "properties": {
+            key: {
+                "type": "string",
+                "description": "A handle from .start; omit it (older protocols only) for this session's own workflow.",
+            }
+        },
         "additionalProperties": False,
     }
     output = {
         "type": "object",
         "properties": {
-            key: {"anyOf": [{"type": "string"}, {"type": "null"}],
-                  "description": "The handle to pass to the workflow's tools (null for a session's own state)."},
+            key: {
+                "anyOf": [{"type": "string"}, {"type": "null"}],
+                "description": "The handle to pass to the workflow's tools (null for a session's own state).",
+            },
             "workflow": {"type": "string"},
             "state": {"type": "string"},
             "allowed_tools": {"type": "array", "items": {"type": "string"}},

@@ -27,8 +27,12 @@ _ids = itertools.count(1)
 def expense_create(args: ExpenseCreateInput) -> Any:
     """expense.create: Create an expense claim."""
     expense_id = f"exp-{next(_ids)}"
-    EXPENSES[expense_id] = {"id": expense_id, "amount": args.amount, "purpose": args.purpose,
-                            "approver_notes": "not yet reviewed"}
+    EXPENSES[expense_id] = {
+        "id": expense_id,
+        "amount": args.amount,
+        "purpose": args.purpose,
+        "approver_notes": "not yet reviewed",
+    }
     return EXPENSES[expense_id]
 
 

@@ -17,12 +17,12 @@ if TYPE_CHECKING:
         BillingRemindInput,
         CustomerGetInput,
         InvoiceApproveInput,
-        InvoiceDischargeInput,
-        InvoiceRejectInput,
-        InvoiceSubmitInput,
         InvoiceCreateInput,
+        InvoiceDischargeInput,
         InvoiceGetInput,
         InvoiceListInput,
+        InvoiceRejectInput,
+        InvoiceSubmitInput,
         InvoiceUpdateInput,
     )
 
@@ -43,30 +43,53 @@ CUSTOMERS = {
 
 
 def _line(sku: str, description: str, quantity: int, unit_price_cents: Any, card: str) -> dict[str, Any]:
-    return {"sku": sku, "description": description, "quantity": quantity,
-            "unit_price_cents": unit_price_cents, "card_number": card, "warehouse_bin": "B-17"}
+    return {
+        "sku": sku,
+        "description": description,
+        "quantity": quantity,
+        "unit_price_cents": unit_price_cents,
+        "card_number": card,
+        "warehouse_bin": "B-17",
+    }
 
 
 INVOICES: dict[str, dict[str, Any]] = {
     "inv-1": {
-        "id": "inv-1", "customer_id": "c-1", "amount_cents": "123400", "status": "overdue",
-        "due_date": datetime.date(2026, 10, 1), "created_at": datetime.datetime(2026, 9, 1, 9, 30),
-        "internal_notes": "Customer disputes the fee; legal says hold.", "cost_basis": 800.5,
-        "lines": [_line("SKU-1", "Analytical engine rental", 1, "100000", "4111111111111111"),
-                  _line("SKU-2", "Punch cards", 234, 100, "4111111111111111")],
+        "id": "inv-1",
+        "customer_id": "c-1",
+        "amount_cents": "123400",
+        "status": "overdue",
+        "due_date": datetime.date(2026, 10, 1),
+        "created_at": datetime.datetime(2026, 9, 1, 9, 30),
+        "internal_notes": "Customer disputes the fee; legal says hold.",
+        "cost_basis": 800.5,
+        "lines": [
+            _line("SKU-1", "Analytical engine rental", 1, "100000", "4111111111111111"),
+            _line("SKU-2", "Punch cards", 234, 100, "4111111111111111"),
+        ],
     },
     "inv-2": {
-        "id": "inv-2", "customer_id": "c-2", "amount_cents": 5000, "status": "draft",
-        "due_date": "2026-12-15", "created_at": "2026-11-20T14:00:00",
-        "internal_notes": None, "cost_basis": 10.0,
+        "id": "inv-2",
+        "customer_id": "c-2",
+        "amount_cents": 5000,
+        "status": "draft",
+        "due_date": "2026-12-15",
+        "created_at": "2026-11-20T14:00:00",
+        "internal_notes": None,
+        "cost_basis": 10.0,
         "lines": [_line("SKU-3", "Bombe maintenance", 1, 5000, "5500000000000004")],
     },
 }
 for number, status, amount in ((3, "approved", 72000), (4, "draft", 1500), (5, "paid", 99900)):
     INVOICES[f"inv-{number}"] = {
-        "id": f"inv-{number}", "customer_id": "c-1", "amount_cents": amount, "status": status,
-        "due_date": datetime.date(2026, 12, number), "created_at": datetime.datetime(2026, 11, number, 8, 0),
-        "internal_notes": f"batch {number}", "cost_basis": 1.5,
+        "id": f"inv-{number}",
+        "customer_id": "c-1",
+        "amount_cents": amount,
+        "status": status,
+        "due_date": datetime.date(2026, 12, number),
+        "created_at": datetime.datetime(2026, 11, number, 8, 0),
+        "internal_notes": f"batch {number}",
+        "cost_basis": 1.5,
         "lines": [_line(f"SKU-{number}0", "Consulting", number, 1000, "4000056655665556")],
     }
 _ids = itertools.count(6)
@@ -94,9 +117,15 @@ async def create_invoice(args: InvoiceCreateInput) -> Any:
     """invoice.create: Create a draft invoice."""
     invoice_id = f"inv-{next(_ids)}"
     INVOICES[invoice_id] = {
-        "id": invoice_id, "customer_id": args.customer_id, "amount_cents": args.amount_cents, "status": "draft",
-        "due_date": args.due_date, "created_at": datetime.datetime(2026, 11, 30, 12, 0),
-        "internal_notes": "created by an agent", "cost_basis": 0.0, "lines": [],
+        "id": invoice_id,
+        "customer_id": args.customer_id,
+        "amount_cents": args.amount_cents,
+        "status": "draft",
+        "due_date": args.due_date,
+        "created_at": datetime.datetime(2026, 11, 30, 12, 0),
+        "internal_notes": "created by an agent",
+        "cost_basis": 0.0,
+        "lines": [],
     }
     return _with_customer(INVOICES[invoice_id])
 

@@ -51,15 +51,25 @@ async def handshake_era(params: StdioServerParameters) -> None:
             notifications.append(method)
 
     async with Client(params, mode="legacy", cache=None, message_handler=on_message) as client:
-        print(f"\n##### handshake era: protocol {client.protocol_version}, "
-              f"tools.listChanged={client.server_capabilities.tools.list_changed}")
+        print(
+            f"\n##### handshake era: protocol {client.protocol_version}, "
+            f"tools.listChanged={client.server_capabilities.tools.list_changed}"
+        )
         show("tools/list (workflow in state draft)", await tool_names(client))
-        await call(client, "invoice.get", {"id": "inv-1"},
-                   "presenter: hidden fields gone, PII redacted, table/summary/mermaid, rules, suggestions")
+        await call(
+            client,
+            "invoice.get",
+            {"id": "inv-1"},
+            "presenter: hidden fields gone, PII redacted, table/summary/mermaid, rules, suggestions",
+        )
         await call(client, "invoice.list", {}, "collection: limit 3 of 5, truncation notice, collection table")
         await call(client, "customer.get", {"id": "c-1"}, "another presenter with its own censor")
-        await call(client, "invoice.create", {"customer_id": 7, "amount_cents": 1, "due_date": "tomorrow",
-                                              "id": "mine"}, "bad arguments: each named, guarded id refused")
+        await call(
+            client,
+            "invoice.create",
+            {"customer_id": 7, "amount_cents": 1, "due_date": "tomorrow", "id": "mine"},
+            "bad arguments: each named, guarded id refused",
+        )
         await call(client, "invoice.get", {"id": "inv-404"}, "a handler exception: generic error, still serving")
         await call(client, "invoice.discharge", {"invoice_id": "inv-4"}, "out of order: FORBIDDEN")
         await call(client, "invoice.submit", {"invoice_id": "inv-4"}, "draft → review")

@@ -60,7 +60,7 @@ class GeneratedServer:
     def module(self, name: str) -> ModuleType:
         return importlib.import_module(f"{self.package_name}.{name}")
 
-    def create_server(self, handlers: ModuleType | None = None):  # noqa: ANN201 - mcp's Server
+    def create_server(self, handlers: ModuleType | None = None):
         return self.package.create_server(handlers)
 
 

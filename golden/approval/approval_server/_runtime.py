@@ -36,6 +36,8 @@ except ImportError:  # orjson is optional: the standard library gives the same t
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
 MISSING: Final = object()
+_NOT_OBJECTS: Final = (str, bytes, int, float, list, tuple, set, frozenset)
+_NUMBERS: Final = (int, float)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 
 
@@ -71,7 +73,7 @@ def reader(src: object, at: str) -> Getter:
     """A `get(name, default)` over whatever the handler returned: a mapping or an object's attributes."""
     if type(src) is dict or isinstance(src, Mapping):
         return src.get
-    if src is None or isinstance(src, str | bytes | int | float | list | tuple | set | frozenset):
+    if src is None or isinstance(src, _NOT_OBJECTS):
         raise OutputError(at, "", "an object")
 
     def attribute(name: str, default: object) -> object:
@@ -108,7 +110,7 @@ def out_integer(value: object, at: str, name: str) -> int:
 
 
 def out_number(value: object, at: str, name: str) -> int | float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool):
         return value if type(value) is float or type(value) is int else float(value)
     raise OutputError(at, name, "a number")
 
@@ -168,7 +170,7 @@ def out_enum(value: object, allowed: frozenset[str], at: str, name: str) -> str:
 
 
 def cast_number(value: object, at: str, name: str) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     if isinstance(value, str):
         try:
@@ -197,7 +199,7 @@ def cast_integer(value: object, at: str, name: str) -> int:
 def cast_string(value: object, at: str, name: str) -> str:
     if isinstance(value, enum.Enum):
         value = value.value
-    if isinstance(value, str | int | float | uuid.UUID) and not isinstance(value, bool):
+    if isinstance(value, (str, int, float, uuid.UUID)) and not isinstance(value, bool):
         return str(value)
     raise OutputError(at, name, "a value that can be cast to a string")
 
@@ -226,7 +228,7 @@ def cast_date(value: object, at: str, name: str) -> str:
 def cast_datetime(value: object, at: str, name: str) -> str:
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
         return datetime.datetime.combine(value, datetime.time()).isoformat()
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool):
         return datetime.datetime.fromtimestamp(value, datetime.UTC).isoformat()
     return out_datetime(value, at, name)
 
