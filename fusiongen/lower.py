@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import difflib
 import keyword
-import re
 import uuid
 from collections.abc import Iterable, Mapping
 
@@ -18,30 +17,27 @@ from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
 from fusiongen.ir import (
     CAST_KINDS,
     SCALAR_KINDS,
-    BindingIR,
     FieldIR,
     ModelIR,
-    ReturnsIR,
     ServerIR,
-    ToolIR,
     TypeIR,
 )
 from fusiongen.loader import LoadedSpec, Loc
 from fusiongen.lower_presenters import PresenterLowering, check_parent_redactions
-from fusiongen.lower_workflows import WorkflowLowering
-from fusiongen.spec import FieldSpec, ModelSpec, ToolSpec
+from fusiongen.lower_tools import ToolLowering
+from fusiongen.names import (
+    IDENTIFIER,
+    MODULE,
+    RESERVED_PACKAGES,
+    RESERVED_WORDS,
+    SERVER_NAME,
+    pascal_case,
+    snake_case,
+)
 
-SERVER_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
-TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,127}\Z")
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
-# Attribute names the generated input objects use themselves.
-RESERVED_FIELDS = frozenset({"fields_set"})
-# A fixed list, not the running interpreter's: a spec must be valid or not whatever Python runs fusiongen.
-# Soft keywords are legal identifiers, but code that names things `match` or `type` reads badly.
-RESERVED_WORDS = frozenset(keyword.kwlist) | {"match", "case", "type", "_"} | RESERVED_FIELDS
-# What generated servers import: a package of that name would shadow it.
-RESERVED_PACKAGES = frozenset({"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn", "orjson"})
+__all__ = ["lower", "pascal_case", "snake_case"]
+from fusiongen.lower_workflows import WorkflowLowering
+from fusiongen.spec import FieldSpec, ModelSpec
 
 
 def lower(loaded: LoadedSpec) -> tuple[ServerIR, list[Diagnostic]]:
@@ -53,18 +49,7 @@ def lower(loaded: LoadedSpec) -> tuple[ServerIR, list[Diagnostic]]:
     return ir, lowering.diagnostics
 
 
-def snake_case(name: str) -> str:
-    """`LineItem` → `line_item`, `invoice.get` → `invoice_get`."""
-    name = re.sub(r"[.\-\s]+", "_", name)
-    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
-    return name.lower()
-
-
-def pascal_case(name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[._\-\s]+", name) if part)
-
-
-class _Lowering:
+class _Lowering(ToolLowering):
     def __init__(self, loaded: LoadedSpec) -> None:
         self.loaded = loaded
         self.spec = loaded.spec
@@ -340,108 +325,6 @@ class _Lowering:
         )
 
     # --- tools ----------------------------------------------------------------------------------
-    def lower_tool(self, name: str, tool: ToolSpec, binding: BindingIR | None = None) -> ToolIR:
-        loc: Loc = ("tools", name)
-        name_ok = bool(TOOL_NAME.match(name))
-        if not name_ok:
-            self.error(
-                "FG104",
-                f'tool name "{name}" must start with a letter and use only letters, digits, '
-                '"_", "-" and "." (at most 128 characters)',
-                loc,
-            )
-        ident = snake_case(name)
-        handler = tool.handler or ident
-        if tool.handler is not None:
-            self.check_identifier(handler, (*loc, "handler"), "handler name")
-        elif name_ok:  # an invalid tool name is reported once, not again through the handler name it implies
-            self.check_identifier(handler, loc, "handler name derived from the tool name", value=False)
-        inputs = [self.lower_field(n, s, (*loc, "input", n)) for n, s in tool.input.items()]
-        guarded: tuple[str, ...] = ()
-        if tool.input_from is not None:
-            from_fields, guarded = self.resolve_input_from(tool, loc)
-            inputs.extend(from_fields)
-        returns = self.resolve_returns(tool.returns, (*loc, "returns")) if tool.returns is not None else None
-        return ToolIR(
-            name=name,
-            ident=ident,
-            handler=handler,
-            kind=tool.kind,
-            description=tool.description,
-            inputs=tuple(inputs),
-            guarded=guarded,
-            returns=returns,
-            compact_description=tool.compact_description,
-            binding=binding,
-        )
-
-    def resolve_input_from(self, tool: ToolSpec, loc: Loc) -> tuple[list[FieldIR], tuple[str, ...]]:
-        assert tool.input_from is not None
-        from_loc = (*loc, "input_from")
-        model_name, dot, operation = tool.input_from.partition(".")
-        if not dot or not model_name or not operation or "." in operation:
-            self.error("FG132", f'input_from must be "Model.operation", not "{tool.input_from}"', from_loc, value=True)
-            return [], ()
-        model = self.spec.models.get(model_name)
-        if model is None:
-            close = difflib.get_close_matches(model_name, list(self.spec.models), n=1)
-            self.error(
-                "FG130",
-                f'input_from names unknown model "{model_name}"',
-                from_loc,
-                value=True,
-                hint=f'did you mean "{close[0]}"?' if close else None,
-            )
-            return [], ()
-        if operation not in model.fillable:
-            known = ", ".join(model.fillable) or "none"
-            self.error(
-                "FG131",
-                f'model "{model_name}" has no fillable operation "{operation}"',
-                from_loc,
-                value=True,
-                hint=f"its operations: {known}",
-            )
-            return [], ()
-        fields: list[FieldIR] = []
-        for field_name in model.fillable[operation]:
-            spec = model.fields.get(field_name)
-            if spec is None:
-                continue  # reported on the model
-            if field_name in tool.input:
-                self.error(
-                    "FG133",
-                    f'input field "{field_name}" is also fillable through input_from "{tool.input_from}"',
-                    (*loc, "input", field_name),
-                    hint="declare selector fields (like an id) in input, and writable ones in fillable",
-                )
-                continue
-            if operation == "update":  # an update is partial: every fillable field may be left out
-                spec = spec.model_copy(update={"required": False})
-            fields.append(
-                self.lower_field(
-                    field_name, spec, ("models", model_name, "fields", field_name), hidden=field_name in model.hidden
-                )
-            )
-        guarded = tuple(g for g in model.guarded if g not in tool.input)
-        return fields, guarded
-
-    def resolve_returns(self, returns: str, loc: Loc) -> ReturnsIR | None:
-        """A presenter name, else a model name (its implicit presenter); "X[]" for a collection."""
-        collection = returns.endswith("[]")
-        name = returns[:-2] if collection else returns
-        if name in self.spec.presenters or name in self.spec.models:
-            return ReturnsIR(presenter=name, collection=collection)
-        close = difflib.get_close_matches(name, [*self.spec.presenters, *self.spec.models], n=1)
-        self.error(
-            "FG111",
-            f'returns names unknown presenter or model "{name}"',
-            loc,
-            value=True,
-            hint=f'did you mean "{close[0]}"?' if close else 'name a presenter or a model, "X[]" for a list',
-        )
-        return None
-
     def check_embed_cycles(self) -> None:
         """Embedded presenters must form a tree: a cycle would shape data forever."""
         graph = {
@@ -468,80 +351,6 @@ class _Lowering:
 
     def snake(self, name: str) -> str:
         return snake_case(name)
-
-    def check_workflow_names(self, handle_key: str, tools: tuple[ToolIR, ...]) -> None:
-        """The generated <workflow>.start/.status tools and the handle argument must not clash with the spec."""
-        if not self.spec.workflows:
-            return
-        self.check_identifier(handle_key, ("server", "state_handle_key"), "state_handle_key")
-        for workflow in self.spec.workflows:
-            for suffix in ("start", "status"):
-                generated = f"{workflow}.{suffix}"
-                if generated in self.spec.tools:
-                    self.error(
-                        "FG177",
-                        f'tool "{generated}" clashes with the tool fusiongen generates for workflow "{workflow}"',
-                        ("tools", generated),
-                        hint="rename the tool",
-                    )
-        for tool in tools:
-            if tool.binding and any(f.name == handle_key for f in tool.inputs):
-                self.error(
-                    "FG177",
-                    f'tool "{tool.name}" has an input "{handle_key}", the workflow handle argument',
-                    ("tools", tool.name, "input", handle_key),
-                    hint="rename the input or set [server] state_handle_key",
-                )
-
-    def check_collisions(self, models: tuple[ModelIR, ...], tools: tuple[ToolIR, ...]) -> None:
-        first_by_handler: dict[str, str] = {}
-        first_by_ident: dict[str, str] = {}
-        for tool in tools:
-            loc: Loc = ("tools", tool.name)
-            explicit = self.spec.tools[tool.name].handler is not None
-            same_ident = first_by_ident.get(tool.ident) == first_by_handler.get(tool.handler)
-            if tool.handler in first_by_handler and (explicit or not same_ident):
-                other = first_by_handler[tool.handler]
-                self.error(
-                    "FG142",
-                    f'tools "{other}" and "{tool.name}" both use handler "{tool.handler}"',
-                    (*loc, "handler") if explicit else loc,
-                    value=explicit,
-                    hint='give one of them its own "handler"',
-                )
-            first_by_handler.setdefault(tool.handler, tool.name)
-            if tool.ident in first_by_ident:
-                other = first_by_ident[tool.ident]
-                self.error(
-                    "FG143",
-                    f'tools "{other}" and "{tool.name}" map to the same Python name "{tool.ident}"',
-                    loc,
-                    hint="rename one of them",
-                )
-            first_by_ident.setdefault(tool.ident, tool.name)
-        for kind, names in (("presenters", self.spec.presenters), ("workflows", self.spec.workflows)):
-            seen: dict[str, str] = {}
-            for name in names:
-                snake = snake_case(name)
-                if snake in seen:
-                    self.error(
-                        "FG143",
-                        f'{kind} "{seen[snake]}" and "{name}" map to the same Python name "{snake}"',
-                        (kind, name),
-                        hint="rename one of them",
-                    )
-                seen.setdefault(snake, name)
-        first_by_snake: dict[str, str] = {}
-        for model in models:
-            if model.snake in first_by_snake:
-                self.error(
-                    "FG143",
-                    f'models "{first_by_snake[model.snake]}" and "{model.name}" map to the same '
-                    f'Python name "{model.snake}"',
-                    ("models", model.name),
-                    hint="rename one of them",
-                )
-            first_by_snake.setdefault(model.snake, model.name)
 
 
 def _cast(target: str | None, declared_type: str) -> str | None:
