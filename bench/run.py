@@ -35,10 +35,24 @@ def _codegen(settings: Settings) -> list[Row]:
     return bench_codegen(settings)
 
 
+def _presenters(settings: Settings) -> list[Row]:
+    from bench.presenters import bench_presenters
+
+    return bench_presenters(settings)
+
+
+def _gating(settings: Settings) -> list[Row]:
+    from bench.gating import bench_gating
+
+    return bench_gating(settings)
+
+
 # (name, what it measures, function). Sections import lazily so --only skips the others' imports.
 SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
     ("toolcall", "in-process tools/call throughput: generated vs MCPServer vs bare Server", _toolcall),
     ("codegen", "fusiongen build/check time: 20 vs 200 models, and check of every spec", _codegen),
+    ("presenters", "generated presenters vs run-time interpreters and a hand-written MCPServer tool", _presenters),
+    ("gating", "per-call workflow gating: compiled table and Gate vs transitions / python-statemachine", _gating),
 ]
 
 

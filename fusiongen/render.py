@@ -40,7 +40,6 @@ PACKAGE_FILES: tuple[tuple[str, str, Callable[[ServerView], bool]], ...] = (
     ("server.py.j2", "server.py", lambda view: True),
     ("shapes.py.j2", "shapes.py", lambda view: bool(view.shapes or view.output_constants)),
     ("state_store.py.j2", "state_store.py", lambda view: bool(view.workflows)),
-    ("tools.py.j2", "tools.py", lambda view: True),
     ("workflows.py.j2", "workflows.py", lambda view: bool(view.workflows)),
 )
 # Beside the package: what makes OUT an installable project.

@@ -93,7 +93,6 @@ class ToolView:
     handler: str
     input_class: str
     parse_function: str
-    call_function: str
     description_literal: str
     keys_constant: str
     guarded_constant: str
@@ -132,7 +131,7 @@ class ServerView:
     input_imports: tuple[str, ...]  # standard modules the input dataclasses' annotations need
     shape_runtime_names: tuple[str, ...]  # what each module imports from _runtime: exactly what it uses
     input_runtime_names: tuple[str, ...]
-    tools_runtime_names: tuple[str, ...]
+    output_schemas: tuple[ConstantView, ...]  # one per presenter and shape, shared by the tools returning it
     presenters: tuple[PresenterView, ...]
     presenter_constants: tuple[tuple[str, str], ...]  # (name, literal)
     presenter_runtime_names: tuple[str, ...]
@@ -343,7 +342,10 @@ class _Builder:
             in_schema["properties"][self.server.state_handle_key] = handle_property(self.server, tool)
         out_schema = output_schema(self.server, tool)
         in_name = f"{upper}_INPUT"
-        out_name = f"{upper}_OUTPUT"
+        out_name = ""
+        if tool.returns is not None:  # one constant per presenter and shape: tools returning the same share it
+            presenter = self.server.presenter(tool.returns.presenter)
+            out_name = f"{presenter.snake.upper()}_{'COLLECTION' if tool.returns.collection else 'RESULT'}_OUTPUT"
         in_schema = self.share_definitions(in_schema, "INPUT")
         out_schema = self.share_definitions(out_schema, "OUTPUT") if out_schema is not None else None
         kind_hints = {
@@ -358,7 +360,6 @@ class _Builder:
             handler=tool.handler,
             input_class=f"{pascal_case(tool.ident)}Input",
             parse_function=f"parse_{tool.ident}",
-            call_function=f"call_{tool.ident}",
             description_literal=py_string(tool.description or tool.name),
             keys_constant=keys,
             guarded_constant=guarded,
@@ -402,11 +403,6 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         input_names.add("missing")
     if nested:
         input_names.add("in_object")
-    tools_names = {"Handler", "InvalidArguments", "handler_failed", "validation_error"}
-    if any(t.present_function for t in tools):
-        tools_names |= {"OutputError", "output_invalid"}
-    if any(not t.present_function for t in tools):
-        tools_names.add("done_result")
     presenter_code = used_names(presenters)
     presenter_names = {
         "Notes",
@@ -453,7 +449,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         input_imports=imports,
         shape_runtime_names=tuple(sorted(shape_names, key=_import_order)),
         input_runtime_names=tuple(sorted(input_names, key=_import_order)),
-        tools_runtime_names=tuple(sorted(tools_names, key=_import_order)),
+        output_schemas=tuple({t.output_schema.name: t.output_schema for t in tools if t.output_schema}.values()),
         presenters=presenters,
         presenter_constants=tuple(presenter_constants.items()),
         presenter_runtime_names=tuple(sorted(presenter_names, key=_import_order)),

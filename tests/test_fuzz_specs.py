@@ -29,12 +29,12 @@ import json
 import keyword
 import math
 import os
+import random
 import re
 import subprocess
 import sys
 import traceback
 import types
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -142,7 +142,7 @@ def _escape(text: str, *, multiline: bool = False) -> str:
 
 def toml_string(text: str, style: int) -> str:
     """0: basic, 1: literal (when possible), 2: multi-line basic, 3: basic with \\u escapes for non-ASCII."""
-    if style == 1 and "'" not in text and not any(ord(c) < 0x20 and c != "\t" or c == "\x7f" for c in text):
+    if style == 1 and "'" not in text and not any((ord(c) < 0x20 and c != "\t") or c == "\x7f" for c in text):
         return "'" + text + "'"
     if style == 2:
         body = _escape(text, multiline=True)
@@ -156,14 +156,15 @@ def toml_string(text: str, style: int) -> str:
 
 
 class Writer:
-    """Writes a document as TOML; every stylistic choice is drawn, so hypothesis explores the syntax."""
+    """Writes a document as TOML; every stylistic choice comes from a seeded random generator (one hypothesis
+    draw, not one per choice: per-choice draws cost more than validating the spec)."""
 
-    def __init__(self, draw: Callable[[st.SearchStrategy[Any]], Any]) -> None:
-        self.draw = draw
+    def __init__(self, seed: int) -> None:
+        self.random = random.Random(seed)
         self.lines: list[str] = []
 
     def choice(self, *options: Any) -> Any:
-        return self.draw(st.sampled_from(options))
+        return self.random.choice(options)
 
     def key(self, key: str) -> str:
         if BARE_KEY.match(key) and self.choice(True, True, True, False):
@@ -246,7 +247,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 def write_toml(draw: Callable[[st.SearchStrategy[Any]], Any], doc: dict[str, Any]) -> str:
-    return Writer(draw).document(doc)
+    return Writer(draw(st.integers(0, 2**32 - 1))).document(doc)
 
 
 # --- the spec grammar, as hypothesis strategies ---------------------------------------------------------

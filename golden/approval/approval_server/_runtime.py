@@ -449,6 +449,34 @@ def done_result(tool: str) -> types.CallToolResult:
 # --- handlers ----------------------------------------------------------------------------------------
 
 Handler = Callable[[Any, Any], Awaitable[object]]
+Parse = Callable[[Mapping[str, Any]], Any]
+Present = Callable[[object], types.CallToolResult]
+
+
+async def run_tool(
+    tool: str, parse: Parse, present: Present | None, handler: Handler, arguments: Mapping[str, Any], ctx: Any
+) -> types.CallToolResult:
+    """Validate the arguments, run the handler, present what it returned.
+
+    Each step fails closed into an error result a model can act on: a handler's exception text is never
+    shown (it may carry hidden data), and data that does not fit its presenter is not sent at all.
+    """
+    try:
+        args = parse(arguments)
+    except InvalidArguments as exc:
+        return validation_error(tool, exc.errors)
+    try:
+        raw = await handler(args, ctx)
+    except Exception as exc:
+        return handler_failed(tool, exc)
+    if present is None:
+        return done_result(tool)
+    try:
+        return present(raw)
+    except OutputError as exc:
+        return output_invalid(tool, exc)
+    except Exception as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+        return handler_failed(tool, exc)
 
 
 def import_handlers(module: str, package_file: str, handlers_dir: str) -> ModuleType:

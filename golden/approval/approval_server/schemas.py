@@ -12,18 +12,6 @@ EXPENSE_CREATE_INPUT: Final[dict[str, Any]] = {
     "additionalProperties": False,
 }
 
-EXPENSE_CREATE_OUTPUT: Final[dict[str, Any]] = {
-    "type": "object",
-    "description": "An expense claim.",
-    "properties": {
-        "id": {"type": "string"},
-        "amount": {"type": "number", "description": "In euros"},
-        "purpose": {"type": "string"},
-    },
-    "required": ["id", "amount", "purpose"],
-    "additionalProperties": False,
-}
-
 EXPENSE_SUBMIT_INPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
@@ -86,6 +74,18 @@ EXPENSE_PAY_INPUT: Final[dict[str, Any]] = {
         },
     },
     "required": ["expense_id"],
+    "additionalProperties": False,
+}
+
+EXPENSE_RESULT_OUTPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "description": "An expense claim.",
+    "properties": {
+        "id": {"type": "string"},
+        "amount": {"type": "number", "description": "In euros"},
+        "purpose": {"type": "string"},
+    },
+    "required": ["id", "amount", "purpose"],
     "additionalProperties": False,
 }
 

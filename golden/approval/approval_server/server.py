@@ -18,9 +18,9 @@ import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
-from . import schemas, tools
+from . import inputs, presenters, schemas
 from ._gate import Gate, handshake_listing, is_modern
-from ._runtime import bind_handler, import_handlers, unknown_tool
+from ._runtime import bind_handler, import_handlers, run_tool, unknown_tool
 from .state_store import StateStore, open_store
 from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 
@@ -40,7 +40,7 @@ TOOLS: Final[list[types.Tool]] = [
         name="expense.create",
         description="Create an expense claim.",
         input_schema=schemas.EXPENSE_CREATE_INPUT,
-        output_schema=schemas.EXPENSE_CREATE_OUTPUT,
+        output_schema=schemas.EXPENSE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
@@ -89,69 +89,29 @@ TOOLS: Final[list[types.Tool]] = [
     ),
 ]
 
-# 2026-07-28: one stable list for everyone; bound tools say which states they need.
+# 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
+MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
+    "expense.submit": 'Submit the claim for approval. (Workflow "expense": runs only in state draft; pass workflow_id from expense.start.)',
+    "expense.approve": 'Approve a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense.start.)',
+    "expense.reject": 'Reject a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense.start.)',
+    "expense.revise": 'Take a rejected claim back to draft. (Workflow "expense": runs only in state rejected; pass workflow_id from expense.start.)',
+    "expense.pay": 'Pay an approved claim. (Workflow "expense": runs only in state approved; pass workflow_id from expense.start.)',
+}
 MODERN_TOOLS: Final[list[types.Tool]] = [
-    types.Tool(
-        name="expense.create",
-        description="Create an expense claim.",
-        input_schema=schemas.EXPENSE_CREATE_INPUT,
-        output_schema=schemas.EXPENSE_CREATE_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
-    ),
-    types.Tool(
-        name="expense.submit",
-        description='Submit the claim for approval. (Workflow "expense": runs only in state draft; pass workflow_id from expense.start.)',
-        input_schema=schemas.EXPENSE_SUBMIT_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="expense.approve",
-        description='Approve a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense.start.)',
-        input_schema=schemas.EXPENSE_APPROVE_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="expense.reject",
-        description='Reject a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense.start.)',
-        input_schema=schemas.EXPENSE_REJECT_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="expense.revise",
-        description='Take a rejected claim back to draft. (Workflow "expense": runs only in state rejected; pass workflow_id from expense.start.)',
-        input_schema=schemas.EXPENSE_REVISE_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="expense.pay",
-        description='Pay an approved claim. (Workflow "expense": runs only in state approved; pass workflow_id from expense.start.)',
-        input_schema=schemas.EXPENSE_PAY_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
-    ),
-    types.Tool(
-        name="expense.start",
-        description='Start a new "expense" workflow in state "draft" and get its workflow_id: pass it to the workflow\'s tools.',
-        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
-        output_schema=schemas.WORKFLOW_STATE_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="expense.status",
-        description='The current state of a "expense" workflow and the tools it allows now.',
-        input_schema=schemas.WORKFLOW_STATUS_INPUT,
-        output_schema=schemas.WORKFLOW_STATE_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
-    ),
+    tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
+    if tool.name in MODERN_DESCRIPTIONS
+    else tool
+    for tool in TOOLS
 ]
 
 # Shown instead while the tool's workflow is in its initial state (handshake era).
+COMPACT_DESCRIPTIONS: Final[dict[str, str]] = {
+    "expense.pay": "Pay claim.",
+}
 COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
-    "expense.pay": types.Tool(
-        name="expense.pay",
-        description="Pay claim.",
-        input_schema=schemas.EXPENSE_PAY_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
-    ),
+    tool.name: tool.model_copy(update={"description": COMPACT_DESCRIPTIONS[tool.name]})
+    for tool in TOOLS
+    if tool.name in COMPACT_DESCRIPTIONS
 }
 
 Route = Callable[[Mapping[str, Any], Any], Awaitable[types.CallToolResult]]
@@ -181,14 +141,48 @@ def create_server(handlers: ModuleType | None = None, state_store: StateStore | 
     store = open_store(state_store) if isinstance(state_store, str) else state_store
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY)
     routes: dict[str, Route] = {
-        "expense.create": partial(tools.call_expense_create, bind_handler(module, "expense_create", "expense.create")),
-        "expense.submit": partial(tools.call_expense_submit, bind_handler(module, "expense_submit", "expense.submit")),
-        "expense.approve": partial(
-            tools.call_expense_approve, bind_handler(module, "expense_approve", "expense.approve")
+        "expense.create": partial(
+            run_tool,
+            "expense.create",
+            inputs.parse_expense_create,
+            presenters.present_expense,
+            bind_handler(module, "expense_create", "expense.create"),
         ),
-        "expense.reject": partial(tools.call_expense_reject, bind_handler(module, "expense_reject", "expense.reject")),
-        "expense.revise": partial(tools.call_expense_revise, bind_handler(module, "expense_revise", "expense.revise")),
-        "expense.pay": partial(tools.call_expense_pay, bind_handler(module, "expense_pay", "expense.pay")),
+        "expense.submit": partial(
+            run_tool,
+            "expense.submit",
+            inputs.parse_expense_submit,
+            None,
+            bind_handler(module, "expense_submit", "expense.submit"),
+        ),
+        "expense.approve": partial(
+            run_tool,
+            "expense.approve",
+            inputs.parse_expense_approve,
+            None,
+            bind_handler(module, "expense_approve", "expense.approve"),
+        ),
+        "expense.reject": partial(
+            run_tool,
+            "expense.reject",
+            inputs.parse_expense_reject,
+            None,
+            bind_handler(module, "expense_reject", "expense.reject"),
+        ),
+        "expense.revise": partial(
+            run_tool,
+            "expense.revise",
+            inputs.parse_expense_revise,
+            None,
+            bind_handler(module, "expense_revise", "expense.revise"),
+        ),
+        "expense.pay": partial(
+            run_tool,
+            "expense.pay",
+            inputs.parse_expense_pay,
+            None,
+            bind_handler(module, "expense_pay", "expense.pay"),
+        ),
         "expense.start": partial(gate.start, MACHINES["expense"]),
         "expense.status": partial(gate.status, MACHINES["expense"]),
     }

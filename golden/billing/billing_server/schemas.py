@@ -12,108 +12,12 @@ INVOICE_GET_INPUT: Final[dict[str, Any]] = {
     "additionalProperties": False,
 }
 
-INVOICE_GET_OUTPUT: Final[dict[str, Any]] = {
-    "type": "object",
-    "description": "A customer invoice.",
-    "properties": {
-        "id": {"type": "string"},
-        "customer": {
-            "type": "object",
-            "description": "A customer.",
-            "properties": {
-                "id": {"type": "string"},
-                "name": {"type": "string", "description": "Full name"},
-                "email": {"const": "[REDACTED]"},
-            },
-            "required": ["id", "name", "email"],
-            "additionalProperties": False,
-        },
-        "lines": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "description": "One line of an invoice.",
-                "properties": {
-                    "sku": {"type": "string"},
-                    "description": {"type": "string"},
-                    "quantity": {"type": "integer"},
-                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                    "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
-                },
-                "required": ["sku", "description", "quantity", "unit_price_cents"],
-                "additionalProperties": False,
-            },
-        },
-        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-        "due_date": {"type": "string", "format": "date"},
-    },
-    "required": ["id", "lines", "amount_cents", "status", "due_date"],
-    "additionalProperties": False,
-}
-
 INVOICE_LIST_INPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
         "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
         "limit": {"type": "integer", "description": "At most this many invoices", "default": 20},
     },
-    "additionalProperties": False,
-}
-
-INVOICE_LIST_OUTPUT: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "description": "A customer invoice.",
-                "properties": {
-                    "id": {"type": "string"},
-                    "customer": {
-                        "type": "object",
-                        "description": "A customer.",
-                        "properties": {
-                            "id": {"type": "string"},
-                            "name": {"type": "string", "description": "Full name"},
-                            "email": {"const": "[REDACTED]"},
-                        },
-                        "required": ["id", "name", "email"],
-                        "additionalProperties": False,
-                    },
-                    "lines": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "description": "One line of an invoice.",
-                            "properties": {
-                                "sku": {"type": "string"},
-                                "description": {"type": "string"},
-                                "quantity": {"type": "integer"},
-                                "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                                "card_number": {
-                                    "const": "[REDACTED]",
-                                    "description": "Card used for this line",
-                                },
-                            },
-                            "required": ["sku", "description", "quantity", "unit_price_cents"],
-                            "additionalProperties": False,
-                        },
-                    },
-                    "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-                    "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-                    "due_date": {"type": "string", "format": "date"},
-                },
-                "required": ["id", "lines", "amount_cents", "status", "due_date"],
-                "additionalProperties": False,
-            },
-        },
-        "total": {"type": "integer", "description": "How many items the tool found."},
-        "shown": {"type": "integer", "description": "How many items are in this result."},
-        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
-    },
-    "required": ["items", "total", "shown", "truncated"],
     "additionalProperties": False,
 }
 
@@ -128,46 +32,6 @@ INVOICE_CREATE_INPUT: Final[dict[str, Any]] = {
     "additionalProperties": False,
 }
 
-INVOICE_CREATE_OUTPUT: Final[dict[str, Any]] = {
-    "type": "object",
-    "description": "A customer invoice.",
-    "properties": {
-        "id": {"type": "string"},
-        "customer": {
-            "type": "object",
-            "description": "A customer.",
-            "properties": {
-                "id": {"type": "string"},
-                "name": {"type": "string", "description": "Full name"},
-                "email": {"const": "[REDACTED]"},
-            },
-            "required": ["id", "name", "email"],
-            "additionalProperties": False,
-        },
-        "lines": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "description": "One line of an invoice.",
-                "properties": {
-                    "sku": {"type": "string"},
-                    "description": {"type": "string"},
-                    "quantity": {"type": "integer"},
-                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                    "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
-                },
-                "required": ["sku", "description", "quantity", "unit_price_cents"],
-                "additionalProperties": False,
-            },
-        },
-        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-        "due_date": {"type": "string", "format": "date"},
-    },
-    "required": ["id", "lines", "amount_cents", "status", "due_date"],
-    "additionalProperties": False,
-}
-
 INVOICE_UPDATE_INPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
@@ -179,62 +43,10 @@ INVOICE_UPDATE_INPUT: Final[dict[str, Any]] = {
     "additionalProperties": False,
 }
 
-INVOICE_UPDATE_OUTPUT: Final[dict[str, Any]] = {
-    "type": "object",
-    "description": "A customer invoice.",
-    "properties": {
-        "id": {"type": "string"},
-        "customer": {
-            "type": "object",
-            "description": "A customer.",
-            "properties": {
-                "id": {"type": "string"},
-                "name": {"type": "string", "description": "Full name"},
-                "email": {"const": "[REDACTED]"},
-            },
-            "required": ["id", "name", "email"],
-            "additionalProperties": False,
-        },
-        "lines": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "description": "One line of an invoice.",
-                "properties": {
-                    "sku": {"type": "string"},
-                    "description": {"type": "string"},
-                    "quantity": {"type": "integer"},
-                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                    "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
-                },
-                "required": ["sku", "description", "quantity", "unit_price_cents"],
-                "additionalProperties": False,
-            },
-        },
-        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-        "due_date": {"type": "string", "format": "date"},
-    },
-    "required": ["id", "lines", "amount_cents", "status", "due_date"],
-    "additionalProperties": False,
-}
-
 CUSTOMER_GET_INPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {"id": {"type": "string"}},
     "required": ["id"],
-    "additionalProperties": False,
-}
-
-CUSTOMER_GET_OUTPUT: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "name": {"type": "string"},
-        "email": {"const": "***"},
-        "tier": {"type": "string", "enum": ["standard", "gold"]},
-    },
-    "required": ["id", "name", "email"],
     "additionalProperties": False,
 }
 
@@ -295,6 +107,114 @@ INVOICE_DISCHARGE_INPUT: Final[dict[str, Any]] = {
         },
     },
     "required": ["invoice_id"],
+    "additionalProperties": False,
+}
+
+INVOICE_RESULT_OUTPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "description": "A customer invoice.",
+    "properties": {
+        "id": {"type": "string"},
+        "customer": {
+            "type": "object",
+            "description": "A customer.",
+            "properties": {
+                "id": {"type": "string"},
+                "name": {"type": "string", "description": "Full name"},
+                "email": {"const": "[REDACTED]"},
+            },
+            "required": ["id", "name", "email"],
+            "additionalProperties": False,
+        },
+        "lines": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "description": "One line of an invoice.",
+                "properties": {
+                    "sku": {"type": "string"},
+                    "description": {"type": "string"},
+                    "quantity": {"type": "integer"},
+                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                    "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
+                },
+                "required": ["sku", "description", "quantity", "unit_price_cents"],
+                "additionalProperties": False,
+            },
+        },
+        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
+        "due_date": {"type": "string", "format": "date"},
+    },
+    "required": ["id", "lines", "amount_cents", "status", "due_date"],
+    "additionalProperties": False,
+}
+
+INVOICE_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "description": "A customer invoice.",
+                "properties": {
+                    "id": {"type": "string"},
+                    "customer": {
+                        "type": "object",
+                        "description": "A customer.",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "name": {"type": "string", "description": "Full name"},
+                            "email": {"const": "[REDACTED]"},
+                        },
+                        "required": ["id", "name", "email"],
+                        "additionalProperties": False,
+                    },
+                    "lines": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "description": "One line of an invoice.",
+                            "properties": {
+                                "sku": {"type": "string"},
+                                "description": {"type": "string"},
+                                "quantity": {"type": "integer"},
+                                "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                                "card_number": {
+                                    "const": "[REDACTED]",
+                                    "description": "Card used for this line",
+                                },
+                            },
+                            "required": ["sku", "description", "quantity", "unit_price_cents"],
+                            "additionalProperties": False,
+                        },
+                    },
+                    "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+                    "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
+                    "due_date": {"type": "string", "format": "date"},
+                },
+                "required": ["id", "lines", "amount_cents", "status", "due_date"],
+                "additionalProperties": False,
+            },
+        },
+        "total": {"type": "integer", "description": "How many items the tool found."},
+        "shown": {"type": "integer", "description": "How many items are in this result."},
+        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
+    },
+    "required": ["items", "total", "shown", "truncated"],
+    "additionalProperties": False,
+}
+
+CUSTOMER_CARD_RESULT_OUTPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "name": {"type": "string"},
+        "email": {"const": "***"},
+        "tier": {"type": "string", "enum": ["standard", "gold"]},
+    },
+    "required": ["id", "name", "email"],
     "additionalProperties": False,
 }
 

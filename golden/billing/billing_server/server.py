@@ -18,9 +18,9 @@ import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
-from . import schemas, tools
+from . import inputs, presenters, schemas
 from ._gate import Gate, handshake_listing, is_modern
-from ._runtime import bind_handler, import_handlers, unknown_tool
+from ._runtime import bind_handler, import_handlers, run_tool, unknown_tool
 from .state_store import StateStore, open_store
 from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 
@@ -40,35 +40,35 @@ TOOLS: Final[list[types.Tool]] = [
         name="invoice.get",
         description="Fetch one invoice by id.",
         input_schema=schemas.INVOICE_GET_INPUT,
-        output_schema=schemas.INVOICE_GET_OUTPUT,
+        output_schema=schemas.INVOICE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
         name="invoice.list",
         description="List invoices, optionally only those with a given status.",
         input_schema=schemas.INVOICE_LIST_INPUT,
-        output_schema=schemas.INVOICE_LIST_OUTPUT,
+        output_schema=schemas.INVOICE_COLLECTION_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
         name="invoice.create",
         description="Create a draft invoice.",
         input_schema=schemas.INVOICE_CREATE_INPUT,
-        output_schema=schemas.INVOICE_CREATE_OUTPUT,
+        output_schema=schemas.INVOICE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
         name="invoice.update",
         description="Change an invoice's status or due date.",
         input_schema=schemas.INVOICE_UPDATE_INPUT,
-        output_schema=schemas.INVOICE_UPDATE_OUTPUT,
+        output_schema=schemas.INVOICE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
         name="customer.get",
         description="Fetch one customer by id.",
         input_schema=schemas.CUSTOMER_GET_INPUT,
-        output_schema=schemas.CUSTOMER_GET_OUTPUT,
+        output_schema=schemas.CUSTOMER_CARD_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
@@ -117,97 +117,28 @@ TOOLS: Final[list[types.Tool]] = [
     ),
 ]
 
-# 2026-07-28: one stable list for everyone; bound tools say which states they need.
+# 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
+MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
+    "invoice.submit": 'Submit a draft invoice for review. (Workflow "invoice": runs only in state draft; pass workflow_id from invoice.start.)',
+    "invoice.approve": 'Approve an invoice under review. (Workflow "invoice": runs only in state review; pass workflow_id from invoice.start.)',
+    "invoice.reject": 'Send an invoice under review back to draft. (Workflow "invoice": runs only in state review; pass workflow_id from invoice.start.)',
+    "invoice.discharge": 'Discharge an approved invoice: it is settled and closed for good. (Workflow "invoice": runs only in state approved; pass workflow_id from invoice.start.)',
+}
 MODERN_TOOLS: Final[list[types.Tool]] = [
-    types.Tool(
-        name="invoice.get",
-        description="Fetch one invoice by id.",
-        input_schema=schemas.INVOICE_GET_INPUT,
-        output_schema=schemas.INVOICE_GET_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
-    ),
-    types.Tool(
-        name="invoice.list",
-        description="List invoices, optionally only those with a given status.",
-        input_schema=schemas.INVOICE_LIST_INPUT,
-        output_schema=schemas.INVOICE_LIST_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
-    ),
-    types.Tool(
-        name="invoice.create",
-        description="Create a draft invoice.",
-        input_schema=schemas.INVOICE_CREATE_INPUT,
-        output_schema=schemas.INVOICE_CREATE_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
-    ),
-    types.Tool(
-        name="invoice.update",
-        description="Change an invoice's status or due date.",
-        input_schema=schemas.INVOICE_UPDATE_INPUT,
-        output_schema=schemas.INVOICE_UPDATE_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
-    ),
-    types.Tool(
-        name="customer.get",
-        description="Fetch one customer by id.",
-        input_schema=schemas.CUSTOMER_GET_INPUT,
-        output_schema=schemas.CUSTOMER_GET_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
-    ),
-    types.Tool(
-        name="billing.remind",
-        description="Send a payment reminder for an overdue invoice.",
-        input_schema=schemas.BILLING_REMIND_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="invoice.submit",
-        description='Submit a draft invoice for review. (Workflow "invoice": runs only in state draft; pass workflow_id from invoice.start.)',
-        input_schema=schemas.INVOICE_SUBMIT_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="invoice.approve",
-        description='Approve an invoice under review. (Workflow "invoice": runs only in state review; pass workflow_id from invoice.start.)',
-        input_schema=schemas.INVOICE_APPROVE_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="invoice.reject",
-        description='Send an invoice under review back to draft. (Workflow "invoice": runs only in state review; pass workflow_id from invoice.start.)',
-        input_schema=schemas.INVOICE_REJECT_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="invoice.discharge",
-        description='Discharge an approved invoice: it is settled and closed for good. (Workflow "invoice": runs only in state approved; pass workflow_id from invoice.start.)',
-        input_schema=schemas.INVOICE_DISCHARGE_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
-    ),
-    types.Tool(
-        name="invoice.start",
-        description='Start a new "invoice" workflow in state "draft" and get its workflow_id: pass it to the workflow\'s tools.',
-        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
-        output_schema=schemas.WORKFLOW_STATE_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    ),
-    types.Tool(
-        name="invoice.status",
-        description='The current state of a "invoice" workflow and the tools it allows now.',
-        input_schema=schemas.WORKFLOW_STATUS_INPUT,
-        output_schema=schemas.WORKFLOW_STATE_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
-    ),
+    tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
+    if tool.name in MODERN_DESCRIPTIONS
+    else tool
+    for tool in TOOLS
 ]
 
 # Shown instead while the tool's workflow is in its initial state (handshake era).
+COMPACT_DESCRIPTIONS: Final[dict[str, str]] = {
+    "invoice.discharge": "Discharge invoice.",
+}
 COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
-    "invoice.discharge": types.Tool(
-        name="invoice.discharge",
-        description="Discharge invoice.",
-        input_schema=schemas.INVOICE_DISCHARGE_INPUT,
-        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
-    ),
+    tool.name: tool.model_copy(update={"description": COMPACT_DESCRIPTIONS[tool.name]})
+    for tool in TOOLS
+    if tool.name in COMPACT_DESCRIPTIONS
 }
 
 Route = Callable[[Mapping[str, Any], Any], Awaitable[types.CallToolResult]]
@@ -237,19 +168,75 @@ def create_server(handlers: ModuleType | None = None, state_store: StateStore | 
     store = open_store(state_store) if isinstance(state_store, str) else state_store
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY)
     routes: dict[str, Route] = {
-        "invoice.get": partial(tools.call_invoice_get, bind_handler(module, "get_invoice", "invoice.get")),
-        "invoice.list": partial(tools.call_invoice_list, bind_handler(module, "list_invoices", "invoice.list")),
-        "invoice.create": partial(tools.call_invoice_create, bind_handler(module, "create_invoice", "invoice.create")),
-        "invoice.update": partial(tools.call_invoice_update, bind_handler(module, "update_invoice", "invoice.update")),
-        "customer.get": partial(tools.call_customer_get, bind_handler(module, "get_customer", "customer.get")),
-        "billing.remind": partial(tools.call_billing_remind, bind_handler(module, "send_reminder", "billing.remind")),
-        "invoice.submit": partial(tools.call_invoice_submit, bind_handler(module, "submit_invoice", "invoice.submit")),
-        "invoice.approve": partial(
-            tools.call_invoice_approve, bind_handler(module, "approve_invoice", "invoice.approve")
+        "invoice.get": partial(
+            run_tool,
+            "invoice.get",
+            inputs.parse_invoice_get,
+            presenters.present_invoice,
+            bind_handler(module, "get_invoice", "invoice.get"),
         ),
-        "invoice.reject": partial(tools.call_invoice_reject, bind_handler(module, "reject_invoice", "invoice.reject")),
+        "invoice.list": partial(
+            run_tool,
+            "invoice.list",
+            inputs.parse_invoice_list,
+            presenters.present_invoice_many,
+            bind_handler(module, "list_invoices", "invoice.list"),
+        ),
+        "invoice.create": partial(
+            run_tool,
+            "invoice.create",
+            inputs.parse_invoice_create,
+            presenters.present_invoice,
+            bind_handler(module, "create_invoice", "invoice.create"),
+        ),
+        "invoice.update": partial(
+            run_tool,
+            "invoice.update",
+            inputs.parse_invoice_update,
+            presenters.present_invoice,
+            bind_handler(module, "update_invoice", "invoice.update"),
+        ),
+        "customer.get": partial(
+            run_tool,
+            "customer.get",
+            inputs.parse_customer_get,
+            presenters.present_customer_card,
+            bind_handler(module, "get_customer", "customer.get"),
+        ),
+        "billing.remind": partial(
+            run_tool,
+            "billing.remind",
+            inputs.parse_billing_remind,
+            None,
+            bind_handler(module, "send_reminder", "billing.remind"),
+        ),
+        "invoice.submit": partial(
+            run_tool,
+            "invoice.submit",
+            inputs.parse_invoice_submit,
+            None,
+            bind_handler(module, "submit_invoice", "invoice.submit"),
+        ),
+        "invoice.approve": partial(
+            run_tool,
+            "invoice.approve",
+            inputs.parse_invoice_approve,
+            None,
+            bind_handler(module, "approve_invoice", "invoice.approve"),
+        ),
+        "invoice.reject": partial(
+            run_tool,
+            "invoice.reject",
+            inputs.parse_invoice_reject,
+            None,
+            bind_handler(module, "reject_invoice", "invoice.reject"),
+        ),
         "invoice.discharge": partial(
-            tools.call_invoice_discharge, bind_handler(module, "discharge_invoice", "invoice.discharge")
+            run_tool,
+            "invoice.discharge",
+            inputs.parse_invoice_discharge,
+            None,
+            bind_handler(module, "discharge_invoice", "invoice.discharge"),
         ),
         "invoice.start": partial(gate.start, MACHINES["invoice"]),
         "invoice.status": partial(gate.status, MACHINES["invoice"]),
