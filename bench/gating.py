@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
+import logging
 import shutil
 import statistics
 import tempfile
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -39,20 +40,19 @@ from typing import Any
 import mcp_types as types
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from bench import baselines
 from bench.core import Row, Samples, Settings, ainterleave, at_least, seconds
 
 TARGET_VS_TRANSITIONS = 50.0
-HANDLES = 32
+HANDLES = 32  # in-process variants
+STORE_HANDLES = 8  # SQLite / Redis: a sweep is 2 calls per handle, and a SQLite call takes milliseconds
 SUBMIT, REJECT = "invoice.submit", "invoice.reject"  # draft -> review -> draft: every call moves
 OK = types.CallToolResult(content=[types.TextContent(type="text", text="done")])
 
 
 def load_gate_package(golden: bool) -> tuple[ModuleType, str]:
-    package, where = baselines.load_presented(golden)
-    for name in ("_gate", "state_store", "workflows"):
-        importlib.import_module(f"{package.__name__}.{name}")
-    return package, where
+    from bench.presenters import billing_package  # one build of specs/billing.toml for both sections
+
+    return billing_package(golden)
 
 
 # --- the variants: (tool, handle) -> one gated call ---------------------------------------------------
@@ -171,16 +171,17 @@ def _gate_batch(gate: Any, key: str, handles: list[str], walls: list[float] | No
         if walls is not None:
             walls.append((time.perf_counter() - wall) / calls)
         if server_cpu is not None and server is not None:
-            server.append((server_cpu() - other) / calls)
+            server.append(server_cpu() - other)
         return used
     return batch
 
 
-async def _size(batch: Batch, seconds_wanted: float, wall: bool = False) -> int:
-    await batch(1)
+async def _size(batch: Batch, seconds_wanted: float, calls_per_sweep: int, wall: bool = False) -> int:
+    if not wall:
+        await batch(1)  # warm-up (the stores were warmed up by their checks)
     start = time.perf_counter()
     per_sweep_cpu = await batch(1)
-    per_sweep = (time.perf_counter() - start) if wall else per_sweep_cpu * 2 * HANDLES
+    per_sweep = (time.perf_counter() - start) if wall else per_sweep_cpu * calls_per_sweep
     return max(1, int(seconds_wanted / max(per_sweep, 1e-9)))
 
 
@@ -207,8 +208,8 @@ async def _check_gate(gate: Any, store: Any, key: str, handle: str, state_of: Ca
     assert await state_of() == "draft", "the gate did not fire REJECT"
 
 
-async def _handles(store: Any, prefix: str) -> list[str]:
-    handles = [f"{prefix}{i:04d}bench" for i in range(HANDLES)]
+async def _handles(store: Any, prefix: str, count: int = HANDLES) -> list[str]:
+    handles = [f"{prefix}{i:04d}bench" for i in range(count)]
     for handle in handles:
         await store.create(handle, "invoice", "draft")
     return handles
@@ -238,7 +239,7 @@ async def _in_process(package: ModuleType, rounds: int, batch_seconds: float) ->
 
     batches: dict[str, Batch] = {name: _sync_batch(call, handles) for name, call in calls.items()}
     batches["gate"] = _gate_batch(gate, key, gate_handles)
-    sizes = {name: await _size(batch, batch_seconds) for name, batch in batches.items()}
+    sizes = {name: await _size(batch, batch_seconds, 2 * HANDLES) for name, batch in batches.items()}
     samples = await ainterleave({name: (lambda b=batch, n=sizes[name]: b(n)) for name, batch in batches.items()},
                                 rounds)
     med = {name: samples.median(name) for name in batches}
@@ -287,6 +288,9 @@ async def _breakdown(package: ModuleType, store: Any, handles: list[str], rounds
     async def route() -> None:
         return None
 
+    async def shield() -> None:  # what MemoryStore.lock's exit awaits: its _unlock is a no-op
+        await asyncio.shield(route())
+
     def timed(step: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[float]]:
         async def run() -> float:
             start = time.process_time()
@@ -295,12 +299,14 @@ async def _breakdown(package: ModuleType, store: Any, handles: list[str], rounds
             return (time.process_time() - start) / n
         return run
 
-    steps = {"lock enter+exit": lock, "load": load, "compare_and_set": cas, "await no-op route": route}
+    steps = {"lock enter+exit": lock, "of which asyncio.shield(no-op)": shield, "load": load,
+             "compare_and_set": cas, "await no-op route": route}
     samples = await ainterleave({name: timed(step) for name, step in steps.items()}, rounds)
     return Row("  gate(memory) steps per call [info]",
                "  ".join(f"{name} {_us(samples.median(name))}" for name in steps),
                notes=["MemoryStore.lock: _enter_gate (secrets.token_hex(16), asyncio.Event, loop.time) and, on "
-                      "exit, asyncio.shield(self._unlock(...)), which wraps the no-op coroutine in a Task"])
+                      "exit, asyncio.shield(self._unlock(...)), which wraps the no-op coroutine in a Task and "
+                      "waits an event-loop iteration for it (measured alone: the 'of which' step)"])
 
 
 def _redis_cpu(stop: Any) -> Callable[[], float] | None:
@@ -349,7 +355,7 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
         batches: dict[str, Batch] = {}
         for name, store in stores.items():
             gate = gate_module.Gate(store, workflows.MACHINES, workflows.BINDINGS, key)
-            handles = await _handles(store, name[0])
+            handles = await _handles(store, name[0], STORE_HANDLES)
 
             async def state_of(store: Any = store, handle: str = handles[0]) -> str:
                 return (await store.load(handle)).state  # type: ignore[no-any-return]
@@ -358,11 +364,12 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
             batches[name] = _gate_batch(gate, key, handles, walls[name],
                                         server_cpu if name == "redis" else None, server)
         wanted = 0.05 if settings.quick else 0.25  # wall seconds per batch
-        sizes = {name: await _size(batch, wanted, wall=True) for name, batch in batches.items()}
+        sizes = {name: await _size(batch, wanted, 2 * STORE_HANDLES, wall=True) for name, batch in batches.items()}
         rounds = 2 if settings.quick else 5
         for values in walls.values():
             values.clear()
         server.clear()
+        server_calls = rounds * sizes.get("redis", 0) * 2 * STORE_HANDLES
         samples = await ainterleave({name: (lambda b=batch, n=sizes[name]: b(n)) for name, batch in batches.items()},
                                     rounds)
     finally:
@@ -374,15 +381,15 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
     wall = Samples(walls)
     rows = [Row("gated call per store [CPU / wall]",
                 "  ".join(f"{name} {_us(samples.median(name))} / {_us(wall.median(name))}" for name in stores),
-                notes=[f"Gate.call with a no-op route, {HANDLES} handles, {rounds} rounds; CPU of this process "
+                notes=[f"Gate.call with a no-op route, {STORE_HANDLES} handles, {rounds} rounds; CPU of this process "
                        "(SQLite's worker thread included); wall includes fsync (SQLite: WAL, synchronous=FULL, "
                        "temp file on this machine's disk) and Redis round trips over 127.0.0.1", *notes])]
     for name in stores:
         if name == "memory":
             continue
         extra = ""
-        if name == "redis" and server:
-            extra = f"; redis-server CPU {_us(statistics.median(server))}/call"
+        if name == "redis" and server and not settings.quick:  # /proc ticks are 10 ms: over all rounds
+            extra = f"; redis-server CPU {_us(sum(server) / server_calls)}/call"
         rows.append(Row(f"  {name} / memory [info]",
                         f"CPU {_paired(samples.by_variant, name, 'memory'):.1f}x, "
                         f"wall {_paired(walls, name, 'memory'):.1f}x{extra}",
@@ -391,14 +398,32 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
     return rows
 
 
+@contextmanager
+def _quiet_libraries() -> Iterator[None]:
+    """The libraries log every transition at INFO. MCPServer (built by other sections of this run)
+    configures the root logger with a Rich handler at INFO, which would put ~1.5 ms of log rendering
+    into every library call: a server would not run them like that, so their loggers are set to WARNING."""
+    loggers = [logging.getLogger(name) for name in ("transitions", "statemachine")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
 async def _run(settings: Settings) -> list[Row]:
     package, where = load_gate_package(settings.golden)
     rounds = 3 if settings.quick else 11
     batch_seconds = 0.01 if settings.quick else 0.04
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with _quiet_libraries():
         rows, memory_cpu = await _in_process(package, rounds, batch_seconds)
-    rows[0].notes.append(f"generated gate: {where}")
+    rows[0].notes.append(f"generated gate: {where}; transitions and python-statemachine loggers at WARNING "
+                         "(their per-transition INFO logs are not part of the check)")
     gc.collect()
     rows += await _stores(package, settings, memory_cpu)
     return rows

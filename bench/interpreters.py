@@ -140,7 +140,7 @@ class PathMasker:
             censor = star.censor
             return [None if item is None else censor for item in value]
         items = [self._object(star, item) for item in value]
-        return items if any(new is not old for new, old in zip(items, value)) else value
+        return items if any(new is not old for new, old in zip(items, value, strict=True)) else value
 
     # in place ------------------------------------------------------------------------------------
     def apply_in_place(self, data: Any) -> None:
@@ -284,7 +284,7 @@ class PresenterInterpreter:
     def _eval(self, e: ExprIR, data: Any) -> Any:
         ns = self._ns
         ns["data"] = data
-        return eval(self._code[e.python], ns)  # noqa: S307 - compiled once from the IR's own Python
+        return eval(self._code[e.python], ns)  # compiled once from the IR's own Python
 
     def _notes(self, p: PresenterIR, data: dict[str, Any], notes: Any) -> None:
         ev = self._eval

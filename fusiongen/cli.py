@@ -185,7 +185,7 @@ def check(specs: SpecsArg, out: OutOption = None, fmt: FormatOption = Format.tex
                     sys.stdout.write(drift.report())
                     typer.echo(
                         f"{spec}: generated code is out of date; run `fusiongen build {spec}"
-                        + (f" -o {out}`" if out is not None else "`"),
+                        + (f" -o {out_dir}`" if out is not None else "`"),
                         err=True,
                     )
             if fmt is Format.text:

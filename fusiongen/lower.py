@@ -90,6 +90,13 @@ class _Lowering(ToolLowering):
                 ("server", "handlers"),
                 value=True,
             )
+        elif handlers.split(".")[0] in RESERVED_PACKAGES:
+            self.error(
+                "FG141",
+                f'handler module "{handlers}" would shadow "{handlers.split(".")[0]}", which generated servers import',
+                ("server", "handlers"),
+                value=True,
+            )
         elif handlers.split(".")[0] == package:
             self.error(
                 "FG143",
@@ -125,6 +132,17 @@ class _Lowering(ToolLowering):
                 and all(p.name != tool.returns.presenter for p in presenters)
             ):
                 presenters.append(presenting.implicit(next(m for m in models if m.name == tool.returns.presenter)))
+        by_snake: dict[str, str] = {}
+        for presenter in presenters:  # implicit ones too: both become present_<snake> functions
+            other = by_snake.setdefault(presenter.snake, presenter.name)
+            if other != presenter.name and presenter.implicit:
+                self.error(
+                    "FG143",
+                    f'presenter "{other}" and the presenter implied by model "{presenter.name}" map to the same '
+                    f'Python name "{presenter.snake}"',
+                    ("models", presenter.name),
+                    hint="rename one of them",
+                )
         self.check_collisions(models, tools)
         return ServerIR(
             name=server.name,
@@ -254,10 +272,10 @@ class _Lowering(ToolLowering):
         for cast_field, target in model.casts.items():
             declared_type = declared[cast_field].type if cast_field in declared else None
             if declared_type in ("enum", "list") or declared_type in self.spec.models:
+                kind = "a model" if declared_type in self.spec.models else f"an {declared_type}"
                 self.error(
                     "FG125",
-                    f'"{cast_field}" is a {"model" if declared_type in self.spec.models else declared_type}'
-                    " field: only scalar fields can be cast",
+                    f'"{cast_field}" is {kind} field: only scalar fields can be cast',
                     (*loc, "casts", cast_field),
                     value=True,
                 )
@@ -371,7 +389,7 @@ def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
             parse(value)
         except ValueError:
             return False
-        return kind != "date" or len(value) == 10
+        return len(value) == 10 if kind == "date" else (kind != "datetime" or "T" in value)
     if kind in ("string", "text"):
         return isinstance(value, str)
     if kind == "enum":

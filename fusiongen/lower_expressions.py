@@ -122,17 +122,22 @@ class PresenterExpressions:
             return None
         if not for_user:
             self.reads.extend(p for p in result.paths if p not in self.reads)
-            for path in result.paths:
-                reason = self.hidden_reason(path)
-                if reason:
-                    self.lowering.error(
-                        "FG158",
-                        f"{reason}: it cannot be shown to the model",
-                        loc,
-                        value=True,
-                        hint='mark the block audience = "user", or read another field',
-                    )
-                    return None
+        for path in result.paths:
+            reason = self.hidden_reason(path)
+            if reason is None:
+                continue
+            if reason.endswith("is hidden"):  # hidden never leaves the server, not even for the user
+                self.lowering.error("FG158", f"{reason}: hidden fields never leave the server", loc, value=True)
+                return None
+            if not for_user:
+                self.lowering.error(
+                    "FG158",
+                    f"{reason}: it cannot be shown to the model",
+                    loc,
+                    value=True,
+                    hint='show it in a UI block with audience = "user", or read another field',
+                )
+                return None
         return ExprIR(text, result.python, result.paths)
 
     def template(

@@ -236,7 +236,10 @@ class _Builder:
             assert type_ir.items is not None
             item = self.output_convert(field, type_ir.items, "item", f'f"{field.name}[{{index}}]"', None, embed, prefix)
             return f"[{item} for index, item in enumerate(items_of({value}, at, {name}))]"
-        return f"out_{'string' if kind == 'text' else kind}({value}, at, {name})"
+        check = f"out_{'string' if kind == 'text' else kind}({value}, at, {name})"
+        exact = {"string": "str", "text": "str", "integer": "int", "boolean": "bool"}.get(kind)
+        # The common case inline (no call), the rest through the checking function.
+        return f"{value} if type({value}) is {exact} else {check}" if exact else check
 
     def output_field(
         self, field: FieldIR, embeds: dict[str, str] | None = None, prefix: str = "shapes."
@@ -464,7 +467,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
 
 
 _RUNTIME_CALL = re.compile(r"\b((?:out|in|cast)_[a-z]+|items_of)\(")
-_PRESENTER_CALL = re.compile(r"\b(expect_dict|expect_list|table_text|list_text|json_text|fenced|summary_text)\(")
+_PRESENTER_CALL = re.compile(r"\b(expect_dict|expect_list|table_text|list_text|json_text|fenced|summary_text|MaskError)\b")
 _EXPRESSION_CALL = re.compile(r"\b(_x_[a-z0-9_]+)\b")
 
 

@@ -107,7 +107,8 @@ def _mask_lines(trie: _Trie, censor: str) -> list[str]:
             if star is not None:
                 value_body(star, item, where + "[*]", indent + "    ")
             return
-        lines.append(f"{indent}expect_dict({var}, {py_string(where)})")
+        lines.append(f"{indent}if type({var}) is not dict:")
+        lines.append(f"{indent}    raise MaskError({py_string(where)})")
         if mask is not None:  # the embedded presenter's own paths first; then this presenter's paths into it
             lines.append(f"{indent}{mask[0]}({var})")
         dict_body(node, var, where, indent)

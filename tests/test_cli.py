@@ -310,15 +310,15 @@ def test_rebuild_removes_what_the_spec_no_longer_generates_and_nothing_else(refe
 def test_rebuild_rewrites_only_what_changed(reference: Path, tmp_path: Path) -> None:
     spec, out = built(reference, tmp_path)
     first = tree(out)
-    tools = out / PACKAGE / "tools.py"
-    tools.write_bytes(tools.read_bytes() + b"# an edit\n")
+    edited = out / PACKAGE / "presenters.py"
+    edited.write_bytes(edited.read_bytes() + b"# an edit\n")
     age(tmp_path)
     result = run("build", spec.name, "-o", "out", cwd=tmp_path)
     assert result.code == 0, result.stderr
     assert f"1 written, {len(first) - 1} unchanged, 0 removed" in result.stderr
     assert tree(out) == first  # byte-identical to the first build
     times = mtimes(tmp_path)
-    assert times.pop(f"out/{PACKAGE}/tools.py") != OLD_NS
+    assert times.pop(f"out/{PACKAGE}/presenters.py") != OLD_NS
     assert set(times.values()) == {OLD_NS}  # nothing else rewritten, the handler module included
 
 
@@ -327,7 +327,7 @@ def test_rebuild_rewrites_only_what_changed(reference: Path, tmp_path: Path) -> 
 def test_check_reports_changed_missing_and_stale_files(reference: Path, tmp_path: Path) -> None:
     spec, out = built(reference, tmp_path)
     package = out / PACKAGE
-    tools = package / "tools.py"
+    tools = package / "presenters.py"
     lines = tools.read_text(encoding="utf-8").splitlines(keepends=True)
     edited = next(i for i, line in enumerate(lines) if line.startswith(("def ", "async def ")))
     original = lines[edited]
@@ -340,8 +340,8 @@ def test_check_reports_changed_missing_and_stale_files(reference: Path, tmp_path
 
     result = run("check", spec.name, "-o", "out", cwd=tmp_path)
     assert result.code == 1, result.stderr
-    assert re.search(rf"^--- {PACKAGE}/tools\.py\b", result.stdout, re.M), result.stdout
-    assert re.search(rf"^\+\+\+ {PACKAGE}/tools\.py\b", result.stdout, re.M), result.stdout
+    assert re.search(rf"^--- {PACKAGE}/presenters\.py\b", result.stdout, re.M), result.stdout
+    assert re.search(rf"^\+\+\+ {PACKAGE}/presenters\.py\b", result.stdout, re.M), result.stdout
     assert "\n-def tampered():\n" in result.stdout
     assert f"\n+{original}" in result.stdout
     assert re.search(rf"^missing: {PACKAGE}/inputs\.py\b", result.stdout, re.M), result.stdout

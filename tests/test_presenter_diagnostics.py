@@ -473,7 +473,7 @@ item = "{id}: {status}"
                  "a json block cannot show it to the model",
                  'mark the block audience = "user"'),
         Expected(at(source, '"Mail {customer.email}"'), "FG158", redacted_email,
-                 'mark the block audience = "user", or read another field'),
+                 'show it in a UI block with audience = "user", or read another field'),
         Expected(at(source, '"{id}: {status}"'), "FG158",
                  '"status" is redacted (redact_pii "status"): it cannot be shown to the model', ANY_HINT),
     ])

@@ -195,9 +195,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     (directory / "pp_props_handlers.py").write_text(HANDLERS, encoding="utf-8")
     out = directory / "out"
     with GeneratedServer(build(directory / "pp_props.toml", out), out) as server:
-        schemas = server.module("schemas")
-        yield Built(server, server.module("presenters"), validator(schemas.ACCOUNT_GET_OUTPUT),
-                    validator(schemas.ACCOUNT_LIST_OUTPUT))
+        advertised = {tool.name: tool.output_schema for tool in server.module("server").TOOLS}
+        yield Built(server, server.module("presenters"), validator(advertised["account.get"]),
+                    validator(advertised["account.list"]))
 
 
 # --- payloads ------------------------------------------------------------------------------------------

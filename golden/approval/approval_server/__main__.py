@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -50,8 +51,8 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         arguments.store = open_store(
             arguments.state_store, idle_ttl=arguments.handle_idle_ttl, lock_ttl=arguments.lock_ttl
         )
-    except ValueError as exc:
-        parser.error(str(exc))
+    except (ValueError, OSError, sqlite3.Error) as exc:  # a bad URL, or a database that cannot be opened
+        parser.error(f"--state-store: {exc}")
     return arguments
 
 

@@ -25,12 +25,12 @@ __all__ = [
 
 def shape_expense(src: object, at: str) -> dict[str, Any]:
     """An expense claim."""
-    get = reader(src, at)
+    get = src.get if type(src) is dict else reader(src, at)
     out: dict[str, Any] = {}
     value = get("id", MISSING)
     if value is MISSING:
         raise OutputError(at, "id", "a value (the field is required)")
-    out["id"] = out_string(value, at, "id")
+    out["id"] = value if type(value) is str else out_string(value, at, "id")
     value = get("amount", MISSING)
     if value is MISSING:
         raise OutputError(at, "amount", "a value (the field is required)")
@@ -38,5 +38,5 @@ def shape_expense(src: object, at: str) -> dict[str, Any]:
     value = get("purpose", MISSING)
     if value is MISSING:
         raise OutputError(at, "purpose", "a value (the field is required)")
-    out["purpose"] = out_string(value, at, "purpose")
+    out["purpose"] = value if type(value) is str else out_string(value, at, "purpose")
     return out

@@ -132,6 +132,8 @@ _x_max = functools.partial(_x_pick, max)
 
 def _x_fmt(v: _x_Any) -> str:
     """Text of a value as presented (rules in fusiongen.expr's docstring)."""
+    if type(v) is str:  # the common case, first
+        return v
     try:
         if v is None or (isinstance(v, float) and not math.isfinite(v)):
             return ""

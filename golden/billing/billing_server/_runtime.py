@@ -110,9 +110,11 @@ def out_integer(value: object, at: str, name: str) -> int:
 
 
 def out_number(value: object, at: str, name: str) -> int | float:
-    if isinstance(value, _NUMBERS) and not isinstance(value, bool):
-        return value if type(value) is float or type(value) is int else float(value)
-    raise OutputError(at, name, "a number")
+    if type(value) is int:
+        return value
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool) and math.isfinite(value):
+        return value if type(value) is float else float(value)
+    raise OutputError(at, name, "a finite number")
 
 
 def out_boolean(value: object, at: str, name: str) -> bool:
@@ -229,7 +231,10 @@ def cast_datetime(value: object, at: str, name: str) -> str:
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
         return datetime.datetime.combine(value, datetime.time()).isoformat()
     if isinstance(value, _NUMBERS) and not isinstance(value, bool):
-        return datetime.datetime.fromtimestamp(value, datetime.UTC).isoformat()
+        try:
+            return datetime.datetime.fromtimestamp(value, datetime.UTC).isoformat()
+        except (OverflowError, OSError, ValueError):
+            raise OutputError(at, name, "a timestamp within the supported range") from None
     return out_datetime(value, at, name)
 
 

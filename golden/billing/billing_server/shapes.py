@@ -28,25 +28,25 @@ TIER_VALUES: Final[frozenset[str]] = frozenset({"gold", "standard"})
 
 def shape_line_item(src: object, at: str) -> dict[str, Any]:
     """One line of an invoice."""
-    get = reader(src, at)
+    get = src.get if type(src) is dict else reader(src, at)
     out: dict[str, Any] = {}
     value = get("sku", MISSING)
     if value is MISSING:
         raise OutputError(at, "sku", "a value (the field is required)")
-    out["sku"] = out_string(value, at, "sku")
+    out["sku"] = value if type(value) is str else out_string(value, at, "sku")
     value = get("description", MISSING)
     if value is MISSING:
         raise OutputError(at, "description", "a value (the field is required)")
-    out["description"] = out_string(value, at, "description")
+    out["description"] = value if type(value) is str else out_string(value, at, "description")
     value = get("quantity", MISSING)
     if value is MISSING:
         raise OutputError(at, "quantity", "a value (the field is required)")
-    out["quantity"] = out_integer(value, at, "quantity")
+    out["quantity"] = value if type(value) is int else out_integer(value, at, "quantity")
     value = get("unit_price_cents", MISSING)
     if value is MISSING:
         raise OutputError(at, "unit_price_cents", "a value (the field is required)")
     out["unit_price_cents"] = cast_integer(value, at, "unit_price_cents")
     value = get("card_number", MISSING)
     if value is not MISSING and value is not None:
-        out["card_number"] = out_string(value, at, "card_number")
+        out["card_number"] = value if type(value) is str else out_string(value, at, "card_number")
     return out

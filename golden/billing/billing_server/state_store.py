@@ -101,6 +101,8 @@ class _LockingStore(ABC):
     excludes other processes; it is polled with jittered backoff, and for MemoryStore it is void.
     """
 
+    _shared = True  # whether other processes share the lock (MemoryStore: no)
+
     def __init__(self, idle_ttl: float, lock_ttl: float, lock_wait: float) -> None:
         if idle_ttl <= 0 or lock_ttl <= 0 or lock_wait < 0:
             raise ValueError("idle_ttl and lock_ttl must be positive and lock_wait not negative")
@@ -139,6 +141,14 @@ class _LockingStore(ABC):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._lock_wait
         holder = await self._enter_gate(handle, deadline)
+        if not self._shared:  # one process only: the gate is the whole lock, nothing to free elsewhere
+            try:
+                yield
+            finally:
+                if self._gate.get(handle) is holder:
+                    del self._gate[handle]
+                holder.released.set()
+            return
         try:
             delay = _POLL_MIN
             while not await self._try_lock(handle, holder.token):
@@ -163,6 +173,8 @@ class _LockingStore(ABC):
 
 class MemoryStore(_LockingStore):
     """Keeps everything in this process: lost on restart, invisible to other replicas."""
+
+    _shared = False
 
     def __init__(self, *, idle_ttl: float = 86400.0, lock_ttl: float = 30.0, lock_wait: float = 10.0) -> None:
         super().__init__(idle_ttl, lock_ttl, lock_wait)
