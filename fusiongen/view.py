@@ -467,7 +467,9 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
 
 
 _RUNTIME_CALL = re.compile(r"\b((?:out|in|cast)_[a-z]+|items_of)\(")
-_PRESENTER_CALL = re.compile(r"\b(expect_dict|expect_list|table_text|list_text|json_text|fenced|summary_text|MaskError)\b")
+_PRESENTER_CALL = re.compile(
+    r"\b(expect_dict|expect_list|table_text|list_text|json_text|fenced|summary_text|MaskError)\b"
+)
 _EXPRESSION_CALL = re.compile(r"\b(_x_[a-z0-9_]+)\b")
 
 

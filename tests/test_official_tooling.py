@@ -217,21 +217,20 @@ def run_scenario(url: str, scenario: str, results: Path) -> ScenarioRun:
     return ScenarioRun(done.returncode, output, checks)
 
 
-# server-stateless (SEP-2575) probes two checks through a diagnostic tool `test_missing_capability` that needs
-# the client's `sampling` capability. The reference server has no such tool, and it answers a call to an
-# unknown tool with a tool result (isError: true, NOT_FOUND) where the spec lists unknown tools under JSON-RPC
-# protocol errors (-32602); the suite reads that result as "executed", and the HTTP-400 check is untestable.
+# Checks that call the suite's diagnostic fixture tools (test_missing_capability, test_streaming_elicitation,
+# test_logging_tool), which the billing server has no reason to have: the server answers each unknown tool
+# with a -32602 protocol error, and the suite records the check as FAILURE "Not testable".
 STATELESS_FIXTURE_CHECKS = {
     "sep-2575-server-rejects-undeclared-capability",
     "sep-2575-missing-capability-http-400",
+    "sep-2575-http-server-no-independent-requests-on-stream",
+    "sep-2575-server-no-log-without-loglevel",
 }
 STATELESS_XFAIL = (
-    "server-stateless needs the fixture tool `test_missing_capability` (requiring the client's sampling "
-    "capability, to be refused with -32021 / HTTP 400) that the billing server has no reason to have; "
-    "without it the suite marks sep-2575-server-rejects-undeclared-capability FAILURE (the server answers "
-    "the unknown tool with an isError NOT_FOUND result, not a -32602 protocol error) and "
-    "sep-2575-missing-capability-http-400 FAILURE ('Not testable'). Every other check of the scenario is "
-    "asserted by test_conformance_server_stateless_other_checks."
+    "server-stateless needs the suite's fixture tools (test_missing_capability, test_streaming_elicitation, "
+    "test_logging_tool) that the billing server has no reason to have; without them the suite marks the "
+    "checks that call them FAILURE ('Not testable'). Every other check of the scenario is asserted by "
+    "test_conformance_server_stateless_other_checks."
 )
 
 SCENARIOS = [
