@@ -234,8 +234,14 @@ class _Builder:
             return f"{prefix}{self.want_shape(type_ir.model)}({value}, {path})"
         if kind == "list":
             assert type_ir.items is not None
+            items = f"items_of({value}, at, {name})"
+            if type_ir.items.kind == "model":  # the item path is built only if an item fails (shape_items)
+                assert type_ir.items.model is not None
+                shape = (f"shape_{self.server.presenter(embed).snake}" if embed is not None
+                         else f"{prefix}{self.want_shape(type_ir.items.model)}")
+                return f'shape_items({items}, {shape}, at + ".{field.name}")'
             item = self.output_convert(field, type_ir.items, "item", f'f"{field.name}[{{index}}]"', None, embed, prefix)
-            return f"[{item} for index, item in enumerate(items_of({value}, at, {name}))]"
+            return f"[{item} for index, item in enumerate({items})]"
         check = f"out_{'string' if kind == 'text' else kind}({value}, at, {name})"
         exact = {"string": "str", "text": "str", "integer": "int", "boolean": "bool"}.get(kind)
         # The common case inline (no call), the rest through the checking function.
@@ -466,7 +472,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
     )
 
 
-_RUNTIME_CALL = re.compile(r"\b((?:out|in|cast)_[a-z]+|items_of)\(")
+_RUNTIME_CALL = re.compile(r"\b((?:out|in|cast)_[a-z]+|items_of|shape_items)\(")
 _PRESENTER_CALL = re.compile(
     r"\b(expect_dict|expect_list|table_text|list_text|json_text|fenced|summary_text|MaskError)\b"
 )

@@ -88,6 +88,18 @@ def items_of(value: object, at: str, name: str) -> list[Any] | tuple[Any, ...]:
     raise OutputError(at, name, "a list")
 
 
+def shape_items(
+    items: list[Any] | tuple[Any, ...], shape: Callable[[object, str], dict[str, Any]], at: str
+) -> list[dict[str, Any]]:
+    """Shape every item of a list; the path of a failing item (`at[3]`) is built only when one fails."""
+    try:
+        return [shape(item, at) for item in items]
+    except OutputError:
+        for index, item in enumerate(items):
+            shape(item, f"{at}[{index}]")  # raises again, now with the item's index in the path
+        raise
+
+
 # --- output checks: return the JSON value or raise OutputError ---------------------------------------
 
 
@@ -638,21 +650,23 @@ _FOR_USER: Final = types.Annotations(audience=["user"])
 
 def presented_result(text_data: object, structured: dict[str, Any], notes: Notes) -> types.CallToolResult:
     """The wire format: data as JSON, then UI blocks, then domain rules, then action suggestions."""
-    content: list[types.ContentBlock] = [types.TextContent(type="text", text=dumps(text_data))]
+    # Our own values, of the declared types: constructed without re-validation (the hot path of every call).
+    content: list[types.ContentBlock] = [_text(dumps(text_data))]
     for block in notes.blocks:
-        content.append(
-            types.TextContent(
-                type="text",
-                text=f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>',
-                annotations=_FOR_USER if block.for_user else None,
-            )
-        )
+        text = f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>'
+        content.append(_text(text, _FOR_USER) if block.for_user else _text(text))
     rules = [r for r in dict.fromkeys([*notes.descriptions, *notes.rules, *notes.conditional]) if r]
     if rules:
         lines = "".join(f"- {escape_text(rule)}\n" for rule in rules)
-        content.append(types.TextContent(type="text", text=f"<domain_rules>\n{lines}</domain_rules>"))
+        content.append(_text(f"<domain_rules>\n{lines}</domain_rules>"))
     suggestions = list(dict.fromkeys(notes.suggestions))
     if suggestions:
         lines = "".join(f"- {escape_text(s)}\n" for s in suggestions)
-        content.append(types.TextContent(type="text", text=f"<action_suggestions>\n{lines}</action_suggestions>"))
-    return types.CallToolResult(content=content, structured_content=structured)
+        content.append(_text(f"<action_suggestions>\n{lines}</action_suggestions>"))
+    return types.CallToolResult.model_construct(content=content, structured_content=structured, is_error=False)
+
+
+def _text(text: str, annotations: types.Annotations | None = None) -> types.TextContent:
+    if annotations is None:
+        return types.TextContent.model_construct(type="text", text=text)
+    return types.TextContent.model_construct(type="text", text=text, annotations=annotations)

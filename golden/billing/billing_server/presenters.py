@@ -37,6 +37,7 @@ from ._runtime import (
     out_string,
     presented_result,
     reader,
+    shape_items,
     summary_text,
     table_text,
     truncation_block,
@@ -99,9 +100,7 @@ def shape_invoice(src: object, at: str) -> dict[str, Any]:
     value = get("lines", MISSING)
     if value is MISSING:
         raise OutputError(at, "lines", "a value (the field is required)")
-    out["lines"] = [
-        shapes.shape_line_item(item, f"{at}.lines[{index}]") for index, item in enumerate(items_of(value, at, "lines"))
-    ]
+    out["lines"] = shape_items(items_of(value, at, "lines"), shapes.shape_line_item, at + ".lines")
     value = get("amount_cents", MISSING)
     if value is MISSING:
         raise OutputError(at, "amount_cents", "a value (the field is required)")
