@@ -221,7 +221,9 @@ class _Builder:
         prefix: str = "",
     ) -> str:
         if cast is not None:
-            return f"cast_{cast}({value}, at, {name})"
+            check = f"cast_{cast}({value}, at, {name})"
+            already = {"integer": "int", "string": "str", "boolean": "bool"}.get(cast)
+            return f"{value} if type({value}) is {already} else {check}" if already else check
         kind = type_ir.kind
         if kind == "enum":
             constant = self.enum_constant(self.output_constants, field.name, type_ir.enum_values, as_set=True)

@@ -45,7 +45,7 @@ def shape_line_item(src: object, at: str) -> dict[str, Any]:
     value = get("unit_price_cents", MISSING)
     if value is MISSING:
         raise OutputError(at, "unit_price_cents", "a value (the field is required)")
-    out["unit_price_cents"] = cast_integer(value, at, "unit_price_cents")
+    out["unit_price_cents"] = value if type(value) is int else cast_integer(value, at, "unit_price_cents")
     value = get("card_number", MISSING)
     if value is not MISSING and value is not None:
         out["card_number"] = value if type(value) is str else out_string(value, at, "card_number")
