@@ -41,9 +41,8 @@ class Diagnostic:
         return (self.file, self.position.line, self.position.col, self.code, self.message)
 
     def format(self) -> str:
-        head = (
-            f"{self.file}:{self.position.line}:{self.position.col}: {self.severity.value}[{self.code}]: {self.message}"
-        )
+        message = self.message.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever names it quotes
+        head = f"{self.file}:{self.position.line}:{self.position.col}: {self.severity.value}[{self.code}]: {message}"
         return f"{head}\n  hint: {self.hint}" if self.hint else head
 
     def as_json(self) -> dict[str, object]:

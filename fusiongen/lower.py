@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import keyword
+import math
 import uuid
 from collections.abc import Iterable, Mapping
 
@@ -377,7 +378,22 @@ def _cast(target: str | None, declared_type: str) -> str | None:
     return target if target in CAST_KINDS and scalar else None
 
 
+def _json_value(value: object) -> bool:
+    """Whether a default can be written as JSON (and so as a Python literal): no dates, no nan or inf."""
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_json_value(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_value(v) for k, v in value.items())
+    return False
+
+
 def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
+    if not _json_value(value):
+        return False
     if value is None:
         return nullable
     kind = type_ir.kind

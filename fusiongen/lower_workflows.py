@@ -236,13 +236,17 @@ class WorkflowLowering:
         try:
             text = path.read_text(encoding="utf-8")
             config = json.loads(text)
-        except OSError as exc:
-            self.lowering.error("FG173", f'cannot read machine "{machine}": {exc.strerror}', loc, value=True)
-            return None
         except json.JSONDecodeError as exc:
             self.lowering.diagnostics.append(
                 Diagnostic("FG173", f"machine is not valid JSON: {exc.msg}", shown, Position(exc.lineno, exc.colno))
             )
+            return None
+        except (OSError, ValueError) as exc:  # unreadable, a NUL in the path, not UTF-8
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a readable UTF-8 file"
+            self.lowering.error("FG173", f'cannot read machine "{machine}": {reason}', loc, value=True)
+            return None
+        except RecursionError:
+            self.lowering.error("FG173", f'machine "{machine}" is nested too deeply', loc, value=True)
             return None
         source = _Source(shown, text)
         if not isinstance(config, Mapping) or not isinstance(config.get("states"), Mapping):

@@ -17,6 +17,16 @@ class PyName(str):
     """A name to print as code, not as a string: a reference to another module constant."""
 
 
+def docstring_text(text: str) -> str:
+    """User text made safe between triple quotes: quotes, backslashes and control characters escaped."""
+    return json.dumps(text, ensure_ascii=False)[1:-1].replace("\\n", "\n")
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes, plus DEL, which TOML forbids raw and JSON leaves alone."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
 def py_string(text: str) -> str:
     """A double-quoted Python string literal (JSON's escapes are valid Python escapes)."""
     return json.dumps(text, ensure_ascii=False)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fusiongen.ir import ExprIR, PresenterIR, RedactionPath, ServerIR, UIBlockIR
-from fusiongen.pyliteral import py_literal, py_string
+from fusiongen.pyliteral import docstring_text, py_literal, py_string
 
 if TYPE_CHECKING:
     from fusiongen.view import OutputFieldView, _Builder
@@ -212,7 +212,7 @@ def build_presenters(server: ServerIR, builder: _Builder, constants: dict[str, s
                 snake=snake,
                 shape_function=f"shape_{snake}" if own else builder.want_shape_ref(presenter.name),
                 own_shape=own,
-                description=presenter.description or f"The {presenter.name} presenter.",
+                description=docstring_text(presenter.description or f"The {presenter.name} presenter."),
                 fields=fields,
                 description_rules_constant=description_constant,
                 rules=tuple((_expr(r.when), r.text.python) for r in presenter.rules),
