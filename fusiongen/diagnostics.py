@@ -43,7 +43,8 @@ class Diagnostic:
     def format(self) -> str:
         message = self.message.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever names it quotes
         head = f"{self.file}:{self.position.line}:{self.position.col}: {self.severity.value}[{self.code}]: {message}"
-        return f"{head}\n  hint: {self.hint}" if self.hint else head
+        hint = self.hint.replace("\r", "\\r").replace("\n", "\\n") if self.hint else None
+        return f"{head}\n  hint: {hint}" if hint else head
 
     def as_json(self) -> dict[str, object]:
         return {

@@ -17,6 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from fusiongen.diagnostics import Diagnostic, Position
 from fusiongen.ir import ServerIR, ToolIR
 from fusiongen.lower import pascal_case
+from fusiongen.pyliteral import docstring_text
 
 
 def handler_path(spec_dir: Path, module: str) -> Path:
@@ -31,7 +32,7 @@ def _input_class(tool: ToolIR) -> str:
 
 
 def _stub(tool: ToolIR, *, quoted: bool = False) -> str:
-    summary = (tool.description or tool.name).replace('"""', "'''").splitlines()[0]
+    summary = docstring_text((tool.description or tool.name).split("\n")[0])
     if tool.returns is None:
         returns = "Its return value is not shown to the agent."
     elif tool.returns.collection:

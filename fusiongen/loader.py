@@ -205,7 +205,7 @@ def _syntax_diagnostics(source: str, exc: tomli.TOMLDecodeError, display_path: s
     except ScanError as scan_error:
         if scan_error.span is not None and "'\\n' is not allowed in a string" in scan_error.message:
             # A string that runs into the end of its line: point at its opening quote, not the line's end.
-            text_line = source.splitlines()[scan_error.span.line - 1]
+            text_line = source.split("\n")[scan_error.span.line - 1]
             quote = _opening_quote(text_line, scan_error.span.col - 1)
             if quote is not None:
                 line, col, message = scan_error.span.line, quote + 1, "unterminated string"

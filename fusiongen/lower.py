@@ -349,24 +349,24 @@ class _Lowering(ToolLowering):
         graph = {
             name: [c for c in p.embed.values() if c in self.spec.presenters] for name, p in self.spec.presenters.items()
         }
-        reported: set[frozenset[str]] = set()
+        done: set[str] = set()  # fully explored: no cycle through them (each presenter is walked once)
 
         def visit(name: str, trail: list[str]) -> None:
             for child in graph[name]:
                 if child in trail:
                     cycle = [*trail[trail.index(child) :], child]
-                    if frozenset(cycle) not in reported:
-                        reported.add(frozenset(cycle))
-                        self.error(
-                            "FG154",
-                            "embedded presenters form a cycle: " + " → ".join(cycle),
-                            ("presenters", cycle[0], "embed"),
-                        )
-                    continue
-                visit(child, [*trail, child])
+                    self.error(
+                        "FG154",
+                        "embedded presenters form a cycle: " + " → ".join(cycle),
+                        ("presenters", cycle[0], "embed"),
+                    )
+                elif child not in done:
+                    visit(child, [*trail, child])
+            done.add(name)
 
         for name in graph:
-            visit(name, [name])
+            if name not in done:
+                visit(name, [name])
 
     def snake(self, name: str) -> str:
         return snake_case(name)

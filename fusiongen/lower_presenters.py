@@ -30,6 +30,7 @@ class PresenterLowering:
         self.spec = lowering.spec
         self.models = models
         self.fields: dict[str, tuple[FieldIR, ...]] = {}  # presenter → its schema, resolved before anything else
+        self._embedded_memo: dict[str, tuple[RedactionPath, ...]] = {}
 
     # --- schemas ---------------------------------------------------------------------------------
     def schema(self, name: str, presenter: PresenterSpec) -> tuple[FieldIR, ...]:
@@ -231,7 +232,13 @@ class PresenterLowering:
         self, name: str, own: tuple[RedactionPath, ...], visiting: frozenset[str] = frozenset()
     ) -> tuple[RedactionPath, ...]:
         """A presenter's paths plus those its embedded presenters mask, as paths of this presenter."""
-        found = list(own)
+        return tuple(dict.fromkeys([*own, *self.embedded_redactions(name, visiting)]))
+
+    def embedded_redactions(self, name: str, visiting: frozenset[str]) -> tuple[RedactionPath, ...]:
+        """What the presenters embedded in `name` mask, as paths of `name` (memoized: embeds may share)."""
+        if name in self._embedded_memo:
+            return self._embedded_memo[name]
+        found: list[RedactionPath] = []
         spec = self.spec.presenters[name]
         by_name = {f.name: f for f in self.fields.get(name, ())}
         for field_name, child in spec.embed.items():
@@ -247,7 +254,10 @@ class PresenterLowering:
             prefix = (field_name, "[*]") if field.type.kind == "list" else (field_name,)
             for path in self.effective_redactions(child, tuple(child_own), visiting | {name}):
                 found.append((*prefix, *path))
-        return tuple(dict.fromkeys(found))
+        result = tuple(dict.fromkeys(found))
+        if not visiting:  # a result computed inside a cycle check may be partial: keep only whole ones
+            self._embedded_memo[name] = result
+        return result
 
     def redactions(
         self, presenter: PresenterSpec, fields: tuple[FieldIR, ...], embeds: dict[str, str], loc: Loc
@@ -335,13 +345,18 @@ def check_parent_redactions(lowering: _Lowering, presenters: dict[str, Presenter
     """An embedded presenter's rules and blocks reach the model in its parent's result: they must not read
     what the parent redacts (the child alone cannot know; the parent's redact_pii entry is reported)."""
 
+    memo: dict[str, list[tuple[str, ...]]] = {}
+
     def reads(name: str, visiting: frozenset[str]) -> list[tuple[str, ...]]:
         presenter = presenters.get(name)
         if presenter is None or name in visiting:
             return []
+        if name in memo:
+            return memo[name]
         found = list(presenter.model_reads)
         for field, child in presenter.embeds:
             found += [(field, *p) for p in reads(child, visiting | {name})]
+        memo[name] = found = list(dict.fromkeys(found))
         return found
 
     owner = PresenterLowering(lowering, {m.name: m for m in lowering.models})

@@ -18,8 +18,21 @@ class PyName(str):
 
 
 def docstring_text(text: str) -> str:
-    """User text made safe between triple quotes: quotes, backslashes and control characters escaped."""
-    return json.dumps(text, ensure_ascii=False)[1:-1].replace("\\n", "\n")
+    """User text made safe between triple quotes: backslashes, quotes and control characters escaped,
+    line breaks kept."""
+    out = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif char == '"':
+            out.append('\\"')
+        elif char == "\n":
+            out.append(char)
+        elif ord(char) < 0x20 or char == "\x7f":
+            out.append(f"\\x{ord(char):02x}")
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def toml_string(text: str) -> str:

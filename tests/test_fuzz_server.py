@@ -163,12 +163,7 @@ def arguments_for(draw: Any, tool: str) -> dict[str, Any]:
 
 
 def known_bug_trigger(name: str, arguments: dict[str, Any]) -> str | None:
-    """Arguments that hit a bug pinned below; not sent by the properties (the damage would outlive the call)."""
-    amount = arguments.get("amount_cents")
-    if name == "invoice.create" and type(amount) is int and abs(amount) > 2**1000:
-        return "integer-beyond-float-range"  # test_known_bug_integer_too_large_for_the_number_cast
-    if any(depth_of(v) > 900 for k, v in arguments.items() if k in TOOLS[name] and k != "workflow_id"):
-        return "deep-declared-argument"  # test_known_bug_deeply_nested_declared_argument
+    """Arguments that hit an open bug pinned below; not sent by the properties. None are open now."""
     return None
 
 
@@ -415,19 +410,12 @@ def test_guarded_and_hidden_fields_are_refused_without_echoing_them(session: Ses
 
 # --- bugs found by the properties above, pinned ---------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="bug: a declared argument nested about 1000 levels deep makes the validation "
-                   "error's echo (_runtime._shown → json.dumps) raise RecursionError: the call ends in a JSON-RPC "
-                   "internal error instead of a <validation_error> (in-process only: JSON transports refuse such "
-                   "nesting while parsing)")
 @pytest.mark.parametrize("value", ["list", "object"])
 def test_known_bug_deeply_nested_declared_argument(session: Session, value: str) -> None:
     nested = deep_list(1000) if value == "list" else deep_object(1000)
     assert run(session, "invoice.get", {"id": nested}, raw=True) == "VALIDATION"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an integer argument beyond float range passes validation, then the "
-                   "number cast (_runtime.cast_number → math.isfinite) raises OverflowError: INTERNAL_ERROR blaming "
-                   "the handler instead of OUTPUT_INVALID, and every later invoice.list that reaches the record fails")
 def test_known_bug_integer_too_large_for_the_number_cast(billing: GeneratedServer) -> None:
     async def create() -> types.CallToolResult:
         async with Client(billing.create_server(), mode="legacy", cache=None) as client:

@@ -184,8 +184,13 @@ def out_enum(value: object, allowed: frozenset[str], at: str, name: str) -> str:
 
 
 def cast_number(value: object, at: str, name: str) -> float:
-    if isinstance(value, _NUMBERS) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond any float
+            raise OutputError(at, name, "a number within float range") from None
+        if math.isfinite(number):
+            return number
     if isinstance(value, str):
         try:
             number = float(value.strip())
@@ -254,7 +259,10 @@ def cast_datetime(value: object, at: str, name: str) -> str:
 
 
 def _shown(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str) if value is not None else "null"
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str) if value is not None else "null"
+    except (RecursionError, ValueError):  # nested too deeply to echo: say what it is instead
+        return _kind(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
