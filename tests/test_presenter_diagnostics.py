@@ -501,9 +501,26 @@ rules = ["Notes: {internal_notes}", "SSN: {customer.ssn}"]
 """
     check(tmp_path, source, [
         Expected(at(source, '"Notes: {internal_notes}"'), "FG158",
-                 '"internal_notes" is hidden: it cannot be shown to the model', ANY_HINT),
+                 '"internal_notes" is hidden: hidden fields never leave the server', ANY_HINT),
         Expected(at(source, '"SSN: {customer.ssn}"'), "FG158",
-                 '"customer.ssn" is hidden: it cannot be shown to the model', ANY_HINT),
+                 '"customer.ssn" is hidden: hidden fields never leave the server', ANY_HINT),
+    ])
+
+
+def test_not_even_a_user_block_can_read_hidden_paths(tmp_path: Path) -> None:
+    """Redacted values may be shown to the human (audience = "user"); hidden ones never leave the server."""
+    source = BASE + """
+[presenters.H]
+model = "Invoice"
+
+[[presenters.H.ui]]
+type = "markdown"
+audience = "user"
+text = "Notes: {internal_notes}"
+"""
+    check(tmp_path, source, [
+        Expected(at(source, '"Notes: {internal_notes}"'), "FG158",
+                 '"internal_notes" is hidden: hidden fields never leave the server', ANY_HINT),
     ])
 
 
