@@ -176,6 +176,7 @@ class SourceMap:
         self._keys = {path: key for path, (key, _) in positions.items()}
         self._values = {path: value for path, (_, value) in positions.items()}
         self._strings = strings
+        self._decoded: dict[int, tuple[int, list[int]]] = {}  # string start → (end, offset of each char)
 
     def _span(self, offset: int) -> Span:
         return _span(self._line_starts, offset)
@@ -211,8 +212,12 @@ class SourceMap:
         start = self._strings.get(path)
         if start is None or index < 0:
             return None
-        offsets: list[int] = []
-        end, _ = _read_string(self._source, start, offsets)
+        decoded = self._decoded.get(start)
+        if decoded is None:  # decoded once per string: many diagnostics in one string stay linear
+            offsets: list[int] = []
+            end, _ = _read_string(self._source, start, offsets)
+            decoded = self._decoded[start] = (end, offsets)
+        end, offsets = decoded
         if index < len(offsets):
             return self._span(offsets[index])
         if index == len(offsets):
