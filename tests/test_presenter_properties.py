@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import json
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from tests.conftest import GeneratedServer, build
+from tests.containers import Plain, ReadOnly, Registry
 
 MARK = "PII"
 LIMIT = 3
@@ -240,27 +241,6 @@ account = obj({
 
 # How the handler hands the data over: the same values, in every kind of container.
 
-class Registry(dict):  # type: ignore[type-arg]  # a dict subclass, as ORMs return
-    pass
-
-
-class ReadOnly(Mapping):  # type: ignore[type-arg]  # a Mapping that is not a dict
-    def __init__(self, values: dict[str, Any]) -> None:
-        self._values = values
-
-    def __getitem__(self, key: str) -> Any:
-        return self._values[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-
-class Plain:
-    def __init__(self, values: dict[str, Any]) -> None:
-        self.__dict__.update(values)
 
 
 @functools.cache

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 from fusiongen.diagnostics import SpecError
 from tests.conftest import GeneratedServer, build
+from tests.containers import Plain, ReadOnly, Registry
 
 pytestmark = pytest.mark.anyio
 
@@ -677,27 +678,6 @@ async def test_null_and_missing_values_along_paths(redact: GeneratedServer, payl
 # Handler return types: the same data as a dict, a Mapping subclass, any Mapping, a pydantic model, a
 # dataclass or a plain object (recursively), with lists as lists or tuples.
 
-class Registry(dict):  # type: ignore[type-arg]  # what ORMs return
-    pass
-
-
-class ReadOnly(Mapping):  # type: ignore[type-arg]  # a Mapping that is not a dict
-    def __init__(self, values: dict[str, Any]) -> None:
-        self._values = values
-
-    def __getitem__(self, key: str) -> Any:
-        return self._values[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-
-class Plain:
-    def __init__(self, values: dict[str, Any]) -> None:
-        self.__dict__.update(values)
 
 
 def convert(value: Any, kind: str, sequence: type) -> Any:
