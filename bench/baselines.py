@@ -90,8 +90,7 @@ def core_spec_text() -> str:
 
 
 def _build(spec: Path, out: Path) -> None:
-    from fusiongen.output import publish
-    from fusiongen.pipeline import generate
+    from fusiongen.api import generate, publish
 
     publish(generate(spec, out), out)
 

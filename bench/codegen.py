@@ -29,16 +29,16 @@ from bench.core import ROOT, Row, Samples, Settings, at_most, cpu, rotations, se
 
 TARGET_SCALING = 12.0
 TARGET_CHECK_SECONDS = 1.0
-# The names pipeline.generate calls, in order (a name it does not have is skipped).
-STEPS = ("validate", "render", "format_files", "parse_check")
+# The names api.generate calls, in order (a name it does not have is skipped).
+STEPS = ("validate", "render", "tidy_files", "parse_check")
 MIN_ROUNDS = 1
 SCALING_BUDGET = 45.0  # seconds: no in-process round starts after this (once MIN_ROUNDS have run)
 
 
 @contextmanager
 def _step_timer() -> Iterator[dict[str, list[float]]]:
-    """Time the steps of `pipeline.generate` by wrapping the module globals it calls."""
-    from fusiongen import pipeline
+    """Time the steps of `api.generate` by wrapping the module globals it calls."""
+    from fusiongen import api as pipeline
 
     spent: dict[str, list[float]] = {step: [] for step in STEPS}
     originals = {step: getattr(pipeline, step, None) for step in STEPS}
@@ -64,8 +64,7 @@ def _step_timer() -> Iterator[dict[str, list[float]]]:
 
 
 def _build(spec: Path, out: Path) -> dict[str, str]:
-    from fusiongen.output import publish
-    from fusiongen.pipeline import generate
+    from fusiongen.api import generate, publish
 
     generation = generate(spec, out)
     publish(generation, out)
@@ -73,7 +72,7 @@ def _build(spec: Path, out: Path) -> dict[str, str]:
 
 
 def _check(spec: Path, out: Path) -> None:
-    from fusiongen.pipeline import compare, generate, handler_diagnostics
+    from fusiongen.api import compare, generate, handler_diagnostics
 
     generation = generate(spec, out)
     drift = compare(out, generation.files, _headers(generation))
@@ -197,7 +196,7 @@ def _specs_check(settings: Settings) -> list[Row]:
     python = sys.executable
     floor_commands = {
         "python start": [python, "-c", "pass"],
-        "+ import check path": [python, "-c", "import fusiongen.cli, fusiongen.pipeline"],
+        "+ import check path": [python, "-c", "import fusiongen.cli, fusiongen.api"],
     }
     specs = sorted((ROOT / "specs").glob("*.toml"))
     commands: dict[str, list[str]] = dict(floor_commands)
@@ -247,7 +246,7 @@ def _specs_check(settings: Settings) -> list[Row]:
 
 def _check_steps(spec: Path, out: Path, rounds: int) -> Row:
     """The work of `fusiongen check` without start-up: the steps of generate, compare, handler checks."""
-    from fusiongen.pipeline import compare, generate, handler_diagnostics
+    from fusiongen.api import compare, generate, handler_diagnostics
 
     generate(spec, out)  # warm: caches filled (templates compiled), as in a CLI run once imported
     spent: dict[str, list[float]] = {}

@@ -282,8 +282,7 @@ def _import_as(alias: str, package_dir: Path) -> ModuleType:
 
 def build_dedicated() -> tuple[ModuleType, Any]:
     """Build SPEC_TEXT into a temp dir; return the imported package and the spec's IR."""
-    from fusiongen.output import publish
-    from fusiongen.pipeline import generate
+    from fusiongen.api import generate, publish
 
     work = Path(tempfile.mkdtemp(prefix="fusiongen-bench-presenters-"))
     spec = work / "presbench.toml"
@@ -313,7 +312,7 @@ def billing_package(golden: bool) -> tuple[ModuleType, str]:
 
 
 def load_billing(golden: bool) -> tuple[ModuleType, Any, str]:
-    from fusiongen.pipeline import validate
+    from fusiongen.api import validate
 
     package, where = billing_package(golden)
     _, ir, _ = validate(baselines.SPEC)

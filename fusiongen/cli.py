@@ -14,15 +14,12 @@ import traceback
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from fusiongen import __version__
-from fusiongen.diagnostics import Diagnostic, SpecError, sorted_diagnostics
-
-if TYPE_CHECKING:
-    from fusiongen.pipeline import Generation
+from fusiongen.diagnostics import Diagnostic, SpecError, display_path, sorted_diagnostics
 
 EXIT_OK, EXIT_DRIFT, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -112,9 +109,7 @@ def _progress(index: int, total: int, spec: Path) -> str:
 @app.command()
 def build(specs: SpecsArg, out: OutOption = None) -> None:
     """Generate each server (OUT/<package>/, pyproject.toml, README.md); scaffold or extend its handler module."""
-    from fusiongen.handlers import handler_path
-    from fusiongen.output import publish, write_user_file
-    from fusiongen.pipeline import display_path, generate
+    from fusiongen import api
 
     def run() -> int:
         failed = 0
@@ -122,10 +117,7 @@ def build(specs: SpecsArg, out: OutOption = None) -> None:
             prefix = _progress(index, len(specs), spec)
             out_dir = out_dir_for(spec, out, len(specs) > 1)
             try:
-                generation = generate(spec, out_dir)
-                handlers = handler_path(spec.parent, generation.ir.handlers_module)
-                handlers_text, handlers_note = _handler_update(generation, handlers)
-                published = publish(generation, out_dir)
+                result = api.build(spec, out_dir)
             except SpecError as exc:
                 _print_diagnostics(exc.diagnostics)
                 typer.echo(
@@ -133,64 +125,44 @@ def build(specs: SpecsArg, out: OutOption = None) -> None:
                 )
                 failed += 1
                 continue
-            _print_diagnostics(generation.warnings)
+            _print_diagnostics(result.generation.warnings)
+            published = result.published
             typer.echo(
                 f"{prefix}{display_path(out_dir)}: {len(published.written)} written, "
                 f"{len(published.unchanged)} unchanged, {len(published.removed)} removed",
                 err=True,
             )
-            if handlers_text is not None:
-                write_user_file(handlers, handlers_text)
-                typer.echo(f"{prefix}{display_path(handlers)}: {handlers_note}", err=True)
+            if result.handlers_note is not None:
+                typer.echo(f"{prefix}{display_path(result.handlers)}: {result.handlers_note}", err=True)
         return EXIT_INVALID if failed else EXIT_OK
 
     _guarded(run)
 
 
-def _handler_update(generation: Generation, handlers: Path) -> tuple[str | None, str]:
-    """The handler module's new text (None: unchanged) and what changed; FG403 if it does not parse."""
-    from fusiongen.handlers import append_stubs, parse_handlers, scaffold
-    from fusiongen.pipeline import display_path
-
-    if not handlers.exists():
-        return scaffold(generation.ir), "scaffolded a stub per tool; implement them"
-    source = handlers.read_text(encoding="utf-8")
-    parsed = parse_handlers(source, display_path(handlers))
-    if isinstance(parsed, Diagnostic):
-        raise SpecError([parsed])
-    return append_stubs(source, generation.ir), "appended stubs for new tools"
-
-
 @app.command()
 def check(specs: SpecsArg, out: OutOption = None, fmt: FormatOption = Format.text) -> None:
     """Exit 0 if each OUT is what its spec generates and every tool has a handler; 1 (with a diff) if not."""
-    from fusiongen.pipeline import compare, generate, handler_diagnostics
-    from fusiongen.render import parse_check
+    from fusiongen import api
 
     def run() -> int:
         annotations: list[Diagnostic] = []
         drifted = False
         for spec in specs:
             out_dir = out_dir_for(spec, out, len(specs) > 1)
-            generation = generate(spec, out_dir, syntax_check=False)
-            drift = compare(out_dir, generation.files, generation.headers)
-            # Files identical to the committed ones were parse-checked when they were built.
-            parse_check({p: t for p, t in generation.files.items() if p in drift.changed or p in drift.missing})
-            problems = [*generation.warnings, *handler_diagnostics(generation)]
-            annotations += problems
-            if not drift.clean:
-                drifted = True
-                annotations += drift.annotations(out_dir, generation.files)
+            result = api.check(spec, out_dir)
+            annotations += result.problems
+            if not result.drift.clean:
+                annotations += result.drift.annotations(out_dir)
                 if fmt is Format.text:
-                    sys.stdout.write(drift.report())
+                    sys.stdout.write(result.drift.report())
                     typer.echo(
                         f"{spec}: generated code is out of date; run `fusiongen build {spec}"
                         + (f" -o {out_dir}`" if out is not None else "`"),
                         err=True,
                     )
             if fmt is Format.text:
-                _print_diagnostics(problems)
-            drifted = drifted or any(p.is_error for p in problems)
+                _print_diagnostics(result.problems)
+            drifted = drifted or result.failed
         if fmt is Format.json:
             typer.echo(json.dumps([d.as_json() for d in annotations], indent=2))
         return EXIT_DRIFT if drifted else EXIT_OK
@@ -201,7 +173,7 @@ def check(specs: SpecsArg, out: OutOption = None, fmt: FormatOption = Format.tex
 @app.command()
 def validate(spec: SpecArg, fmt: FormatOption = Format.text) -> None:
     """Print SPEC's diagnostics; exit 0 if it is valid (warnings allowed), 2 if not."""
-    from fusiongen.pipeline import validate as validate_spec
+    from fusiongen.api import validate as validate_spec
 
     def run() -> int:
         _, _, warnings = validate_spec(spec)
@@ -217,7 +189,7 @@ def schema(
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Print the JSON Schema of the spec language (for editors: taplo / Even Better TOML `#:schema`)."""
-    from fusiongen.spec import json_schema
+    from fusiongen.api import json_schema
 
     def run() -> int:
         text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
@@ -236,10 +208,10 @@ def init(
     name: Annotated[str | None, typer.Option(help="Server name (default: from the folder name).")] = None,
 ) -> None:
     """Start a project: a spec, its handler module and a test, then build the server beside them."""
-    from fusiongen.starter import create_project
+    from fusiongen.api import init_project
 
     def run() -> int:
-        for line in create_project(directory, name):
+        for line in init_project(directory, name):
             typer.echo(line, err=True)
         return EXIT_OK
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class Severity(enum.Enum):
@@ -74,6 +75,14 @@ def sorted_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.is_error for d in diagnostics)
+
+
+def display_path(path: Path) -> str:
+    """How a path is shown to the user: relative to the working directory when it is below it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 # The catalogue of codes. Codes are stable: tests and users' CI pin them.

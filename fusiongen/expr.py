@@ -3,10 +3,10 @@
 Presenters carry ``{...}`` interpolations and ``when`` conditions.  The generated server
 must not ship a template engine or call ``eval``, so each expression is compiled once,
 here, into a short Python expression calling a few total ``_x_`` helpers
-(``RUNTIME_SOURCE``, pasted once into the generated module).  Mistakes come back as
+(``fusiongen/runtime/_expressions.py``, copied into the generated server).  Mistakes come back as
 ``ExprError`` values whose offsets point into the string the spec author wrote.
 
-Run-time semantics (all in ``RUNTIME_SOURCE``; no data can make them raise):
+Run-time semantics (all in ``fusiongen/runtime/_expressions.py``; no data can make them raise):
 
 * a missing or None value anywhere along a path reads as None;
 * arithmetic with a None or non-number operand, division or modulo by zero, and results
@@ -38,8 +38,6 @@ import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-
-from fusiongen.expr_runtime import RUNTIME_SOURCE as RUNTIME_SOURCE  # re-exported: part of this API
 
 
 class ExprType(enum.Enum):
@@ -87,6 +85,7 @@ class Compiled:
     python: str
     type: ExprType
     paths: tuple[tuple[str, ...], ...]
+    helpers: frozenset[str] = frozenset()  # the `_x_` run-time helpers `python` calls
 
 
 _FUNCS = ("len", "round", "str", "int", "float", "abs", "min", "max", "upper", "lower")
@@ -602,7 +601,13 @@ class _Checker:
 def _result(chk: _Checker, out: _Out | None) -> Compiled | list[ExprError]:
     if chk.errors or out is None:
         return sorted(chk.errors, key=lambda e: (e.start, e.end))
-    return Compiled(out.src, out.type, tuple(chk.paths))
+    return Compiled(out.src, out.type, tuple(chk.paths), _helpers(out.src))
+
+
+def _helpers(src: str) -> frozenset[str]:
+    """The run-time helpers an emitted expression calls, read from its syntax tree."""
+    tree = ast.parse(src, mode="eval")
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id.startswith("_x_"))
 
 
 def compile_expression(

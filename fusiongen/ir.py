@@ -74,6 +74,7 @@ class ExprIR:
     source: str
     python: str
     paths: tuple[tuple[str, ...], ...]
+    helpers: frozenset[str] = frozenset()  # the run-time helpers `python` calls (fusiongen/runtime/_expressions.py)
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,17 @@ class PresenterIR:
 
     def embed(self, field: str) -> str | None:
         return dict(self.embeds).get(field)
+
+    def expressions(self) -> tuple[ExprIR, ...]:
+        """Every compiled expression of this presenter (its own, not its children's)."""
+        found: list[ExprIR | None] = []
+        for rule in (*self.rules, *self.collection_rules):
+            found += [rule.text, rule.when]
+        for suggestion in self.suggestions:
+            found += [suggestion.reason, suggestion.when]
+        for block in (*self.ui, *self.collection_ui):
+            found += [block.when, block.text, *block.items, *(cell for row in block.rows for cell in row)]
+        return tuple(e for e in found if e is not None)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from fusiongen.output import publish
-from fusiongen.pipeline import Generation, generate
+from fusiongen.api import Generation, generate, publish
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"

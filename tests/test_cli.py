@@ -400,14 +400,14 @@ def test_check_format_json_reports_an_invalid_spec(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", ["build", "check"])
 def test_internal_error_exits_3_without_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     command: str, debug: bool) -> None:
-    import fusiongen.pipeline
+    import fusiongen.api
 
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("kaboom")
 
     spec = project(tmp_path)
     before = tree(tmp_path)
-    monkeypatch.setattr(fusiongen.pipeline, "generate", explode)
+    monkeypatch.setattr(fusiongen.api, "generate", explode)
     if debug:
         monkeypatch.setenv("FUSIONGEN_DEBUG", "1")
     else:

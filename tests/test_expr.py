@@ -6,6 +6,7 @@ import ast
 import math
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusiongen.expr import (
-    RUNTIME_SOURCE,
     Compiled,
     ExprError,
     ExprType,
@@ -22,6 +22,7 @@ from fusiongen.expr import (
     compile_expression,
     compile_template,
 )
+from fusiongen.runtime import _expressions as expressions_runtime
 
 T = ExprType
 SCHEMA: dict[tuple[str, ...], FieldInfo] = {
@@ -39,8 +40,9 @@ SCHEMA: dict[tuple[str, ...], FieldInfo] = {
     ("customer", "address", "city"): FieldInfo(T.STRING, True),
 }
 Compiler = Callable[..., "Compiled | list[ExprError]"]
-RUNTIME: dict[str, Any] = {}
-exec(RUNTIME_SOURCE, RUNTIME)
+RUNTIME_PATH = Path(expressions_runtime.__file__)
+RUNTIME_SOURCE = RUNTIME_PATH.read_text(encoding="utf-8")
+RUNTIME: dict[str, Any] = vars(expressions_runtime)
 
 
 def resolve(path: tuple[str, ...]) -> FieldInfo | None:
@@ -504,13 +506,18 @@ def test_template_errors_have_offsets_in_the_whole_template() -> None:
     assert errs("{amount_cents:.2f}", compile_template)[0][:2] == (13, 14)
 
 
-# --- RUNTIME_SOURCE ----------------------------------------------------------------------------------
+# --- the runtime module (fusiongen/runtime/_expressions.py) -------------------------------------------
 
 
 def test_runtime_source_is_standalone() -> None:
     tree = ast.parse(RUNTIME_SOURCE)
-    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    assert tree.body[: len(imports)] == imports, "imports come first"
+    assert ast.get_docstring(tree), "the module says why it exists"
+    body = tree.body[1:]
+    imports = [n for n in body if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert body[: len(imports)] == imports, "imports come first"
+    future = [n for n in imports if isinstance(n, ast.ImportFrom)]
+    assert [(n.module, [a.name for a in n.names]) for n in future] == [("__future__", ["annotations"])]
+    imports = [n for n in imports if n not in future]
     assert all(isinstance(n, ast.Import) for n in imports)
     assert {a.name for n in imports for a in n.names} <= sys.stdlib_module_names
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}

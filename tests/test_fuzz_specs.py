@@ -49,13 +49,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from fusiongen.api import display_path, generate, publish, validate
+from fusiongen.codegen.render import render
 from fusiongen.diagnostics import CODES, Diagnostic, Severity, SpecError
-from fusiongen.handlers import scaffold
 from fusiongen.ir import ServerIR
 from fusiongen.names import snake_case
-from fusiongen.output import publish
-from fusiongen.pipeline import display_path, generate, validate
-from fusiongen.render import render
+from fusiongen.scaffold.handlers import scaffold
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_NAME = "spec.toml"
@@ -967,7 +966,8 @@ def check_time(started: float) -> None:
 def check_rendered(ir: ServerIR) -> None:
     """The generated tree (before formatting) and the handler module `build` scaffolds are valid Python, and the
     pyproject.toml is valid TOML."""
-    files = render(ir, spec_from_out="../spec.toml", handlers_dir_from_package="../..")
+    rendered, copied = render(ir, spec_from_out="../spec.toml", handlers_dir_from_package="../..")
+    files = {**rendered, **copied}
     for path, text in files.items():
         if path.endswith(".py"):
             compile(text, path, "exec")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fusiongen.pipeline import compare, generate
+from fusiongen.api import compare, generate
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.toml"))

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 import tomli
 
-from fusiongen.spec import json_schema
+from fusiongen.load.spec import json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "docs" / "fusiongen.schema.json"

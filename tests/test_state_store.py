@@ -1,13 +1,11 @@
-"""Tests for templates/state_store.py.j2, the workflow state store copied into generated servers.
+"""Tests for fusiongen/runtime/state_store.py, the workflow state store copied into generated servers.
 
-The template is plain Python, so it is imported straight from the .j2 file.  Every contract test
+The runtime is a real module, imported directly (a server's copy is the same bytes).  Every contract test
 runs against all three stores: memory, SQLite in tmp_path, and a real redis-server (each test
 gets its own key prefix).
 """
 
 import asyncio
-import importlib.machinery
-import importlib.util
 import itertools
 import json
 import signal
@@ -24,24 +22,16 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from fusiongen.runtime import state_store
 from tests.redis_server import start_redis
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "state_store.py.j2"
+SOURCE = Path(state_store.__file__)
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-
-
-def load_template() -> ModuleType:
-    loader = importlib.machinery.SourceFileLoader("state_store", str(TEMPLATE))
-    spec = importlib.util.spec_from_file_location("state_store", TEMPLATE, loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="session")
 def ss() -> ModuleType:
-    return load_template()
+    return state_store
 
 
 @pytest.fixture
@@ -333,11 +323,13 @@ def test_open_store_rejects_nonsense_timing(ss: ModuleType) -> None:
             ss.open_store("memory", **timing)
 
 
-def test_template_is_plain_python_without_jinja_syntax() -> None:
-    source = TEMPLATE.read_text()
+def test_store_module_stands_alone_without_fusiongen() -> None:
+    """A server's copy imports only the standard library (redis-py is optional and imported lazily)."""
+    source = SOURCE.read_text()
     for marker in ("{{", "{%", "{#"):
         assert marker not in source
-    compile(source, str(TEMPLATE), "exec")
+    compile(source, str(SOURCE), "exec")
+    assert "import fusiongen" not in source and "from fusiongen" not in source
 
 
 # --- SQLite ----------------------------------------------------------------------------------
@@ -378,7 +370,7 @@ asyncio.run(crash_after_commit() if mode == "crash" else contend())
 
 
 def run_child(db: Path, mode: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-c", CHILD, str(TEMPLATE), str(db), mode]
+    command = [sys.executable, "-c", CHILD, str(SOURCE), str(db), mode]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

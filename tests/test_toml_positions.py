@@ -1,4 +1,4 @@
-"""Tests for `fusiongen.toml_positions`: exact spans for every rule, plus properties against tomli."""
+"""Tests for `fusiongen.load.toml_positions`: exact spans for every rule, plus properties against tomli."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import tomli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusiongen.toml_positions import Duplicate, ScanError, SourceMap, Span, scan
+from fusiongen.load.toml_positions import Duplicate, ScanError, SourceMap, Span, scan
 
 S = Span
 

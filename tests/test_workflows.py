@@ -29,7 +29,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from fusiongen.pipeline import Generation
+from fusiongen.api import Generation
 from tests.conftest import SPECS, GeneratedServer, build
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]

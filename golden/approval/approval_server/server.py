@@ -9,7 +9,6 @@ session's tools/list shows only what its workflow states allow.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from types import ModuleType
 from typing import Any, Final
@@ -20,7 +19,7 @@ from mcp.server.models import InitializationOptions
 
 from . import inputs, presenters, schemas
 from ._gate import Gate, handshake_listing, is_modern
-from ._runtime import bind_handler, import_handlers, run_tool, unknown_tool
+from ._runtime import Route, bind_handler, import_handlers, run_tool, unknown_tool
 from .state_store import StateStore, open_store
 from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 
@@ -113,8 +112,6 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
     for tool in TOOLS
     if tool.name in COMPACT_DESCRIPTIONS
 }
-
-Route = Callable[[Mapping[str, Any], Any], Awaitable[types.CallToolResult]]
 
 
 class _Server(Server[Any]):

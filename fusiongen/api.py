@@ -1,0 +1,187 @@
+"""The pipeline, in order: load → lower → render → tidy → parse-check, then write or compare.
+
+`validate` and `generate` are pure apart from reading the spec (and running the pinned ruff on
+stdin/stdout); `build` and `init_project` are the only functions that write, through
+`fusiongen.output`. Paths written into generated files are relative to the output directory, so a
+build is reproducible wherever the checkout lives. The CLI is a thin layer over these functions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fusiongen.codegen.formatting import tidy_files
+from fusiongen.codegen.render import headers, parse_check, render
+from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
+from fusiongen.ir import ServerIR
+from fusiongen.load.loader import LoadedSpec, load_spec
+from fusiongen.load.spec import json_schema
+from fusiongen.lower.server import lower
+from fusiongen.output.drift import Drift, compare
+from fusiongen.output.publish import Bundle, Published, foreign_files, publish_bundle, write_user_file
+from fusiongen.scaffold.handlers import append_stubs, check_handlers, handler_path, parse_handlers, scaffold
+from fusiongen.scaffold.starter import starter
+
+__all__ = [
+    "BuildResult",
+    "CheckResult",
+    "Generation",
+    "build",
+    "check",
+    "compare",
+    "display_path",
+    "generate",
+    "handler_diagnostics",
+    "init_project",
+    "json_schema",
+    "publish",
+    "validate",
+]
+
+
+@dataclass(frozen=True)
+class Generation:
+    loaded: LoadedSpec
+    ir: ServerIR
+    files: dict[str, str]
+    headers: tuple[str, ...]  # the first line of every file this spec generates: marks which files it owns
+    warnings: list[Diagnostic]
+
+    @property
+    def bundle(self) -> Bundle:
+        return Bundle(self.files, self.headers, self.loaded.display_path, self.loaded.key_at("server"))
+
+
+def relative(target: Path, start: Path) -> str:
+    return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
+
+
+def validate(spec_path: Path) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
+    """Load and lower a spec: raises SpecError on errors, returns the warnings otherwise."""
+    loaded = load_spec(spec_path, display_path(spec_path))
+    ir, warnings = lower(loaded)
+    return loaded, ir, warnings
+
+
+def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
+    """Every file the spec generates into `out_dir`, tidied and (unless the caller will do it for the
+    files it needs, as `check` does) parse-checked with libcst."""
+    loaded, ir, warnings = validate(spec_path)
+    spec_from_out = relative(spec_path, out_dir)
+    rendered, copied = render(
+        ir,
+        spec_from_out=spec_from_out,
+        handlers_dir_from_package=relative(spec_path.parent, out_dir / ir.package),
+    )
+    tidied = tidy_files(rendered)
+    if syntax_check:
+        parse_check(tidied)  # the runtime copies are real modules, parsed when fusiongen's tests import them
+    files = dict(sorted({**tidied, **copied}.items()))
+    return Generation(loaded, ir, files, headers(spec_from_out), warnings)
+
+
+def publish(generation: Generation, out_dir: Path) -> Published:
+    """Write a generation into `out_dir` (see `fusiongen.output.publish`)."""
+    return publish_bundle(generation.bundle, out_dir)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    generation: Generation
+    published: Published
+    handlers: Path
+    handlers_note: str | None  # what happened to the handler module; None: it was already complete
+
+
+def build(spec_path: Path, out_dir: Path) -> BuildResult:
+    """Generate, write the server, then scaffold or extend the handler module beside the spec."""
+    generation = generate(spec_path, out_dir)
+    handlers = handler_path(spec_path.parent, generation.ir.handlers_module)
+    handlers_text, note = _handler_update(generation, handlers)
+    published = publish(generation, out_dir)
+    if handlers_text is not None:
+        write_user_file(handlers, handlers_text)
+    return BuildResult(generation, published, handlers, note if handlers_text is not None else None)
+
+
+def _handler_update(generation: Generation, handlers: Path) -> tuple[str | None, str]:
+    """The handler module's new text (None: unchanged) and what changed; FG403 if it does not parse."""
+    if not handlers.exists():
+        return scaffold(generation.ir), "scaffolded a stub per tool; implement them"
+    source = handlers.read_text(encoding="utf-8")
+    parsed = parse_handlers(source, display_path(handlers))
+    if isinstance(parsed, Diagnostic):
+        raise SpecError([parsed])
+    return append_stubs(source, generation.ir), "appended stubs for new tools"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    generation: Generation
+    drift: Drift
+    problems: list[Diagnostic] = field(default_factory=list)  # warnings and handler-module findings
+
+    @property
+    def failed(self) -> bool:
+        return not self.drift.clean or any(p.is_error for p in self.problems)
+
+
+def check(spec_path: Path, out_dir: Path) -> CheckResult:
+    """Compare `out_dir` with what the spec generates, and check the handler module statically."""
+    generation = generate(spec_path, out_dir, syntax_check=False)
+    drift = compare(out_dir, generation.files, generation.headers)
+    # Files identical to the committed ones were parse-checked when they were built.
+    parse_check({p: t for p, t in generation.files.items() if p in drift.changed or p in drift.missing})
+    return CheckResult(generation, drift, [*generation.warnings, *handler_diagnostics(generation)])
+
+
+def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
+    """What `check` reports about the handler module, statically."""
+    loaded, ir = generation.loaded, generation.ir
+    path = handler_path(loaded.path.parent, ir.handlers_module)
+    shown = display_path(path)
+    if not path.is_file():
+        # Maybe installed elsewhere: it cannot be checked from here, which is worth saying but not failing.
+        return [
+            Diagnostic(
+                "FG402",
+                f'handler module "{ir.handlers_module}" not found at {shown}; not checked',
+                loaded.display_path,
+                loaded.key_at("server"),
+                Severity.WARNING,
+                hint="run `fusiongen build` to scaffold it beside the spec",
+            )
+        ]
+    positions: dict[str, Position] = {t.name: loaded.key_at("tools", t.name) for t in ir.tools}
+    source = path.read_bytes().decode("utf-8", "replace")
+    return check_handlers(source, ir, shown, positions, loaded.display_path)
+
+
+def init_project(directory: Path, name: str | None) -> list[str]:
+    """Write the starter files (never over existing ones), then build the server into `directory`.
+    Returns what to tell the user."""
+    project = starter(directory, name)
+    existing = [display_path(p) for p in project.files if p.exists()]
+    if existing:
+        raise SpecError([Diagnostic("FG408", f"{p} already exists; init writes only new files", p) for p in existing])
+    for path, text in project.files.items():
+        write_user_file(path, text)
+    try:
+        generation = generate(project.spec, directory)
+        foreign = foreign_files(generation.bundle, directory)
+        if foreign:
+            raise SpecError(foreign)
+        publish(generation, directory)
+    except BaseException:
+        for path in project.files:  # leave the folder as it was: init either makes a working project or nothing
+            path.unlink(missing_ok=True)
+        raise
+    shown = display_path(directory)
+    return [
+        f"created {', '.join(display_path(p) for p in project.files)}",
+        f"built {display_path(directory / project.package)}/",
+        f"run it:   cd {shown} && python -m {project.package}          (stdio; add --http for HTTP)",
+        f"test it:  cd {shown} && python -m pytest",
+    ]

@@ -1,0 +1,244 @@
+"""Prepare presenters for `presenters.py.j2`: shape fields, notes, UI blocks and straight-line masks.
+
+Redaction paths were made concrete when lowering; here they become nested `if`/`for` code over the
+dicts and lists the shape functions just built (ours, so they are masked in place: no copies). Any
+node that is not the container its path expects stops the call: masking fails closed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fusiongen.ir import ExprIR, PresenterIR, RedactionPath, ServerIR, UIBlockIR
+from fusiongen.pyliteral import docstring_text, py_literal, py_string
+
+if TYPE_CHECKING:
+    from fusiongen.codegen.view import OutputFieldView, _Builder
+
+
+@dataclass(frozen=True)
+class BlockView:
+    when: str | None
+    type_literal: str
+    text: str  # a Python expression producing the block's text
+    for_user: bool
+
+
+@dataclass(frozen=True)
+class ChildView:
+    key: str
+    is_list: bool
+    function: str
+
+
+@dataclass(frozen=True)
+class PresenterView:
+    name: str
+    snake: str
+    shape_function: str  # `shape_x` here, or `shapes.shape_x` for implicit presenters
+    own_shape: bool
+    description: str
+    fields: tuple[OutputFieldView, ...]
+    description_rules_constant: str | None
+    rules: tuple[tuple[str | None, str], ...]  # (condition or None, rule expression)
+    suggestions: tuple[tuple[str | None, str, str], ...]  # (condition, tool literal, reason expression)
+    blocks: tuple[BlockView, ...]
+    collection_rules: tuple[str, ...]
+    collection_blocks: tuple[BlockView, ...]
+    note_children: tuple[ChildView, ...]  # embedded presenters that have item notes
+    ui_children: tuple[ChildView, ...]
+    mask_children: tuple[ChildView, ...]
+    has_item_notes: bool
+    has_ui: bool
+    has_mask: bool
+    mask_lines: tuple[str, ...]
+    censor_constant: str
+    censor_literal: str
+    limit: int | None
+    single: bool  # a tool returns one item of it
+    many: bool  # a tool returns a collection of it
+    needed_as_child: bool
+    uses_expressions: bool  # calls a helper of _expressions.py
+
+
+class _Trie:
+    def __init__(self) -> None:
+        self.leaf = False
+        self.children: dict[str, _Trie] = {}
+        self.child_mask: tuple[str, bool] | None = None  # (function, is_list) of an embedded presenter
+
+    def add(self, path: RedactionPath) -> None:
+        node = self
+        for segment in path:
+            node = node.children.setdefault(segment, _Trie())
+        node.leaf = True
+
+
+def _mask_lines(trie: _Trie, censor: str) -> list[str]:
+    lines: list[str] = []
+    counter = iter(range(1, 1000))
+
+    def dict_body(node: _Trie, var: str, where: str, indent: str) -> None:
+        for key, child in node.children.items():
+            literal = py_string(key)
+            path = f"{where}.{key}" if where else key
+            if child.leaf:
+                lines.append(f"{indent}if {var}.get({literal}) is not None:")
+                lines.append(f"{indent}    {var}[{literal}] = {censor}")
+                continue
+            name = f"node_{next(counter)}"
+            lines.append(f"{indent}{name} = {var}.get({literal})")
+            lines.append(f"{indent}if {name} is not None:")
+            value_body(child, name, path, indent + "    ")
+
+    def value_body(node: _Trie, var: str, where: str, indent: str) -> None:
+        star = node.children.get("[*]")
+        mask = node.child_mask
+        if star is not None and star.leaf:  # every item of a list replaced
+            lines.append(
+                f"{indent}{var}[:] = [None if v is None else {censor} for v in expect_list({var}, {py_string(where)})]"
+            )
+            return
+        if star is not None or (mask is not None and mask[1]):  # a list: its items, then paths inside them
+            item = f"item_{next(counter)}"
+            lines.append(f"{indent}for {item} in expect_list({var}, {py_string(where)}):")
+            if mask is not None:  # each item is shaped by an embedded presenter, which masks its own paths
+                lines.append(f"{indent}    {mask[0]}(expect_dict({item}, {py_string(where + '[*]')}))")
+            if star is not None:
+                value_body(star, item, where + "[*]", indent + "    ")
+            return
+        lines.append(f"{indent}if type({var}) is not dict:")
+        lines.append(f"{indent}    raise MaskError({py_string(where)})")
+        if mask is not None:  # the embedded presenter's own paths first; then this presenter's paths into it
+            lines.append(f"{indent}{mask[0]}({var})")
+        dict_body(node, var, where, indent)
+
+    dict_body(trie, "data", "", "    ")
+    return lines
+
+
+def _block(block: UIBlockIR, collection: bool, constants: dict[str, str], owner: str, index: int) -> BlockView:
+    if block.type == "table":
+        columns = f"_{owner.upper()}_{'COLLECTION_' if collection else ''}COLUMNS_{index}"
+        constants[columns] = py_literal(block.columns)
+        cells = ["(" + ", ".join(c.python for c in row) + ("," if len(row) == 1 else "") + ")" for row in block.rows]
+        rows = f"[{cells[0]} for data in items]" if collection else "[" + ", ".join(cells) + "]"
+        text = f"table_text({columns}, {rows})"
+    elif block.type == "list":
+        entries = (
+            f"[{block.items[0].python} for data in items]"
+            if collection
+            else "[" + ", ".join(e.python for e in block.items) + "]"
+        )
+        text = f"list_text({entries})"
+    elif block.type == "json":
+        value = _read(block.path) if block.path else "data"
+        text = (
+            f"json_text([{value} for data in items])"
+            if collection and block.path
+            else ("json_text(items)" if collection else f"json_text({value})")
+        )
+    else:
+        assert block.text is not None
+        wrap = {
+            "mermaid": 'fenced("mermaid", {})',
+            "code": f"fenced({py_string(block.language)}, {{}})",
+            "summary": "summary_text({})",
+        }.get(block.type, "{}")
+        text = wrap.format(block.text.python)
+    return BlockView(block.when.python if block.when else None, py_string(block.type), text, block.for_user)
+
+
+def _read(path: tuple[str, ...]) -> str:
+    return f"data.get({py_string(path[0])})" if len(path) == 1 else f"_x_get(data, {py_literal(path)})"
+
+
+def _expr(value: ExprIR | None) -> str | None:
+    return value.python if value is not None else None
+
+
+def build_presenters(server: ServerIR, builder: _Builder, constants: dict[str, str]) -> tuple[PresenterView, ...]:
+    used_single = {t.returns.presenter for t in server.tools if t.returns and not t.returns.collection}
+    used_many = {t.returns.presenter for t in server.tools if t.returns and t.returns.collection}
+    children = {child for p in server.presenters for _, child in p.embeds}
+    wanted = [p for p in server.presenters if p.name in used_single | used_many | children]
+    flags: dict[str, dict[str, bool]] = {}
+
+    def flag(p: PresenterIR) -> dict[str, bool]:
+        if p.name not in flags:
+            kids = [flag(server.presenter(c)) for _, c in p.embeds]
+            flags[p.name] = {
+                "notes": bool(p.description_rules or p.rules or p.suggestions) or any(k["notes"] for k in kids),
+                "ui": bool(p.ui) or any(k["ui"] for k in kids),
+                "mask": bool(p.redactions) or any(k["mask"] for k in kids),
+            }
+        return flags[p.name]
+
+    views = []
+    for presenter in wanted:
+        snake = presenter.snake
+        own = not presenter.implicit
+        embeds = dict(presenter.embeds)
+        fields = tuple(builder.output_field(f, embeds) for f in presenter.fields) if own else ()
+        description_constant = None
+        if presenter.description_rules:
+            description_constant = f"_{snake.upper()}_DESCRIPTION_RULES"
+            constants[description_constant] = py_literal(presenter.description_rules)
+
+        def kids(kind: str, prefix: str, p: PresenterIR = presenter) -> tuple[ChildView, ...]:
+            found = []
+            for field_name, child in p.embeds:
+                if flag(server.presenter(child))[kind]:
+                    field = next(f for f in p.fields if f.name == field_name)
+                    found.append(
+                        ChildView(
+                            py_string(field_name),
+                            field.type.kind == "list",
+                            f"{prefix}_{server.presenter(child).snake}",
+                        )
+                    )
+            return tuple(found)
+
+        trie = _Trie()
+        for path in presenter.redactions:
+            trie.add(path)
+        for child in kids("mask", "mask"):
+            node = trie.children.setdefault(child.key[1:-1], _Trie())
+            node.child_mask = (child.function, child.is_list)
+        censor_constant = f"_{snake.upper()}_CENSOR"
+        views.append(
+            PresenterView(
+                name=presenter.name,
+                snake=snake,
+                shape_function=f"shape_{snake}" if own else builder.want_shape_ref(presenter.name),
+                own_shape=own,
+                description=docstring_text(presenter.description or f"The {presenter.name} presenter."),
+                fields=fields,
+                description_rules_constant=description_constant,
+                rules=tuple((_expr(r.when), r.text.python) for r in presenter.rules),
+                suggestions=tuple(
+                    (_expr(s.when), py_string(s.tool + ": "), s.reason.python) for s in presenter.suggestions
+                ),
+                blocks=tuple(_block(b, False, constants, snake, i) for i, b in enumerate(presenter.ui)),
+                collection_rules=tuple(r.text.python for r in presenter.collection_rules),
+                collection_blocks=tuple(
+                    _block(b, True, constants, snake, i) for i, b in enumerate(presenter.collection_ui)
+                ),
+                note_children=kids("notes", "item_notes"),
+                ui_children=kids("ui", "ui"),
+                mask_children=kids("mask", "mask"),
+                has_item_notes=flag(presenter)["notes"],
+                has_ui=flag(presenter)["ui"],
+                has_mask=flag(presenter)["mask"],
+                mask_lines=tuple(_mask_lines(trie, censor_constant)),
+                censor_constant=censor_constant,
+                censor_literal=py_string(presenter.censor),
+                limit=presenter.limit,
+                single=presenter.name in used_single,
+                many=presenter.name in used_many,
+                needed_as_child=presenter.name in children,
+                uses_expressions=any(e.helpers for e in presenter.expressions()),
+            )
+        )
+    return tuple(views)

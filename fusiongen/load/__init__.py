@@ -1,0 +1,1 @@
+"""Bytes to a loaded spec: every file fusiongen reads about a spec (the TOML, XState JSON) is read here."""

@@ -1,0 +1,371 @@
+"""Load a spec file: TOML text → `Spec` plus a map of source positions.
+
+tomli decides what the document means; `toml_positions` only tells where things are written, so a
+diagnostic can point at `file:line:col`. Pydantic's errors are translated into diagnostics here, so
+a user never sees a pydantic repr.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli
+from pydantic import BaseModel, ValidationError
+
+from fusiongen.diagnostics import Diagnostic, Position, SpecError
+from fusiongen.load.spec import Spec
+from fusiongen.load.toml_positions import ScanError, SourceMap, scan
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    """A parsed spec and where each of its parts is written."""
+
+    spec: Spec
+    path: Path
+    display_path: str
+    source_map: SourceMap
+    source: str
+    document: dict[str, Any]  # the raw TOML, for positions of short forms
+
+    def key_at(self, *loc: str | int) -> Position:
+        return _key_position(self.source_map, loc)
+
+    def value_at(self, *loc: str | int) -> Position:
+        """Where the value at `loc` is written; for a key the short form implies (the `type` of `id = "x"`),
+        the value that implies it."""
+        span = self.source_map.value(loc)
+        if (
+            span is None
+            and len(loc) > 1
+            and self.source_map.value(loc[:-1]) is not None
+            and self.source_map.key(loc[:-1]) is not None
+            and isinstance(self.lookup(loc[:-1]), str)
+        ):
+            span = self.source_map.value(loc[:-1])
+        return Position(span.line, span.col) if span else self.key_at(*loc)
+
+    def lookup(self, loc: Loc) -> Any:
+        """The raw TOML value at `loc`, or None."""
+        node: Any = self.document
+        for part in loc:
+            if (isinstance(node, dict) and part in node) or (
+                isinstance(node, list) and isinstance(part, int) and part < len(node)
+            ):
+                node = node[part]
+            else:
+                return None
+        return node
+
+    def string_char_at(self, loc: Loc, index: int) -> Position:
+        span = self.source_map.string_char(loc, index)
+        return Position(span.line, span.col) if span else self.value_at(*loc)
+
+    def diagnostic(
+        self, code: str, message: str, loc: Loc, *, hint: str | None = None, value: bool = False, warning: bool = False
+    ) -> Diagnostic:
+        from fusiongen.diagnostics import Severity
+
+        position = self.value_at(*loc) if value else self.key_at(*loc)
+        return Diagnostic(
+            code, message, self.display_path, position, Severity.WARNING if warning else Severity.ERROR, hint
+        )
+
+
+def _key_position(source_map: SourceMap, loc: Loc) -> Position:
+    span, _ = source_map.nearest(loc)
+    return Position(span.line, span.col)
+
+
+def load_spec(path: Path, display_path: str | None = None) -> LoadedSpec:
+    """Read and parse a spec; raise `SpecError` with every shape mistake found."""
+    shown = display_path or path.as_posix()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError([Diagnostic("FG002", f"cannot read the spec: {exc.strerror or exc}", shown)]) from None
+    try:
+        source = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SpecError(
+            [
+                Diagnostic(
+                    "FG002",
+                    f"the spec is not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+                    shown,
+                    Position(line, col),
+                    hint="save the file as UTF-8",
+                )
+            ]
+        ) from None
+    return parse_spec(source.removeprefix("\ufeff"), path, shown)
+
+
+MAX_NESTING = 100  # arrays and inline tables; a spec needs a handful, parsers give up in the hundreds
+
+
+def _too_deep_at(source: str) -> Position | None:
+    """Where arrays/inline tables first nest deeper than MAX_NESTING (strings and comments skipped)."""
+    depth, line, col, index = 0, 1, 1, 0
+    quote: str | None = None
+    while index < len(source):
+        char = source[index]
+        if quote is not None:
+            if char == "\\" and quote == '"':
+                index += 1
+                col += 1
+            elif char == quote or char == "\n":
+                quote = None
+        elif char == "#":
+            while index < len(source) and source[index] != "\n":
+                index += 1
+            continue
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return Position(line, col)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        if char == "\n":
+            line, col = line + 1, 0
+        index += 1
+        col += 1
+    return None
+
+
+def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
+    deep = _too_deep_at(source)
+    if deep is not None:
+        raise SpecError([_too_deep(display_path, deep)])
+    try:
+        document = tomli.loads(source)
+    except tomli.TOMLDecodeError as exc:
+        raise SpecError(_syntax_diagnostics(source, exc, display_path)) from None
+    except RecursionError:
+        raise SpecError([_too_deep(display_path, Position(1, 1))]) from None
+    try:
+        source_map, _ = scan(source)
+    except ScanError as exc:
+        raise RuntimeError(f"position scanner failed on valid TOML: {exc}") from exc  # our bug, not the user's
+    try:
+        spec = Spec.model_validate(document)
+    except ValidationError as exc:
+        raise SpecError(_shape_diagnostics(exc, source_map, display_path)) from None
+    return LoadedSpec(spec, path, display_path, source_map, source, document)
+
+
+def _opening_quote(line: str, end: int) -> int | None:
+    """The index of the quote that opens the string still open at `end` of `line`."""
+    quote: str | None = None
+    start = None
+    index = 0
+    while index < end:
+        char = line[index]
+        if quote is None and char == "#":
+            return None
+        if quote is None and char in "\"'":
+            quote, start = char, index
+        elif quote == char:
+            quote = None
+        elif quote == '"' and char == "\\":
+            index += 1
+        index += 1
+    return start if quote is not None else None
+
+
+def _too_deep(display_path: str, position: Position) -> Diagnostic:
+    return Diagnostic(
+        "FG001",
+        f"arrays or inline tables nested more than {MAX_NESTING} levels deep",
+        display_path,
+        position,
+        hint="a spec never needs more than a few levels of nesting",
+    )
+
+
+def _syntax_diagnostics(source: str, exc: tomli.TOMLDecodeError, display_path: str) -> list[Diagnostic]:
+    """A TOML syntax error; a key or table defined twice gets its own, clearer message."""
+    line = getattr(exc, "lineno", 1) or 1
+    col = getattr(exc, "colno", 1) or 1
+    message = getattr(exc, "msg", str(exc)).rstrip(".")
+    duplicates = []
+    try:
+        _, duplicates = scan(source)
+    except ScanError as scan_error:
+        if scan_error.span is not None and "'\\n' is not allowed in a string" in scan_error.message:
+            # A string that runs into the end of its line: point at its opening quote, not the line's end.
+            text_line = source.split("\n")[scan_error.span.line - 1]
+            quote = _opening_quote(text_line, scan_error.span.col - 1)
+            if quote is not None:
+                line, col, message = scan_error.span.line, quote + 1, "unterminated string"
+    found = [
+        Diagnostic(
+            "FG102",
+            f"{_describe(dup.path)} defined twice (first at {dup.first.line}:{dup.first.col})",
+            display_path,
+            Position(dup.second.line, dup.second.col),
+            hint="TOML allows each key and table once; merge the two definitions.",
+        )
+        for dup in duplicates
+    ]
+    if not any(d.position.line == line for d in found):
+        found.append(Diagnostic("FG001", f"TOML syntax error: {message}", display_path, Position(line, col)))
+    return found
+
+
+def _describe(path: Loc) -> str:
+    names = {"tools": "tool", "models": "model", "presenters": "presenter", "workflows": "workflow"}
+    if len(path) == 2 and isinstance(path[0], str) and path[0] in names:
+        return f'{names[path[0]]} "{path[1]}"'
+    if len(path) >= 4 and path[0] == "models" and path[2] == "fields":
+        return f'field "{path[3]}" of model "{path[1]}"'
+    return '"' + ".".join(str(p) for p in path) + '"'
+
+
+_TYPE_WORDS = {
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+}
+
+
+def _kind_of(value: Any) -> str:
+    import datetime
+
+    if isinstance(value, datetime.datetime):
+        return "a date-time"
+    if isinstance(value, datetime.date):
+        return "a date"
+    if isinstance(value, datetime.time):
+        return "a time"
+    return {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "an array",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+def _shape_diagnostics(exc: ValidationError, source_map: SourceMap, display_path: str) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for error in exc.errors():
+        loc: Loc = tuple(error["loc"])
+        kind = error["type"]
+        if kind == "extra_forbidden":
+            name = str(loc[-1])
+            allowed = _allowed_keys(loc[:-1])
+            close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+            hint = (
+                f'did you mean "{close[0]}"?'
+                if close
+                else (f"allowed keys here: {', '.join(allowed)}" if allowed else None)
+            )
+            found.append(
+                Diagnostic(
+                    "FG100",
+                    f'unknown key "{name}" in {_table_name(loc[:-1])}',
+                    display_path,
+                    _key_position(source_map, loc),
+                    hint=hint,
+                )
+            )
+        elif kind == "missing":
+            found.append(
+                Diagnostic(
+                    "FG103",
+                    f'missing required key "{loc[-1]}" in {_table_name(loc[:-1])}',
+                    display_path,
+                    _key_position(source_map, loc[:-1]),
+                )
+            )
+        else:
+            subject = f'"{loc[-1]}" in {_table_name(loc[:-1])}' if loc else "the spec"
+            if kind == "literal_error":
+                options = str(error.get("ctx", {}).get("expected", "")).replace("'", '"')
+                message = f"{subject} must be one of {options}; got {_short(error.get('input'))}"
+            elif kind == "model_type" and error.get("ctx", {}).get("class_name") == "FieldSpec":
+                message = f"{subject} must be a type name or a table, not {_kind_of(error.get('input'))}"
+            elif kind in _TYPE_WORDS:
+                message = f"{subject} must be {_TYPE_WORDS[kind]}, not {_kind_of(error.get('input'))}"
+            else:
+                message = f"{subject}: {error['msg']}"
+            span = source_map.value(loc)
+            position = Position(span.line, span.col) if span else _key_position(source_map, loc)
+            found.append(Diagnostic("FG101", message, display_path, position))
+    return found
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else '"' + value + '"'
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _table_name(loc: Loc) -> str:
+    if not loc:
+        return "the spec"
+    return "[" + ".".join(f'"{p}"' if isinstance(p, str) and "." in p else str(p) for p in loc) + "]"
+
+
+def _allowed_keys(loc: Loc) -> list[str]:
+    """The keys the spec language accepts at `loc`, found by walking the pydantic models."""
+    current: Any = Spec
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return []
+    model = _as_model(current)
+    return [f.alias or name for name, f in model.model_fields.items()] if model else []
+
+
+def _step(annotation: Any, part: str | int) -> Any:
+    annotation = _unwrap(annotation)
+    model = _as_model(annotation)
+    if model is not None:
+        by_key = {f.alias or name: f for name, f in model.model_fields.items()}
+        field = by_key.get(str(part))
+        return field.annotation if field else None
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is dict and len(args) == 2:
+        return args[1]
+    if origin is list and args:
+        return args[0]
+    return None
+
+
+def _unwrap(annotation: Any) -> Any:
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            options = [a for a in typing.get_args(annotation) if a is not type(None)]
+            annotation = options[0] if len(options) == 1 else annotation
+            if len(options) != 1:
+                return annotation
+        else:
+            return annotation
+
+
+def _as_model(annotation: Any) -> type[BaseModel] | None:
+    annotation = _unwrap(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None

@@ -1,0 +1,178 @@
+"""The spec language as pydantic models: the single source of truth for which keys exist.
+
+Every model forbids extra keys, so a typo is a diagnostic (with a "did you mean"), never silently ignored.
+Only the *shape* of the document is checked here; references between names are resolved when lowering
+to the IR (`fusiongen.lower.server`), where every problem is collected with its source position.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _field_short_form(value: Any) -> Any:
+    """`id = "string"` is the short form of `id = { type = "string" }`."""
+    return {"type": value} if isinstance(value, str) else value
+
+
+class FieldSpec(_Strict):
+    """One field of a model, of a tool's input, or (later) of a presenter's inline schema."""
+
+    type: str = Field(description="string text integer number boolean date datetime uuid enum list, or a model name")
+    description: str | None = Field(default=None, description="Shown to the agent in schemas.")
+    required: bool = Field(default=True, description="The field must be present.")
+    nullable: bool = Field(default=False, description="The field may be null.")
+    values: list[str] | None = Field(default=None, description="The allowed values of an enum.")
+    items: str | None = Field(default=None, description="The item type of a list: a scalar type or a model name.")
+    default: Any = Field(default=None, description="The value used when an optional input field is absent.")
+
+
+# The JSON Schema admits both forms, so editors complete `id = "string"` as well as the table.
+FieldDecl = Annotated[FieldSpec, BeforeValidator(_field_short_form, json_schema_input_type=str | FieldSpec)]
+
+
+class ServerSpec(_Strict):
+    name: str = Field(description="The server's name, [a-z][a-z0-9_-]*.")
+    state_handle_key: str = Field(default="workflow_id", description="The workflow state-handle argument.")
+    version: str = "0.1.0"
+    package: str | None = Field(default=None, description="The generated package; default <name>_server.")
+    instructions: str | None = Field(default=None, description="Sent to clients as server instructions.")
+    handlers: str | None = Field(default=None, description="The handler module; default <package>_handlers.")
+
+
+class ModelSpec(_Strict):
+    description: str | None = None
+    fields: dict[str, FieldDecl] = Field(default_factory=dict)
+    casts: dict[str, str] = Field(default_factory=dict, description="field → type, converted on read.")
+    hidden: list[str] = Field(default_factory=list, description="Fields that never leave the server.")
+    guarded: list[str] = Field(default_factory=list, description="Fields the agent can never write.")
+    fillable: dict[str, list[str]] = Field(
+        default_factory=dict, description="operation → the fields that operation accepts."
+    )
+
+
+class BindStateSpec(_Strict):
+    workflow: str | None = Field(default=None, description="May be omitted when the spec has one workflow.")
+    states: list[str] = Field(description="The states in which the tool may run.")
+    transition: str | None = Field(default=None, description="The event a successful call fires.")
+
+
+class ToolSpec(_Strict):
+    kind: Literal["query", "mutation", "action"] = "action"
+    description: str | None = None
+    compact_description: str | None = Field(
+        default=None, description="Shown while its workflow is in its initial state."
+    )
+    bind_state: BindStateSpec | None = None
+    returns: str | None = Field(default=None, description='A model name, or "Model[]" for a list.')
+    handler: str | None = Field(default=None, description="The handler function; default: the tool name.")
+    input: dict[str, FieldDecl] = Field(default_factory=dict)
+    input_from: str | None = Field(default=None, description='"Model.operation": its fillable fields.')
+
+
+UI_TYPES = ("table", "markdown", "list", "mermaid", "json", "code", "summary")
+
+
+class UIBlockSpec(_Strict):
+    """A block shown with a result: for the model by default, or only for the human (`audience = "user"`)."""
+
+    type: Literal["table", "markdown", "list", "mermaid", "json", "code", "summary"]
+    audience: Literal["model", "user"] = "model"
+    when: str | None = Field(default=None, description="Show the block only when this condition holds.")
+    columns: list[str] | None = Field(default=None, description="table: the header cells.")
+    rows: list[list[str]] | None = Field(default=None, description="table (one item): rows of cell templates.")
+    row: list[str] | None = Field(default=None, description="table (collection): one row of cells per item.")
+    text: str | None = Field(default=None, description="markdown, mermaid, code, summary: a template.")
+    items: list[str] | None = Field(default=None, description="list (one item): entry templates.")
+    item: str | None = Field(default=None, description="list (collection): one entry template per item.")
+    path: str | None = Field(default=None, description="json: the field shown (default: the whole result).")
+    language: str | None = Field(default=None, description="code: the fence's language.")
+
+
+class ConditionalRuleSpec(_Strict):
+    when: str
+    rule: str
+
+
+class SuggestionSpec(_Strict):
+    tool: str
+    reason: str
+    when: str | None = None
+
+
+class PresenterSpec(_Strict):
+    model: str | None = Field(default=None, description="The model whose non-hidden fields form the schema.")
+    fields: list[str] | None = Field(default=None, description="Narrow the model's fields to these.")
+    schema_: dict[str, FieldDecl] | None = Field(
+        default=None, alias="schema", description="An inline schema instead of model/fields."
+    )
+    rules: list[str] = Field(default_factory=list)
+    collection_rules: list[str] = Field(default_factory=list)
+    rules_when: list[ConditionalRuleSpec] = Field(default_factory=list)
+    redact_pii: list[str] = Field(default_factory=list, description="Paths masked before serialization.")
+    censor: str = "[REDACTED]"
+    limit: int | None = Field(default=None, description="Collections: at most this many items.")
+    embed: dict[str, str] = Field(default_factory=dict, description="field → the child presenter that shapes it.")
+    ui: list[UIBlockSpec] = Field(default_factory=list)
+    collection_ui: list[UIBlockSpec] = Field(default_factory=list)
+    suggest: list[SuggestionSpec] = Field(default_factory=list)
+
+
+class TransitionSpec(_Strict):
+    """`{ target = "..." }`; XState's guard/actions/reenter are accepted only to be reported as unsupported."""
+
+    target: str
+    guard: Any = None
+    cond: Any = None
+    actions: Any = None
+    reenter: Any = None
+    description: str | None = None
+
+
+class StateSpec(_Strict):
+    """One state. XState keys we do not compile are accepted here only so they can be named precisely."""
+
+    on: dict[str, str | TransitionSpec | list[Any]] = Field(default_factory=dict)
+    type: str | None = Field(default=None, description='"final" (XState\'s "atomic" is the default).')
+    description: str | None = None
+    tags: list[str] | None = None
+    meta: dict[str, Any] | None = None
+    # Unsupported XState features: reported, never ignored.
+    always: Any = None
+    after: Any = None
+    invoke: Any = None
+    entry: Any = None
+    exit: Any = None
+    states: Any = None
+    initial: Any = None
+    history: Any = None
+
+
+class WorkflowSpec(_Strict):
+    initial: str | None = None
+    states: dict[str, StateSpec] | None = None
+    machine: str | None = Field(default=None, description="An XState v5 machine config exported as JSON.")
+
+
+class Spec(_Strict):
+    """A fusiongen spec: models, presenters, workflows and tools, compiled into an MCP server."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, title="fusiongen spec")
+
+    server: ServerSpec
+    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    presenters: dict[str, PresenterSpec] = Field(default_factory=dict)
+    workflows: dict[str, WorkflowSpec] = Field(default_factory=dict)
+    tools: dict[str, ToolSpec] = Field(default_factory=dict)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the spec language, generated from the models above (never written by hand)."""
+    schema = Spec.model_json_schema(by_alias=True, mode="validation")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

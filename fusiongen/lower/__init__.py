@@ -1,0 +1,1 @@
+"""A loaded spec to the IR and its diagnostics: one module per concept, each a function of what came before."""

@@ -1,0 +1,248 @@
+"""Compile one presenter's expressions and UI blocks, with positions inside the spec's strings.
+
+Every `{…}` and `when` goes through `fusiongen.expr`; then the paths it reads are checked: a rule,
+suggestion or model-facing block that reads a hidden or redacted field is a build error (FG158).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from fusiongen import expr
+from fusiongen.diagnostics import Diagnostic
+from fusiongen.ir import ExprIR, FieldIR, RedactionPath, UIBlockIR
+from fusiongen.load.loader import Loc
+from fusiongen.load.spec import UIBlockSpec
+
+if TYPE_CHECKING:
+    from fusiongen.lower.presenters import PresenterLowering
+
+_EXPR_TYPES = {
+    "string": expr.ExprType.STRING,
+    "text": expr.ExprType.STRING,
+    "date": expr.ExprType.STRING,
+    "datetime": expr.ExprType.STRING,
+    "uuid": expr.ExprType.STRING,
+    "enum": expr.ExprType.STRING,
+    "integer": expr.ExprType.INTEGER,
+    "number": expr.ExprType.NUMBER,
+    "boolean": expr.ExprType.BOOLEAN,
+    "list": expr.ExprType.LIST,
+    "model": expr.ExprType.OBJECT,
+}
+
+
+def _access(path: tuple[str, ...]) -> str:
+    """How generated code reads a path of shaped data (a dict built by the shape function)."""
+    return f"data.get({path[0]!r})" if len(path) == 1 else f"_x_get(data, {path!r})"
+
+
+class PresenterExpressions:
+    """Compiles one presenter's expressions, with positions inside the spec's strings."""
+
+    def __init__(
+        self,
+        owner: PresenterLowering,
+        fields: tuple[FieldIR, ...],
+        embeds: dict[str, str],
+        redactions: tuple[RedactionPath, ...],
+        loc: Loc,
+    ) -> None:
+        self.owner = owner
+        self.lowering = owner.lowering
+        self.fields = fields
+        self.embeds = embeds
+        self.redactions = redactions
+        self.reads: list[tuple[str, ...]] = []  # what model-facing expressions read (checked against parents)
+        model = owner.models.get(owner.spec.presenters[loc[1]].model or "") if len(loc) > 1 else None
+        self.top_hidden = {f.name: f for f in model.fields if f.hidden} if model else {}
+
+    def resolve(self, path: tuple[str, ...]) -> expr.FieldInfo | None:
+        level, embeds, nullable = self.fields, self.embeds, False
+        hidden = self.top_hidden
+        for depth, name in enumerate(path):
+            field = next((f for f in level if f.name == name), None) or hidden.get(name)
+            if field is None:
+                return None
+            hidden = {f.name: f for f in self.owner.hidden_fields(field)}
+            nullable = nullable or not field.required or field.nullable
+            if depth == len(path) - 1:
+                kind = field.cast or field.type.kind
+                item = _EXPR_TYPES.get(field.type.items.kind) if field.type.items else None
+                return expr.FieldInfo(_EXPR_TYPES[kind], nullable, item)
+            if field.type.kind != "model":
+                return None
+            inner = self.owner.children(field, embeds.get(name))
+            if inner is None:
+                return None
+            embeds = dict(self.owner.spec.presenters[embeds[name]].embed) if name in embeds else {}
+            level = inner
+        return None
+
+    def hidden_reason(self, path: tuple[str, ...]) -> str | None:
+        """Why reading `path` would leak, if it would: it is hidden, or overlaps a redacted path."""
+        if path and path[0] in self.top_hidden:
+            return f'"{".".join(path)}" is hidden'
+        level: tuple[FieldIR, ...] = self.fields
+        embeds = self.embeds
+        for depth, name in enumerate(path):
+            field = next((f for f in level if f.name == name), None)
+            if field is None:
+                break
+            if depth + 1 < len(path) and path[depth + 1] in self.owner.hidden_names(field):
+                return f'"{".".join(path)}" is hidden'
+            inner = self.owner.children(field, embeds.get(name))
+            if inner is None:
+                break
+            level = inner
+        for redacted in self.redactions:
+            plain = tuple(s for s in redacted if s != "[*]")
+            if plain[: len(path)] == path or path[: len(plain)] == plain:
+                written = "".join(s if s == "[*]" else f".{s}" for s in redacted).lstrip(".")
+                return f'"{".".join(path)}" is redacted (redact_pii "{written}")'
+        return None
+
+    def _compile(
+        self, kind: str, text: str, loc: Loc, *, collection: bool, for_user: bool = False, fields_allowed: bool = True
+    ) -> ExprIR | None:
+        def resolve(path: tuple[str, ...]) -> expr.FieldInfo | None:
+            return self.resolve(path) if fields_allowed else None
+
+        compile_fn: Callable[..., expr.Compiled | list[expr.ExprError]] = {
+            "template": expr.compile_template,
+            "condition": expr.compile_condition,
+        }[kind]
+        result = compile_fn(text, resolve, access=_access, collection=collection)
+        if isinstance(result, list):
+            loaded = self.lowering.loaded
+            for error in result:
+                position = loaded.string_char_at(loc, error.start)
+                self.lowering.diagnostics.append(Diagnostic("FG157", error.message, loaded.display_path, position))
+            return None
+        if not for_user:
+            self.reads.extend(p for p in result.paths if p not in self.reads)
+        for path in result.paths:
+            reason = self.hidden_reason(path)
+            if reason is None:
+                continue
+            if reason.endswith("is hidden"):  # hidden never leaves the server, not even for the user
+                self.lowering.error("FG158", f"{reason}: hidden fields never leave the server", loc, value=True)
+                return None
+            if not for_user:
+                self.lowering.error(
+                    "FG158",
+                    f"{reason}: it cannot be shown to the model",
+                    loc,
+                    value=True,
+                    hint='show it in a UI block with audience = "user", or read another field',
+                )
+                return None
+        return ExprIR(text, result.python, result.paths, result.helpers)
+
+    def template(
+        self, text: str, loc: Loc, *, collection: bool, for_user: bool = False, fields_allowed: bool = True
+    ) -> ExprIR | None:
+        return self._compile(
+            "template", text, loc, collection=collection, for_user=for_user, fields_allowed=fields_allowed
+        )
+
+    def condition(self, text: str, loc: Loc, *, collection: bool) -> ExprIR | None:
+        return self._compile("condition", text, loc, collection=collection)
+
+    def block(self, spec: UIBlockSpec, loc: Loc, *, collection: bool) -> UIBlockIR | None:
+        user = spec.audience == "user"
+        allowed = {
+            "table": {"columns", "rows"} if not collection else {"columns", "row"},
+            "list": {"items"} if not collection else {"item"},
+            "json": {"path"},
+            "code": {"text", "language"},
+        }.get(spec.type, {"text"})
+        given = {
+            k
+            for k in ("columns", "rows", "row", "text", "items", "item", "path", "language")
+            if getattr(spec, k) is not None
+        }
+        for key in sorted(given - allowed):
+            self.lowering.error(
+                "FG160",
+                f'a {spec.type} block{" of collection_ui" if collection else ""} has no "{key}"',
+                (*loc, key),
+                hint="its keys: " + ", ".join(sorted(allowed)),
+            )
+        for key in sorted(allowed - given - {"language", "path"}):
+            self.lowering.error("FG160", f'a {spec.type} block needs "{key}"', loc)
+        if given - allowed or allowed - given - {"language", "path"}:
+            return None
+        when = (
+            self._compile(
+                "condition",
+                spec.when,
+                (*loc, "when"),
+                collection=collection,
+                for_user=user,
+                fields_allowed=not collection,
+            )
+            if spec.when
+            else None
+        )
+
+        def tpl(text: str, at: Loc, per_item: bool = True) -> ExprIR | None:
+            # In a collection block, row and item templates see one item; other text sees only count().
+            return self.template(
+                text, at, collection=collection, for_user=user, fields_allowed=per_item or not collection
+            )
+
+        columns = tuple(spec.columns or ())
+        rows: list[tuple[ExprIR, ...]] = []
+        all_rows = spec.rows or ([spec.row] if spec.row is not None else [])
+        bad = False
+        for r, row in enumerate(all_rows):
+            if len(row) != len(columns):
+                cells = f"{len(row)} cell" + ("" if len(row) == 1 else "s")
+                self.lowering.error(
+                    "FG160",
+                    f"a table row has {cells} for {len(columns)} columns",
+                    (*loc, "rows", r) if spec.rows is not None else (*loc, "row"),
+                )
+                bad = True
+        if bad:
+            return None
+        for r, row in enumerate(all_rows):
+            at = (*loc, "rows", r) if spec.rows is not None else (*loc, "row")
+            cells = [tpl(cell, (*at, c)) for c, cell in enumerate(row)]
+            if any(c is None for c in cells):
+                return None
+            rows.append(tuple(c for c in cells if c is not None))
+        text = tpl(spec.text, (*loc, "text"), per_item=False) if spec.text is not None else None
+        entries = [tpl(t, (*loc, "items", i)) for i, t in enumerate(spec.items or [])]
+        if spec.item is not None:
+            entries.append(tpl(spec.item, (*loc, "item")))
+        path: tuple[str, ...] = ()
+        if spec.path:
+            path = tuple(spec.path.split("."))
+            if self.resolve(path) is None:
+                self.lowering.error(
+                    "FG160", f'json block path "{spec.path}" is not a field', (*loc, "path"), value=True
+                )
+                return None
+        if spec.type == "json" and not user:
+            self.reads.append(path)  # () reads the whole result: any parent redaction under it is shown
+            reason = (
+                self.hidden_reason(path)
+                if path
+                else ("the whole result holds redacted fields" if self.redactions else None)
+            )
+            if reason:
+                self.lowering.error(
+                    "FG158",
+                    f"{reason}: a json block cannot show it to the model",
+                    (*loc, "path") if path else loc,
+                    hint='mark the block audience = "user"',
+                )
+                return None
+        if (spec.text is not None and text is None) or any(e is None for e in entries):
+            return None
+        return UIBlockIR(
+            spec.type, user, when, columns, tuple(rows), text, tuple(e for e in entries if e), path, spec.language or ""
+        )

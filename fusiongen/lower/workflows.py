@@ -1,0 +1,360 @@
+"""Lower workflows (finite-state machines) and the tools bound to their states.
+
+A workflow is given inline in TOML or as an XState v5 machine exported to JSON. Only flat machines
+with plain event → target transitions are compiled; every XState feature that would change behaviour
+if ignored (guards, actions, always, after, invoke, nested or parallel states, wildcard events) is a
+diagnostic naming it, because silently dropping a guard lets a call through that should be refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from fusiongen.diagnostics import Diagnostic, Position, Severity
+from fusiongen.ir import BindingIR, WorkflowIR
+from fusiongen.load.loader import Loc
+from fusiongen.load.spec import StateSpec, ToolSpec, TransitionSpec, WorkflowSpec
+
+if TYPE_CHECKING:
+    from fusiongen.lower.server import _Lowering
+
+_UNSUPPORTED_STATE_KEYS = ("always", "after", "invoke", "entry", "exit", "initial", "states", "history")
+_UNSUPPORTED_TRANSITION_KEYS = ("guard", "cond", "actions", "reenter")
+_MACHINE_KEYS = {"id", "initial", "states", "description", "version", "context", "predictableActionArguments"}
+
+
+@dataclass
+class _Source:
+    """Where a workflow's states are written: the spec, or a machine JSON file."""
+
+    file: str
+    text: str | None  # the JSON text, to find positions in it; None for the spec itself
+
+    def position(self, lowering: _Lowering, loc: Loc, json_keys: tuple[str, ...]) -> Position:
+        if self.text is None:
+            return lowering.loaded.key_at(*loc)
+        offset = 0
+        for key in json_keys:  # walk down the JSON text key by key (a key, not an equal string value)
+            match = re.compile(re.escape(json.dumps(key)) + r"\s*:").search(self.text, offset)
+            if match is None:
+                break
+            offset = match.start()
+        line = self.text.count("\n", 0, offset) + 1
+        return Position(line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1)
+
+
+class WorkflowLowering:
+    def __init__(self, lowering: _Lowering) -> None:
+        self.lowering = lowering
+        self.spec = lowering.spec
+        # Every event a workflow's states name, compiled or not: a binding to an event whose transition was
+        # already reported (unsupported, or an unknown target) is not reported again.
+        self.declared_events: dict[str, set[str]] = {}
+
+    def report(
+        self,
+        source: _Source,
+        code: str,
+        message: str,
+        loc: Loc,
+        json_keys: tuple[str, ...] = (),
+        *,
+        hint: str | None = None,
+        warning: bool = False,
+    ) -> None:
+        self.lowering.diagnostics.append(
+            Diagnostic(
+                code,
+                message,
+                source.file,
+                source.position(self.lowering, loc, json_keys),
+                Severity.WARNING if warning else Severity.ERROR,
+                hint,
+            )
+        )
+
+    # --- machines --------------------------------------------------------------------------------
+    def lower(self, name: str, workflow: WorkflowSpec) -> WorkflowIR | None:
+        loc: Loc = ("workflows", name)
+        self.lowering.check_identifier(name, loc, "workflow name", value=False)
+        source = _Source(self.lowering.loaded.display_path, None)
+        initial, states = workflow.initial, workflow.states
+        if workflow.machine is not None:
+            if workflow.states is not None or workflow.initial is not None:
+                self.lowering.error(
+                    "FG173", f'workflow "{name}" has both "machine" and inline initial/states', (*loc, "machine")
+                )
+                return None
+            loaded = self.load_machine(workflow.machine, (*loc, "machine"))
+            if loaded is None:
+                return None
+            source, initial, states = loaded
+        if states is None or not states:
+            self.lowering.error("FG170", f'workflow "{name}" declares no states', loc)
+            return None
+        state_loc = (*loc, "states")
+        transitions: list[tuple[str, str, str]] = []
+        finals: list[str] = []
+        self.declared_events[name] = {event for spec in states.values() for event in spec.on}
+        for state, spec in states.items():
+            at = (*state_loc, state)
+            keys = ("states", state)
+            nested_reported = False
+            for key in _UNSUPPORTED_STATE_KEYS:
+                if getattr(spec, key) is not None:
+                    nested = key in ("states", "initial", "history")
+                    if nested and nested_reported:
+                        continue
+                    nested_reported = nested_reported or nested
+                    what = "nested states" if nested else f'"{key}"'
+                    self.report(
+                        source,
+                        "FG172",
+                        f'state "{state}" uses {what}, an XState feature fusiongen does not compile',
+                        (*at, key),
+                        (*keys, key),
+                        hint="flatten the machine, or enforce it in a handler",
+                    )
+            if spec.type not in (None, "atomic", "final"):
+                self.report(
+                    source,
+                    "FG172",
+                    f'state "{state}" has type "{spec.type}", which fusiongen does not '
+                    "compile (only atomic and final states)",
+                    (*at, "type"),
+                    (*keys, "type"),
+                )
+            if spec.type == "final":
+                finals.append(state)
+                if spec.on:
+                    self.report(
+                        source, "FG174", f'final state "{state}" cannot have transitions', (*at, "on"), (*keys, "on")
+                    )
+                continue
+            for event, target in spec.on.items():
+                at_event = (*at, "on", event)
+                json_at = (*keys, "on", event)
+                resolved = self.target(source, state, event, target, at_event, json_at)
+                if resolved is None:
+                    continue
+                if resolved not in states:
+                    self.report(
+                        source,
+                        "FG170",
+                        f'transition {state} --{event}--> "{resolved}": no such state',
+                        at_event,
+                        json_at,
+                    )
+                    continue
+                transitions.append((state, event, resolved))
+        if initial is None or initial not in states:
+            self.report(
+                source,
+                "FG170",
+                f'workflow "{name}" needs "initial" naming one of its states'
+                + (f' ("{initial}" is not one)' if initial else ""),
+                (*loc, "initial"),
+                ("initial",),
+            )
+            return None
+        reachable = {initial}
+        frontier = [initial]
+        while frontier:
+            current = frontier.pop()
+            for state, _, target in transitions:
+                if state == current and target not in reachable:
+                    reachable.add(target)
+                    frontier.append(target)
+        for state in states:
+            if state not in reachable:
+                self.report(
+                    source,
+                    "FG175",
+                    f'state "{state}" of workflow "{name}" cannot be reached from "{initial}"',
+                    (*state_loc, state),
+                    ("states", state),
+                    warning=True,
+                )
+        return WorkflowIR(name, self.lowering.snake(name), initial, tuple(states), tuple(finals), tuple(transitions))
+
+    def target(
+        self,
+        source: _Source,
+        state: str,
+        event: str,
+        target: str | TransitionSpec | list[Any],
+        loc: Loc,
+        json_keys: tuple[str, ...],
+    ) -> str | None:
+        if event == "*" or "*" in event:
+            self.report(source, "FG172", f'wildcard event "{event}" in state "{state}" is not compiled', loc, json_keys)
+            return None
+        if isinstance(target, list):
+            self.report(
+                source,
+                "FG172",
+                f'event "{event}" of state "{state}" has several (guarded) transitions; '
+                "fusiongen compiles one target per event",
+                loc,
+                json_keys,
+            )
+            return None
+        if isinstance(target, TransitionSpec):
+            for key in _UNSUPPORTED_TRANSITION_KEYS:
+                if getattr(target, key) is not None:
+                    self.report(
+                        source,
+                        "FG172",
+                        f'transition {state} --{event}--> uses "{key}", an XState feature fusiongen does not compile',
+                        (*loc, key),
+                        (*json_keys, key),
+                        hint="ignoring it would change behaviour; move the check into a handler",
+                    )
+                    return None
+            target = target.target
+        if target.startswith(("#", ".")) or "." in target:
+            self.report(
+                source,
+                "FG172",
+                f'transition target "{target}" refers to a nested or id-addressed state',
+                loc,
+                json_keys,
+            )
+            return None
+        return target
+
+    def load_machine(self, machine: str, loc: Loc) -> tuple[_Source, str | None, dict[str, StateSpec]] | None:
+        path = self.lowering.loaded.path.parent / machine
+        shown = Path(self.lowering.loaded.display_path).parent.joinpath(machine).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+            config = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.lowering.diagnostics.append(
+                Diagnostic("FG173", f"machine is not valid JSON: {exc.msg}", shown, Position(exc.lineno, exc.colno))
+            )
+            return None
+        except (OSError, ValueError) as exc:  # unreadable, a NUL in the path, not UTF-8
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a readable UTF-8 file"
+            self.lowering.error("FG173", f'cannot read machine "{machine}": {reason}', loc, value=True)
+            return None
+        except RecursionError:
+            self.lowering.error("FG173", f'machine "{machine}" is nested too deeply', loc, value=True)
+            return None
+        source = _Source(shown, text)
+        if not isinstance(config, Mapping) or not isinstance(config.get("states"), Mapping):
+            self.report(source, "FG173", 'a machine must be a JSON object with "states"', (), ())
+            return None
+        for key in config:
+            if key not in _MACHINE_KEYS:
+                self.report(
+                    source,
+                    "FG172",
+                    f'machine key "{key}" is an XState feature fusiongen does not compile',
+                    (),
+                    (str(key),),
+                )
+        if "context" in config:
+            self.report(
+                source, "FG172", 'machine "context" has no effect here (no actions run)', (), ("context",), warning=True
+            )
+        states: dict[str, StateSpec] = {}
+        for name, raw in config["states"].items():
+            try:
+                states[str(name)] = StateSpec.model_validate(raw if raw is not None else {})
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                self.report(
+                    source,
+                    "FG172" if first["type"] == "extra_forbidden" else "FG173",
+                    f'state "{name}": "{where}" is not supported here ({first["msg"].lower()})',
+                    (),
+                    ("states", str(name), *(str(p) for p in first["loc"][:1])),
+                )
+        initial = config.get("initial")
+        return source, initial if isinstance(initial, str) else None, states
+
+    # --- bindings --------------------------------------------------------------------------------
+    def binding(self, tool_name: str, tool: ToolSpec, workflows: dict[str, WorkflowIR]) -> BindingIR | None:
+        loc: Loc = ("tools", tool_name)
+        if tool.bind_state is None:
+            if tool.compact_description is not None:
+                self.lowering.error(
+                    "FG174",
+                    "compact_description needs bind_state: it is shown while the bound "
+                    "workflow is in its initial state",
+                    (*loc, "compact_description"),
+                )
+            return None
+        bind = tool.bind_state
+        at = (*loc, "bind_state")
+        name = bind.workflow
+        if name is None:
+            if len(self.spec.workflows) != 1:
+                self.lowering.error("FG174", 'bind_state needs "workflow" when the spec does not have exactly one', at)
+                return None
+            name = next(iter(self.spec.workflows))
+        workflow = workflows.get(name)
+        if workflow is None:
+            if name not in self.spec.workflows:
+                self.lowering.error(
+                    "FG174", f'bind_state names unknown workflow "{name}"', (*at, "workflow"), value=True
+                )
+            return None
+        ok = True
+        for index, state in enumerate(bind.states):
+            if state not in workflow.states:
+                self.lowering.error(
+                    "FG170",
+                    f'workflow "{name}" has no state "{state}"',
+                    (*at, "states", index),
+                    value=True,
+                    hint="its states: " + ", ".join(workflow.states),
+                )
+                ok = False
+        if not bind.states:
+            self.lowering.error("FG174", "bind_state needs at least one state", (*at, "states"), value=True)
+            ok = False
+        if bind.transition is not None:
+            accepting = {s for s, e, _ in workflow.transitions if e == bind.transition}
+            if not accepting and bind.transition in self.declared_events.get(name, set()):
+                ok = False  # its transitions were reported where they are declared
+            elif not accepting:
+                self.lowering.error(
+                    "FG171",
+                    f'no state of workflow "{name}" accepts event "{bind.transition}"',
+                    (*at, "transition"),
+                    value=True,
+                )
+                ok = False
+            elif ok and not accepting & set(bind.states):
+                self.lowering.error(
+                    "FG171",
+                    f'event "{bind.transition}" is accepted only in '
+                    f"{', '.join(sorted(accepting))}, not in the states this tool runs in",
+                    (*at, "transition"),
+                    value=True,
+                )
+                ok = False
+        return BindingIR(name, tuple(bind.states), bind.transition) if ok else None
+
+    def check_fireable(self, workflow: WorkflowIR, bindings: list[BindingIR]) -> None:
+        for state, event, target in workflow.transitions:
+            if not any(b.workflow == workflow.name and b.transition == event and state in b.states for b in bindings):
+                self.lowering.diagnostics.append(
+                    self.lowering.loaded.diagnostic(
+                        "FG176",
+                        f'no tool fires {state} --{event}--> {target} in workflow "{workflow.name}"',
+                        ("workflows", workflow.name),
+                        warning=True,
+                        hint=f'bind a tool with transition = "{event}" to state "{state}"',
+                    )
+                )

@@ -1,0 +1,5 @@
+"""The static code of generated servers, as real Python: copied byte for byte into every server that needs it.
+
+Nothing here imports fusiongen, and fusiongen never imports these modules: they are source text to copy,
+linted, type-checked and unit-tested as code. Modules import each other relatively, as they do in a server.
+"""

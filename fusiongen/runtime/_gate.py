@@ -1,0 +1,253 @@
+"""Workflow gating at run time: which tools a session sees, and whether a call may run now.
+
+The tables come from workflows.py (compiled by fusiongen); the state lives in a StateStore (memory,
+SQLite or Redis, chosen at start-up). The call path always enforces, in both protocol eras:
+
+* handshake era (2025-11-25 and older): a call without a handle uses the session's own state (the
+  HTTP session id, or this process on stdio), and the session's tools/list shows only what its
+  states allow; a transition of the session's state sends notifications/tools/list_changed once.
+* 2026-07-28: tools/list must not vary per connection, so it shows every tool, and a bound tool
+  needs an explicit handle minted by `<workflow>.start`.
+
+Calls on one handle are serialized by the store's lock, so a transition's handler runs at most once:
+of two concurrent calls that need the same state, one runs and the other is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ._runtime import FieldError, Route, data_result, error_result, escape_attribute, escape_text, validation_error
+from .state_store import LockTimeout, Record, StateStore
+
+logger = logging.getLogger(__name__.rpartition(".")[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    name: str
+    initial: str
+    finals: frozenset[str]
+    transitions: Mapping[tuple[str, str], str]  # (state, event) → target
+    tools_by_state: Mapping[str, tuple[str, ...]]  # the bound tools each state allows
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    workflow: str
+    states: frozenset[str]
+    event: str | None
+
+
+def is_modern(ctx: Any) -> bool:
+    return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
+def _actions(names: tuple[str, ...] | list[str]) -> str:
+    return "".join(f"<action>{escape_text(n)}</action>" for n in names)
+
+
+def _details(details: dict[str, str]) -> str:
+    return "".join(f'<detail key="{escape_attribute(k)}">{escape_text(v)}</detail>' for k, v in details.items())
+
+
+def forbidden(
+    tool: str, message: str, recovery: str, actions: tuple[str, ...] | list[str], details: dict[str, str]
+) -> types.CallToolResult:
+    return error_result(
+        f'<tool_error tool="{escape_attribute(tool)}" code="FORBIDDEN" severity="error">'
+        f"<message>{escape_text(message)}</message><recovery>{escape_text(recovery)}</recovery>"
+        f"<available_actions>{_actions(actions)}</available_actions><details>{_details(details)}</details>"
+        "</tool_error>"
+    )
+
+
+class Gate:
+    def __init__(
+        self, store: StateStore, machines: Mapping[str, Machine], bindings: Mapping[str, Binding], handle_key: str
+    ) -> None:
+        self.store = store
+        self.machines = machines
+        self.bindings = bindings
+        self.handle_key = handle_key
+        # stdio and in-process connections have no session id: one session state per server instance.
+        self.process_session = secrets.token_hex(8)
+
+    # --- whose state --------------------------------------------------------------------------------
+    def session_handle(self, ctx: Any, workflow: str) -> str | None:
+        """The implicit handle of the caller's session (handshake era only)."""
+        if is_modern(ctx):
+            return None
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None)
+        session_id = headers.get("mcp-session-id") if headers is not None else None
+        return f"session:{session_id or self.process_session}:{workflow}"
+
+    async def session_states(self, ctx: Any) -> dict[str, str]:
+        states: dict[str, str] = {}
+        for name, machine in self.machines.items():
+            handle = self.session_handle(ctx, name)
+            record = await self.store.load(handle) if handle else None
+            states[name] = record.state if record is not None and record.workflow == name else machine.initial
+        return states
+
+    def allowed(self, machine: Machine, state: str) -> tuple[str, ...]:
+        return machine.tools_by_state.get(state, ())
+
+    # --- refusals -----------------------------------------------------------------------------------
+    def needs_handle(self, tool: str, machine: Machine) -> types.CallToolResult:
+        start = f"{machine.name}.start"
+        return forbidden(
+            tool,
+            f'Tool "{tool}" needs a workflow handle: pass "{self.handle_key}".',
+            f"Call {start} to get a {self.handle_key}, then call this tool with it.",
+            [start],
+            {"workflow": machine.name},
+        )
+
+    def unknown_handle(self, tool: str, machine: Machine) -> types.CallToolResult:
+        start = f"{machine.name}.start"
+        return forbidden(
+            tool,
+            f'Unknown or expired {self.handle_key} for workflow "{machine.name}".',
+            f"Call {start} for a new one; handles are never created implicitly.",
+            [start],
+            {"workflow": machine.name},
+        )
+
+    def wrong_state(self, tool: str, machine: Machine, binding: Binding, state: str) -> types.CallToolResult:
+        allowed = self.allowed(machine, state)
+        return forbidden(
+            tool,
+            f'Tool "{tool}" is not available in the current state ("{state}") of workflow "{machine.name}".',
+            "Call one of the available actions first."
+            if allowed
+            else f'Workflow "{machine.name}" is in its final state: nothing more can be done with it.'
+            if state in machine.finals
+            else f'No tool of workflow "{machine.name}" can run in state "{state}".',
+            allowed,
+            {"workflow": machine.name, "currentState": state, "requiredStates": ", ".join(sorted(binding.states))},
+        )
+
+    # --- the call path ------------------------------------------------------------------------------
+    async def call(self, tool: str, arguments: Mapping[str, Any], ctx: Any, route: Route) -> types.CallToolResult:
+        binding = self.bindings[tool]
+        machine = self.machines[binding.workflow]
+        rest = dict(arguments)
+        handle = rest.pop(self.handle_key, None)
+        if handle is not None and type(handle) is not str:
+            return validation_error(
+                tool, [FieldError(self.handle_key, f"expected a string handle from {machine.name}.start.")]
+            )
+        implicit = handle is None
+        if handle is not None and ":" in handle:  # minted handles never hold ":"; session keys do and stay private
+            return self.unknown_handle(tool, machine)
+        if implicit:
+            handle = self.session_handle(ctx, machine.name)
+            if handle is None:
+                return self.needs_handle(tool, machine)
+        changed: Record | None = None
+        try:
+            async with self.store.lock(handle):
+                record = await self.store.load(handle)
+                if record is None and implicit:
+                    record = await self.store.create(handle, machine.name, machine.initial)
+                if record is None or record.workflow != machine.name:
+                    return self.unknown_handle(tool, machine)
+                if record.state not in binding.states:
+                    return self.wrong_state(tool, machine, binding, record.state)
+                result = await route(rest, ctx)
+                if result.is_error or binding.event is None:
+                    return result
+                target = machine.transitions.get((record.state, binding.event))
+                if target is None or target == record.state:
+                    return result
+                changed = await self.store.compare_and_set(handle, record.version, target)
+                if changed is None:  # only if the lock expired while the handler ran
+                    logger.error(
+                        "tool %s: workflow %s changed while its handler ran; transition to %s lost",
+                        tool,
+                        machine.name,
+                        target,
+                    )
+        except LockTimeout:
+            return error_result(
+                f'<tool_error tool="{escape_attribute(tool)}" code="BUSY" severity="error"><message>Another call '
+                "on this workflow is still running.</message><recovery>Retry in a moment.</recovery></tool_error>"
+            )
+        if changed is not None and implicit:
+            await ctx.session.send_tool_list_changed()
+        return result
+
+    # --- generated tools: <workflow>.start and <workflow>.status ---------------------------------------
+    def describe(self, machine: Machine, handle: str | None, record: Record) -> types.CallToolResult:
+        data: dict[str, Any] = {
+            self.handle_key: handle,
+            "workflow": machine.name,
+            "state": record.state,
+            "allowed_tools": list(self.allowed(machine, record.state)),
+            "final": record.state in machine.finals,
+        }
+        return data_result(data, data)
+
+    async def start(self, machine: Machine, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
+        if arguments:
+            names = ", ".join(sorted(arguments))
+            return validation_error(
+                f"{machine.name}.start", [FieldError(names, "unknown field; this tool takes no arguments.")]
+            )
+        handle = secrets.token_urlsafe(24)
+        record = await self.store.create(handle, machine.name, machine.initial)
+        return self.describe(machine, handle, record)
+
+    async def status(self, machine: Machine, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
+        tool = f"{machine.name}.status"
+        unknown = [
+            FieldError(k, f'unknown field; the only argument is "{self.handle_key}".')
+            for k in arguments
+            if k != self.handle_key
+        ]
+        handle = arguments.get(self.handle_key)
+        if handle is not None and type(handle) is not str:
+            unknown.append(FieldError(self.handle_key, "expected a string handle."))
+        if unknown:
+            return validation_error(tool, unknown)
+        if handle is None:
+            handle = self.session_handle(ctx, machine.name)
+            if handle is None:
+                return self.needs_handle(tool, machine)
+            record = await self.store.load(handle)
+            # The session's own state has no handle to show; before its first call it is the initial state.
+            return self.describe(machine, None, record or Record(machine.name, machine.initial, 0))
+        record = None if ":" in handle else await self.store.load(handle)
+        if record is None or record.workflow != machine.name:
+            return self.unknown_handle(tool, machine)
+        return self.describe(machine, handle, record)
+
+
+def handshake_listing(
+    tools: list[types.Tool],
+    compact: Mapping[str, types.Tool],
+    bindings: Mapping[str, Binding],
+    machines: Mapping[str, Machine],
+    states: Mapping[str, str],
+) -> list[types.Tool]:
+    """A session's tools in the handshake era: unbound ones, and bound ones its states allow."""
+    visible: list[types.Tool] = []
+    for tool in tools:
+        binding = bindings.get(tool.name)
+        if binding is None:
+            visible.append(tool)
+            continue
+        state = states[binding.workflow]
+        if state in binding.states:
+            short = compact.get(tool.name)
+            visible.append(short if short is not None and state == machines[binding.workflow].initial else tool)
+    return visible

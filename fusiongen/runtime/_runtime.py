@@ -1,0 +1,681 @@
+"""Helpers shared by the generated modules: reading handler data, checking values, building results.
+
+Everything here fails closed: data that does not have the declared shape raises `OutputError`, which
+the tool turns into an error result carrying no data. Messages name declared fields and expected
+types only, never a value the handler returned, so nothing hidden can leak through an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import importlib
+import inspect
+import json
+import logging
+import math
+import re
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
+
+try:
+    import orjson
+except ImportError:  # orjson is optional: the standard library gives the same text, slower
+    orjson = None  # type: ignore[assignment]
+
+logger = logging.getLogger(__name__.rpartition(".")[0])
+
+MISSING: Final = object()
+_NOT_OBJECTS: Final = (str, bytes, int, float, list, tuple, set, frozenset)
+_NUMBERS: Final = (int, float)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+
+
+class OutputError(Exception):
+    """Handler data does not fit the declared shape. `path` names only declared, visible fields."""
+
+    def __init__(self, at: str, name: str, expected: str) -> None:
+        self.path = f"{at}.{name}" if name else at
+        self.expected = expected
+        super().__init__(f"{self.path}: expected {expected}")
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldError:
+    """One bad argument, described so that a model can fix its call."""
+
+    name: str
+    message: str
+
+
+class InvalidArguments(Exception):
+    def __init__(self, errors: list[FieldError]) -> None:
+        self.errors = errors
+        super().__init__(f"{len(errors)} invalid argument(s)")
+
+
+# --- reading handler data --------------------------------------------------------------------------
+
+Getter = Callable[[str, object], object]
+
+
+def reader(src: object, at: str) -> Getter:
+    """A `get(name, default)` over whatever the handler returned: a mapping or an object's attributes."""
+    if type(src) is dict or isinstance(src, Mapping):
+        return src.get
+    if src is None or isinstance(src, _NOT_OBJECTS):
+        raise OutputError(at, "", "an object")
+
+    def attribute(name: str, default: object) -> object:
+        return getattr(src, name, default)
+
+    return attribute
+
+
+def items_of(value: object, at: str, name: str) -> list[Any] | tuple[Any, ...]:
+    if isinstance(value, list | tuple):
+        return value
+    raise OutputError(at, name, "a list")
+
+
+def shape_items(
+    items: list[Any] | tuple[Any, ...], shape: Callable[[object, str], dict[str, Any]], at: str
+) -> list[dict[str, Any]]:
+    """Shape every item of a list; the path of a failing item (`at[3]`) is built only when one fails."""
+    try:
+        return [shape(item, at) for item in items]
+    except OutputError:
+        for index, item in enumerate(items):
+            shape(item, f"{at}[{index}]")  # raises again, now with the item's index in the path
+        raise
+
+
+# --- output checks: return the JSON value or raise OutputError ---------------------------------------
+
+
+def out_string(value: object, at: str, name: str) -> str:
+    if type(value) is str:
+        return value
+    if isinstance(value, enum.Enum) and isinstance(value.value, str):
+        return value.value
+    if isinstance(value, str):
+        return str(value)
+    raise OutputError(at, name, "a string")
+
+
+def out_integer(value: object, at: str, name: str) -> int:
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise OutputError(at, name, "an integer")
+
+
+def out_number(value: object, at: str, name: str) -> int | float:
+    if type(value) is int:
+        return value
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool) and math.isfinite(value):
+        return value if type(value) is float else float(value)
+    raise OutputError(at, name, "a finite number")
+
+
+def out_boolean(value: object, at: str, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise OutputError(at, name, "true or false")
+
+
+def out_date(value: object, at: str, name: str) -> str:
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, str) and _DATE.match(value):
+        try:
+            datetime.date.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            return value
+    raise OutputError(at, name, "a date (YYYY-MM-DD)")
+
+
+def out_datetime(value: object, at: str, name: str) -> str:
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, str) and "T" in value:
+        try:
+            datetime.datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            return value
+    raise OutputError(at, name, "an ISO 8601 date-time")
+
+
+def out_uuid(value: object, at: str, name: str) -> str:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, str):
+        try:
+            return str(uuid.UUID(value))
+        except ValueError:
+            pass
+    raise OutputError(at, name, "a UUID")
+
+
+def out_enum(value: object, allowed: frozenset[str], at: str, name: str) -> str:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, str) and value in allowed:
+        return value
+    raise OutputError(at, name, "one of " + ", ".join(sorted(allowed)))
+
+
+# --- casts: read-time conversions declared in the spec ------------------------------------------------
+
+
+def cast_number(value: object, at: str, name: str) -> float:
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond any float
+            raise OutputError(at, name, "a number within float range") from None
+        if math.isfinite(number):
+            return number
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(number):
+                return number
+    raise OutputError(at, name, "a value that can be cast to a number")
+
+
+def cast_integer(value: object, at: str, name: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise OutputError(at, name, "a value that can be cast to an integer")
+
+
+def cast_string(value: object, at: str, name: str) -> str:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, (str, int, float, uuid.UUID)) and not isinstance(value, bool):
+        return str(value)
+    raise OutputError(at, name, "a value that can be cast to a string")
+
+
+def cast_boolean(value: object, at: str, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    raise OutputError(at, name, "a value that can be cast to true or false")
+
+
+def cast_date(value: object, at: str, name: str) -> str:
+    if isinstance(value, datetime.datetime):
+        return value.date().isoformat()
+    if isinstance(value, str) and "T" in value:
+        try:
+            return datetime.datetime.fromisoformat(value).date().isoformat()
+        except ValueError:
+            pass
+    return out_date(value, at, name)
+
+
+def cast_datetime(value: object, at: str, name: str) -> str:
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return datetime.datetime.combine(value, datetime.time()).isoformat()
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool):
+        try:
+            return datetime.datetime.fromtimestamp(value, datetime.UTC).isoformat()
+        except (OverflowError, OSError, ValueError):
+            raise OutputError(at, name, "a timestamp within the supported range") from None
+    return out_datetime(value, at, name)
+
+
+# --- input checks: append a FieldError and return None when the value is wrong --------------------------
+
+
+def _shown(value: object) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str) if value is not None else "null"
+    except (RecursionError, ValueError):  # nested too deeply to echo: say what it is instead
+        return _kind(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {str: "a string", int: "an integer", float: "a number", list: "an array", dict: "an object"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def bad(errors: list[FieldError], name: str, expected: str, value: object, *, secret: bool = False) -> None:
+    """Record a wrong value; a hidden field's value is never echoed back."""
+    sent = f"you sent {_kind(value)}" if secret else f"you sent {_shown(value)}"
+    errors.append(FieldError(name, f"expected {expected}; {sent}."))
+
+
+def in_string(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is str:
+        return value
+    bad(errors, name, "a string", value, secret=secret)
+    return None
+
+
+def in_integer(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
+    bad(errors, name, "an integer", value, secret=secret)
+    return None
+
+
+def in_number(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is float or type(value) is int:
+        return value
+    bad(errors, name, "a number", value, secret=secret)
+    return None
+
+
+def in_boolean(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is bool:
+        return value
+    bad(errors, name, "true or false", value, secret=secret)
+    return None
+
+
+def in_date(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is str and _DATE.match(value):
+        try:
+            return datetime.date.fromisoformat(value)
+        except ValueError:
+            pass
+    bad(errors, name, "a date as YYYY-MM-DD", value, secret=secret)
+    return None
+
+
+def in_datetime(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is str and "T" in value:
+        try:
+            return datetime.datetime.fromisoformat(value)
+        except ValueError:
+            pass
+    bad(errors, name, "an ISO 8601 date-time like 2026-01-31T09:30:00Z", value, secret=secret)
+    return None
+
+
+def in_uuid(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is str:
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            pass
+    bad(errors, name, "a UUID", value, secret=secret)
+    return None
+
+
+def in_enum(value: object, allowed: tuple[str, ...], name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is str and value in allowed:
+        return value
+    bad(errors, name, "one of " + ", ".join(repr(v) for v in allowed), value, secret=secret)
+    return None
+
+
+def in_list(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is list:
+        return value
+    bad(errors, name, "an array", value, secret=secret)
+    return None
+
+
+def in_object(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    if type(value) is dict:
+        return value
+    bad(errors, name, "an object", value, secret=secret)
+    return None
+
+
+def missing(errors: list[FieldError], name: str, expected: str) -> Any:
+    """Record a missing required field; returns None, typed Any like the checks' results."""
+    errors.append(FieldError(name, f"this required field is missing; expected {expected}."))
+    return None
+
+
+def check_keys(
+    arguments: Mapping[str, Any], allowed: frozenset[str], guarded: frozenset[str], at: str, errors: list[FieldError]
+) -> None:
+    """Refuse keys that are not declared; a guarded key gets a message saying it can never be written."""
+    for key in arguments:
+        if key in allowed:
+            continue
+        name = f"{at}.{key}" if at else str(key)
+        if key in guarded:
+            errors.append(FieldError(name, "this field is guarded: it is set by the server and cannot be written."))
+        else:
+            errors.append(
+                FieldError(name, "unknown field. Accepted fields: " + (", ".join(sorted(allowed)) or "none") + ".")
+            )
+
+
+# --- results -----------------------------------------------------------------------------------------
+
+
+def escape_text(text: str) -> str:
+    """Element text: `&` and `<` are all XML needs (`>` stays, so markdown and mermaid arrows survive)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def escape_attribute(text: str) -> str:
+    return escape_text(text).replace(">", "&gt;").replace('"', "&quot;").replace("'", "&apos;")
+
+
+if orjson is not None:
+    _ORJSON_OPTIONS: Final = orjson.OPT_INDENT_2
+
+    def dumps(data: object) -> str:
+        return orjson.dumps(data, option=_ORJSON_OPTIONS).decode()
+
+else:
+
+    def dumps(data: object) -> str:
+        return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def data_result(text_data: object, structured: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=dumps(text_data))],
+        structured_content=structured,
+    )
+
+
+def error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def validation_error(tool: str, errors: list[FieldError]) -> types.CallToolResult:
+    fields = "".join(f'<field name="{escape_attribute(e.name)}">{escape_text(e.message)}</field>' for e in errors)
+    return error_result(
+        f'<validation_error tool="{escape_attribute(tool)}">{fields}'
+        "<recovery>Fix the fields above and call the tool again.</recovery></validation_error>"
+    )
+
+
+def tool_error(tool: str, code: str, message: str, recovery: str) -> types.CallToolResult:
+    return error_result(
+        f'<tool_error tool="{escape_attribute(tool)}" code="{code}" severity="error">'
+        f"<message>{escape_text(message)}</message><recovery>{escape_text(recovery)}</recovery></tool_error>"
+    )
+
+
+def handler_failed(tool: str, exc: BaseException) -> types.CallToolResult:
+    """The handler raised. Its message may carry hidden data, so neither the result nor the log shows it."""
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    where = f" at {frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}" if frame is not None else ""
+    logger.error("tool %s: handler raised %s%s", tool, type(exc).__name__, where)
+    return tool_error(
+        tool,
+        "INTERNAL_ERROR",
+        f'Tool "{tool}" failed: its handler raised an internal error.',
+        "Retry once; if it fails again, tell the user the tool is failing.",
+    )
+
+
+def output_invalid(tool: str, exc: OutputError) -> types.CallToolResult:
+    logger.error("tool %s: handler returned data that does not fit %s (expected %s)", tool, exc.path, exc.expected)
+    return tool_error(
+        tool,
+        "OUTPUT_INVALID",
+        f'Tool "{tool}" produced data that does not fit its schema at {exc.path} '
+        f"(expected {exc.expected}); nothing was returned.",
+        "Do not retry with the same arguments; tell the user the tool's data is inconsistent.",
+    )
+
+
+def unknown_tool(name: str, known: list[str]) -> MCPError:
+    """An unknown tool is a protocol error (JSON-RPC -32602), as the MCP specification lists it."""
+    return MCPError(INVALID_PARAMS, f'Unknown tool: "{name}". Tools: ' + ", ".join(known) + ".")
+
+
+def done_result(tool: str) -> types.CallToolResult:
+    """A tool that declares no result: say it succeeded and show nothing the handler returned."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=f"{tool}: done.")])
+
+
+# --- handlers ----------------------------------------------------------------------------------------
+
+Handler = Callable[[Any, Any], Awaitable[object]]
+Parse = Callable[[Mapping[str, Any]], Any]
+Present = Callable[[object], types.CallToolResult]
+# How the server dispatches one tool: (arguments, request context) → result.
+Route = Callable[[Mapping[str, Any], Any], Awaitable[types.CallToolResult]]
+
+
+async def run_tool(
+    tool: str, parse: Parse, present: Present | None, handler: Handler, arguments: Mapping[str, Any], ctx: Any
+) -> types.CallToolResult:
+    """Validate the arguments, run the handler, present what it returned.
+
+    Each step fails closed into an error result a model can act on: a handler's exception text is never
+    shown (it may carry hidden data), and data that does not fit its presenter is not sent at all.
+    """
+    try:
+        args = parse(arguments)
+    except InvalidArguments as exc:
+        return validation_error(tool, exc.errors)
+    try:
+        raw = await handler(args, ctx)
+    except Exception as exc:
+        return handler_failed(tool, exc)
+    if present is None:
+        return done_result(tool)
+    try:
+        return present(raw)
+    except OutputError as exc:
+        return output_invalid(tool, exc)
+    except Exception as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+        return handler_failed(tool, exc)
+
+
+def import_handlers(module: str, package_file: str, handlers_dir: str) -> ModuleType:
+    """Import the user's handler module; if it is not importable as is, look beside the spec."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module.startswith(exc.name):
+            raise
+    search = (Path(package_file).parent / handlers_dir).resolve()
+    sys.path.insert(0, str(search))
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module.startswith(exc.name):
+            raise
+        raise ModuleNotFoundError(
+            f'the handler module "{module}" is not importable: install it or add its folder to PYTHONPATH '
+            f"(also looked in {search})",
+            name=module,
+        ) from None
+
+
+def bind_handler(module: ModuleType, name: str, tool: str) -> Handler:
+    """Adapt a handler (sync or async, with or without `ctx`) to `await handler(args, ctx)`, once at start-up.
+
+    Sync handlers run on the event loop: keep them fast, or make them async for I/O.
+    """
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise RuntimeError(f'handler module "{module.__name__}" has no function "{name}" for tool "{tool}"')
+    takes_ctx = _positional_parameters(function) >= 2
+    if inspect.iscoroutinefunction(function):
+        if takes_ctx:
+            return function  # type: ignore[no-any-return]
+
+        async def call_async(args: Any, ctx: Any) -> object:
+            return await function(args)
+
+        return call_async
+
+    async def call_sync(args: Any, ctx: Any) -> object:
+        return function(args, ctx) if takes_ctx else function(args)
+
+    return call_sync
+
+
+def _positional_parameters(function: Callable[..., object]) -> int:
+    """How many arguments to pass: 2 when a second positional parameter wants the context (it has no
+    default, is named ctx, or is *args), else 1."""
+    positional = [
+        p
+        for p in inspect.signature(function).parameters.values()
+        if p.kind
+        in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.VAR_POSITIONAL,
+        )
+    ]
+    if len(positional) < 2:
+        return 1
+    second = positional[1]
+    wants = (
+        second.kind is inspect.Parameter.VAR_POSITIONAL
+        or second.default is inspect.Parameter.empty
+        or second.name == "ctx"
+    )
+    return 2 if wants else 1
+
+
+# --- presenters ---------------------------------------------------------------------------------------
+
+
+class MaskError(OutputError):
+    """Data on a redaction path is not the container the schema promises: nothing may be sent."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("result", path, "a shape that can be redacted")
+
+
+def expect_dict(value: object, path: str) -> dict[str, Any]:
+    if type(value) is dict:
+        return value
+    raise MaskError(path)
+
+
+def expect_list(value: object, path: str) -> list[Any]:
+    if type(value) is list:
+        return value
+    raise MaskError(path)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Block:
+    type: str
+    text: str
+    for_user: bool  # audience = "user": annotated for the human, not the model
+
+
+class Notes:
+    """What a presenter adds to a result besides its data, collected while the data is unredacted.
+
+    Rules are kept in three groups so the result lists field descriptions first, then static rules,
+    then conditional ones, whatever order embedded presenters and collection items add them in.
+    """
+
+    __slots__ = ("blocks", "conditional", "descriptions", "rules", "suggestions")
+
+    def __init__(self) -> None:
+        self.descriptions: list[str] = []
+        self.rules: list[str] = []
+        self.conditional: list[str] = []
+        self.blocks: list[Block] = []
+        self.suggestions: list[str] = []
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def table_text(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def list_text(entries: list[str]) -> str:
+    return "\n".join(f"- {entry}" for entry in entries if entry)
+
+
+def json_text(value: object) -> str:
+    return "```json\n" + dumps(value) + "\n```"
+
+
+def fenced(language: str, text: str) -> str:
+    return f"```{language}\n{text}\n```"
+
+
+def summary_text(text: str) -> str:
+    return f"📊 **Summary**: {text}"
+
+
+def truncation_block(shown: int, left_out: int) -> Block:
+    return Block(
+        "summary",
+        summary_text(f"⚠️ Dataset truncated. {shown} shown, {left_out} hidden. Use filters to narrow results."),
+        False,
+    )
+
+
+_FOR_USER: Final = types.Annotations(audience=["user"])
+
+
+def presented_result(text_data: object, structured: dict[str, Any], notes: Notes) -> types.CallToolResult:
+    """The wire format: data as JSON, then UI blocks, then domain rules, then action suggestions."""
+    # Our own values, of the declared types: constructed without re-validation (the hot path of every call).
+    content: list[types.ContentBlock] = [_text(dumps(text_data))]
+    for block in notes.blocks:
+        text = f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>'
+        content.append(_text(text, _FOR_USER) if block.for_user else _text(text))
+    rules = [r for r in dict.fromkeys([*notes.descriptions, *notes.rules, *notes.conditional]) if r]
+    if rules:
+        lines = "".join(f"- {escape_text(rule)}\n" for rule in rules)
+        content.append(_text(f"<domain_rules>\n{lines}</domain_rules>"))
+    suggestions = list(dict.fromkeys(notes.suggestions))
+    if suggestions:
+        lines = "".join(f"- {escape_text(s)}\n" for s in suggestions)
+        content.append(_text(f"<action_suggestions>\n{lines}</action_suggestions>"))
+    return types.CallToolResult.model_construct(content=content, structured_content=structured, is_error=False)
+
+
+def _text(text: str, annotations: types.Annotations | None = None) -> types.TextContent:
+    if annotations is None:
+        return types.TextContent.model_construct(type="text", text=text)
+    return types.TextContent.model_construct(type="text", text=text, annotations=annotations)

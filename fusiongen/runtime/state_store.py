@@ -1,0 +1,594 @@
+"""Where workflow state lives: the pluggable store behind the server's workflow gating.
+
+Each workflow instance is a *handle* (an unguessable string the server mints) mapped to a
+:class:`Record`.  Tools read the record, decide, and write the next state back with
+:meth:`StateStore.compare_and_set`, usually while holding :meth:`StateStore.lock` so that two
+calls on one handle never interleave -- even when they land on different replicas.
+
+Three stores ship, chosen at start-up by URL (:func:`open_store`): ``memory`` for one process,
+``sqlite:///path`` to survive restarts, ``redis://host:port/db`` for replicas behind a load
+balancer.  To add your own, write a class with the five methods of :class:`StateStore` (no base
+class needed) that keeps the contract the gating code relies on:
+
+* ``version`` starts at 1 and goes up by one on every successful save, so stale writers show;
+* create, load and save count as activity; a handle idle for ``idle_ttl`` seconds is gone and
+  behaves exactly like one that never existed;
+* a lock excludes every holder on every replica, gives up after ``lock_wait`` seconds, frees
+  itself ``lock_ttl`` seconds after it was taken (so a crashed holder cannot wedge a handle),
+  and releasing it never frees a lock somebody else has taken since.
+
+Handles are credentials of sorts, so no message raised here ever contains one.
+"""
+
+import asyncio
+import contextlib
+import hashlib
+import random
+import secrets
+import sqlite3
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeAlias, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
+
+__all__ = ["LockTimeout", "MemoryStore", "Record", "RedisError", "RedisStore", "RespClient"]
+__all__ += ["SQLiteStore", "StateStore", "open_store"]
+
+_T = TypeVar("_T")
+# Shared-lock polling starts fast so an uncontended hand-over is quick, and backs off so that
+# many waiters on one busy handle do not hammer the database or Redis.
+_POLL_MIN, _POLL_MAX = 0.005, 0.1
+# Expired records nobody loads again are swept away at most this often (seconds).
+_SWEEP_INTERVAL = 60.0
+
+
+@dataclass(frozen=True)
+class Record:
+    """One workflow instance: which workflow it runs, where it is, and how often it moved."""
+
+    workflow: str
+    state: str
+    version: int
+
+
+class LockTimeout(Exception):
+    """The lock of a handle could not be taken within ``lock_wait`` seconds."""
+
+
+class StateStore(Protocol):
+    """The interface the generated server talks to; implement it to plug in another backend."""
+
+    async def create(self, handle: str, workflow: str, state: str) -> Record:
+        """Store a new record at version 1; raise KeyError if the handle is already live."""
+        ...
+
+    async def load(self, handle: str) -> Record | None:
+        """Return the record (refreshing its idle expiry), or None if unknown or expired."""
+        ...
+
+    async def compare_and_set(self, handle: str, expected_version: int, state: str) -> Record | None:
+        """Save ``state`` iff the version is still ``expected_version``: the new record, else None."""
+        ...
+
+    def lock(self, handle: str) -> AbstractAsyncContextManager[None]:
+        """Hold the handle's lock, excluding every other holder on every replica."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and threads; the store must not be used afterwards."""
+        ...
+
+
+@dataclass
+class _Holder:
+    token: str
+    expires_at: float  # event-loop time
+    released: asyncio.Event
+
+
+class _LockingStore(ABC):
+    """The lock protocol shared by the bundled stores: a local gate, then a shared lock.
+
+    The gate excludes the coroutines of this process without polling (waiters sleep on an
+    event); unlike ``asyncio.Lock`` it expires after ``lock_ttl``, so an abandoned holder wedges
+    a handle no longer than a crashed replica would.  The shared lock (a row, a Redis key) then
+    excludes other processes; it is polled with jittered backoff, and for MemoryStore it is void.
+    """
+
+    _shared = True  # whether other processes share the lock (MemoryStore: no)
+
+    def __init__(self, idle_ttl: float, lock_ttl: float, lock_wait: float) -> None:
+        if idle_ttl <= 0 or lock_ttl <= 0 or lock_wait < 0:
+            raise ValueError("idle_ttl and lock_ttl must be positive and lock_wait not negative")
+        self._idle_ttl, self._lock_ttl, self._lock_wait = idle_ttl, lock_ttl, lock_wait
+        self._gate: dict[str, _Holder] = {}
+
+    @abstractmethod
+    async def _try_lock(self, handle: str, token: str) -> bool:
+        """Take the shared lock with ``token`` if it is free or expired; never wait."""
+
+    @abstractmethod
+    async def _unlock(self, handle: str, token: str) -> None:
+        """Free the shared lock if it still carries ``token``; best effort, never raise."""
+
+    def _timeout(self) -> LockTimeout:
+        return LockTimeout(f"lock not acquired within {self._lock_wait:g} s")
+
+    async def _enter_gate(self, handle: str, deadline: float) -> _Holder:
+        loop = asyncio.get_running_loop()
+        while True:
+            now, holder = loop.time(), self._gate.get(handle)
+            if holder is None or holder.expires_at <= now:
+                if holder is not None:
+                    holder.released.set()  # Its waiters would find out at expiry anyway.
+                mine = _Holder(secrets.token_hex(16), now + self._lock_ttl, asyncio.Event())
+                self._gate[handle] = mine
+                return mine
+            if now >= deadline:
+                raise self._timeout()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(min(deadline, holder.expires_at)):
+                    await holder.released.wait()
+
+    @asynccontextmanager
+    async def lock(self, handle: str) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._lock_wait
+        holder = await self._enter_gate(handle, deadline)
+        if not self._shared:  # one process only: the gate is the whole lock, nothing to free elsewhere
+            try:
+                yield
+            finally:
+                if self._gate.get(handle) is holder:
+                    del self._gate[handle]
+                holder.released.set()
+            return
+        try:
+            delay = _POLL_MIN
+            while not await self._try_lock(handle, holder.token):
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise self._timeout()
+                # Jitter keeps replicas waiting on one handle from polling in lockstep.
+                await asyncio.sleep(min(random.uniform(delay / 2, delay), remaining))
+                delay = min(delay * 2, _POLL_MAX)
+            yield
+        finally:
+            try:
+                # Also after a failed or cancelled acquisition, which may have taken the lock just
+                # as it was cancelled: the token check makes that harmless.  Shielded, so that a
+                # cancelled holder frees the lock rather than leave it to expire.
+                await asyncio.shield(self._unlock(handle, holder.token))
+            finally:
+                if self._gate.get(handle) is holder:  # Not if it expired and was taken over.
+                    del self._gate[handle]
+                holder.released.set()
+
+
+class MemoryStore(_LockingStore):
+    """Keeps everything in this process: lost on restart, invisible to other replicas."""
+
+    _shared = False
+
+    def __init__(self, *, idle_ttl: float = 86400.0, lock_ttl: float = 30.0, lock_wait: float = 10.0) -> None:
+        super().__init__(idle_ttl, lock_ttl, lock_wait)
+        self._records: dict[str, tuple[Record, float]] = {}  # handle -> (record, monotonic expiry)
+        self._next_sweep = 0.0
+
+    # No method awaits anything, so each one is atomic with respect to other coroutines.
+    def _live(self, handle: str, now: float) -> Record | None:
+        record, expires_at = self._records.get(handle, (None, 0.0))
+        return record if expires_at > now else None
+
+    def _put(self, handle: str, record: Record, now: float) -> Record:
+        self._records[handle] = (record, now + self._idle_ttl)
+        return record
+
+    async def create(self, handle: str, workflow: str, state: str) -> Record:
+        now = time.monotonic()
+        if now >= self._next_sweep:  # Otherwise handles nobody loads again would pile up.
+            self._records = {h: entry for h, entry in self._records.items() if entry[1] > now}
+            self._next_sweep = now + _SWEEP_INTERVAL
+        if self._live(handle, now) is not None:
+            raise KeyError("handle already exists")
+        return self._put(handle, Record(workflow, state, 1), now)
+
+    async def load(self, handle: str) -> Record | None:
+        now = time.monotonic()
+        record = self._live(handle, now)
+        return None if record is None else self._put(handle, record, now)
+
+    async def compare_and_set(self, handle: str, expected_version: int, state: str) -> Record | None:
+        now = time.monotonic()
+        record = self._live(handle, now)
+        if record is None or record.version != expected_version:
+            return None
+        return self._put(handle, Record(record.workflow, state, expected_version + 1), now)
+
+    async def _try_lock(self, handle: str, token: str) -> bool:
+        return True  # The in-process gate already is the whole lock.
+
+    async def _unlock(self, handle: str, token: str) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._records.clear()
+
+
+_SQLITE_SCHEMA = """
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = FULL;
+CREATE TABLE IF NOT EXISTS workflow_records (handle TEXT PRIMARY KEY, workflow TEXT NOT NULL,
+    state TEXT NOT NULL, version INTEGER NOT NULL, expires_at REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS workflow_locks (handle TEXT PRIMARY KEY, token TEXT NOT NULL,
+    expires_at REAL NOT NULL) WITHOUT ROWID;
+"""
+
+
+class SQLiteStore(_LockingStore):
+    """One SQLite file: survives restarts, and processes sharing the file share state and locks.
+
+    WAL with ``synchronous=FULL`` makes every write durable before the call returns, even across
+    power loss.  All calls run on one worker thread with one connection, so the event loop never
+    blocks and the connection is never used concurrently.  Expiry times are wall-clock, because
+    a monotonic clock means nothing to another process or after a reboot.
+    """
+
+    def __init__(
+        self, path: str, *, idle_ttl: float = 86400.0, lock_ttl: float = 30.0, lock_wait: float = 10.0
+    ) -> None:
+        super().__init__(idle_ttl, lock_ttl, lock_wait)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        # Connected now, not lazily, so that a bad path fails at start-up rather than mid-request;
+        # isolation_level=None because _transaction() opens every transaction itself.
+        self._db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
+        try:
+            self._db.executescript(_SQLITE_SCHEMA)
+        except BaseException:
+            self._db.close()
+            raise
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="state-store-sqlite")
+        self._next_sweep = 0.0
+
+    async def _transaction(self, fn: Callable[[sqlite3.Connection, float], _T]) -> _T:
+        """Run ``fn(db, now)`` on the worker thread, inside one write transaction."""
+
+        def run() -> _T:
+            # IMMEDIATE takes the write lock up front: read-then-write cannot race another process.
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(self._db, time.time())
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return result
+
+        return await asyncio.get_running_loop().run_in_executor(self._worker, run)
+
+    async def create(self, handle: str, workflow: str, state: str) -> Record:
+        def run(db: sqlite3.Connection, now: float) -> bool:
+            if now >= self._next_sweep:  # Otherwise handles nobody loads again would pile up.
+                self._next_sweep = now + _SWEEP_INTERVAL
+                db.execute("DELETE FROM workflow_records WHERE expires_at <= ?", (now,))
+                db.execute("DELETE FROM workflow_locks WHERE expires_at <= ?", (now,))
+            cursor = db.execute(
+                "INSERT INTO workflow_records VALUES (?, ?, ?, 1, ?) ON CONFLICT (handle) DO UPDATE"
+                " SET workflow = excluded.workflow, state = excluded.state, version = 1,"
+                " expires_at = excluded.expires_at WHERE workflow_records.expires_at <= ?",
+                (handle, workflow, state, now + self._idle_ttl, now),
+            )
+            return cursor.rowcount == 1  # 0 if a live record kept the handle
+
+        if not await self._transaction(run):
+            raise KeyError("handle already exists")
+        return Record(workflow, state, 1)
+
+    async def load(self, handle: str) -> Record | None:
+        def run(db: sqlite3.Connection, now: float) -> Record | None:
+            row = db.execute(
+                "SELECT workflow, state, version FROM workflow_records WHERE handle = ? AND expires_at > ?",
+                (handle, now),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute("UPDATE workflow_records SET expires_at = ? WHERE handle = ?", (now + self._idle_ttl, handle))
+            return Record(*row)
+
+        return await self._transaction(run)
+
+    async def compare_and_set(self, handle: str, expected_version: int, state: str) -> Record | None:
+        def run(db: sqlite3.Connection, now: float) -> Record | None:
+            row = db.execute(
+                "SELECT workflow FROM workflow_records WHERE handle = ? AND version = ? AND expires_at > ?",
+                (handle, expected_version, now),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute(
+                "UPDATE workflow_records SET state = ?, version = ?, expires_at = ? WHERE handle = ?",
+                (state, expected_version + 1, now + self._idle_ttl, handle),
+            )
+            return Record(row[0], state, expected_version + 1)
+
+        return await self._transaction(run)
+
+    async def _try_lock(self, handle: str, token: str) -> bool:
+        def run(db: sqlite3.Connection, now: float) -> bool:
+            cursor = db.execute(
+                "INSERT INTO workflow_locks VALUES (?, ?, ?) ON CONFLICT (handle) DO UPDATE"
+                " SET token = excluded.token, expires_at = excluded.expires_at"
+                " WHERE workflow_locks.expires_at <= ?",
+                (handle, token, now + self._lock_ttl, now),
+            )
+            return cursor.rowcount == 1  # 0 if a live lock row belongs to someone else
+
+        return await self._transaction(run)
+
+    async def _unlock(self, handle: str, token: str) -> None:
+        def run(db: sqlite3.Connection, now: float) -> None:
+            db.execute("DELETE FROM workflow_locks WHERE handle = ? AND token = ?", (handle, token))
+
+        with contextlib.suppress(sqlite3.Error):  # An unreleased lock row merely expires later.
+            await self._transaction(run)
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._worker, self._db.close)
+        self._worker.shutdown()
+
+
+class RedisError(Exception):
+    """An error reply from Redis, such as ``WRONGPASS ...`` or ``NOSCRIPT ...``."""
+
+
+# A decoded RESP2 reply: simple strings become str, bulk strings bytes, nil None.
+_Reply: TypeAlias = "int | str | bytes | RedisError | list[_Reply] | None"
+_Arg: TypeAlias = "bytes | str | int"
+
+
+async def _read_reply(reader: asyncio.StreamReader) -> _Reply:
+    line = await reader.readuntil(b"\r\n")
+    kind, body = line[:1], line[1:-2]
+    if kind == b"+":
+        return body.decode()
+    if kind == b"-":  # Returned, not raised: the rest of an enclosing array must still be read.
+        return RedisError(body.decode(errors="replace"))
+    if kind == b":":
+        return int(body)
+    if kind == b"$":
+        return None if int(body) < 0 else (await reader.readexactly(int(body) + 2))[:-2]
+    if kind == b"*":
+        return None if int(body) < 0 else [await _read_reply(reader) for _ in range(int(body))]
+    raise ConnectionError("unexpected data from Redis")
+
+
+class _Connection:
+    def __init__(self, streams: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
+        self.reader, self.writer = streams
+
+    async def call(self, args: Sequence[_Arg]) -> _Reply:
+        # Every command goes out as an array of bulk strings, the one form Redis always accepts.
+        data = [arg if isinstance(arg, bytes) else str(arg).encode() for arg in args]
+        self.writer.write(b"*%d\r\n" % len(data) + b"".join(b"$%d\r\n%s\r\n" % (len(d), d) for d in data))
+        await self.writer.drain()
+        return await _read_reply(self.reader)
+
+
+class _Script:
+    """A Lua script sent by SHA1 digest once Redis has cached it, by source otherwise."""
+
+    def __init__(self, source: str) -> None:
+        self.source, self.sha = source, hashlib.sha1(source.encode()).hexdigest()
+
+
+class RespClient:
+    """A minimal asyncio Redis (RESP2) client, so that servers need no third-party library.
+
+    Connects lazily to ``redis://[[user]:password@]host[:port][/db]`` and pools up to
+    ``max_connections`` connections, one command at a time on each.  A command whose connection
+    turns out broken (a Redis restart, ``CLIENT KILL``, an idle timeout) is retried once on a new
+    connection, so whatever runs through here must be safe to repeat.
+    """
+
+    def __init__(self, url: str, *, max_connections: int = 8, timeout: float = 10.0) -> None:
+        parts = urlsplit(url)
+        db = parts.path.strip("/") or "0"
+        if parts.scheme != "redis" or not db.isdigit():
+            raise ValueError("expected a URL like redis://[[user]:password@]host[:port][/db]")
+        # .port raises ValueError by itself when the port is malformed.
+        self._address, self._timeout = (parts.hostname or "127.0.0.1", parts.port or 6379), timeout
+        self._setup: list[list[_Arg]] = [["SELECT", db]] if db != "0" else []
+        if parts.password is not None:
+            user = [unquote(parts.username)] if parts.username else []
+            self._setup.insert(0, ["AUTH", *user, unquote(parts.password)])
+        self._slots = asyncio.Semaphore(max_connections)
+        self._idle: list[_Connection] = []
+
+    async def _call(self, conn: _Connection, args: Sequence[_Arg]) -> _Reply:
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await conn.call(args)
+        except BaseException as exc:
+            conn.writer.close()  # Half a reply may still be on its way: the connection is spoilt.
+            if isinstance(exc, OSError | EOFError) and not isinstance(exc, TimeoutError):
+                raise ConnectionError(f"Redis connection lost: {exc}") from exc
+            raise
+
+    async def _connect(self) -> _Connection:
+        try:
+            async with asyncio.timeout(self._timeout):
+                conn = _Connection(await asyncio.open_connection(*self._address))
+        except OSError as exc:
+            if isinstance(exc, TimeoutError):
+                raise
+            raise ConnectionError(f"cannot connect to Redis: {exc}") from exc
+        for command in self._setup:
+            if isinstance(reply := await self._call(conn, command), RedisError):
+                conn.writer.close()
+                raise reply
+        return conn
+
+    async def _execute_once(self, args: Sequence[_Arg]) -> _Reply:
+        conn = None
+        while self._idle and conn is None:
+            conn = self._idle.pop()
+            if conn.reader.at_eof():  # Closed by the server while idle: don't even try it.
+                conn.writer.close()
+                conn = None
+        conn = conn or await self._connect()
+        reply = await self._call(conn, args)
+        self._idle.append(conn)
+        if isinstance(reply, RedisError):
+            raise reply
+        return reply
+
+    async def execute(self, *args: _Arg) -> _Reply:
+        """Run one command and return its reply; an error reply raises RedisError."""
+        async with self._slots:
+            try:
+                return await self._execute_once(args)
+            except ConnectionError:
+                # What broke one connection (a restart, a kill) most likely broke the idle ones too.
+                await self.close()
+                return await self._execute_once(args)
+
+    async def eval(self, script: _Script, keys: Sequence[_Arg], args: Sequence[_Arg]) -> _Reply:
+        """Run ``script`` with EVALSHA, falling back to EVAL when Redis has not cached it."""
+        try:
+            return await self.execute("EVALSHA", script.sha, len(keys), *keys, *args)
+        except RedisError as exc:
+            if not str(exc).startswith("NOSCRIPT"):
+                raise
+        return await self.execute("EVAL", script.source, len(keys), *keys, *args)
+
+    async def close(self) -> None:
+        """Close the idle connections; the client stays usable and reconnects on demand."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.writer.close()
+        for conn in idle:
+            with contextlib.suppress(OSError):
+                await conn.writer.wait_closed()
+
+
+# Each script may run twice with the same arguments (RespClient's retry after a lost reply), so a
+# nonce (``op``) marks the record's last write and a token the lock: both recognise a repeat.
+_LOAD = _Script("""
+local r = redis.call('HMGET', KEYS[1], 'workflow', 'state', 'version')
+if r[1] then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return r
+""")
+_CREATE = _Script("""
+local op = redis.call('HGET', KEYS[1], 'op')
+if op and op ~= ARGV[4] then return 0 end
+redis.call('HSET', KEYS[1], 'workflow', ARGV[1], 'state', ARGV[2], 'version', 1, 'op', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+""")
+_COMPARE_AND_SET = _Script("""
+local r = redis.call('HMGET', KEYS[1], 'workflow', 'version', 'op')
+local want = tonumber(ARGV[1])
+if not r[1] or (tonumber(r[2]) ~= want and not (r[3] == ARGV[4] and tonumber(r[2]) == want + 1)) then
+  return false
+end
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'version', want + 1, 'op', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {r[1], want + 1}
+""")
+_LOCK = _Script("""
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0
+""")
+_UNLOCK = _Script("""
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+""")
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+class RedisStore(_LockingStore):
+    """Records as Redis hashes, shared by every replica that uses the same Redis and prefix.
+
+    Scripts make each operation atomic, PEXPIRE on every touch implements idle expiry, and a
+    lock is a ``SET NX PX`` key holding its holder's random token.  The key prefix (default
+    ``fusiongen:``, or ``?prefix=`` in the URL) keeps servers that share one Redis apart.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "fusiongen:",
+        idle_ttl: float = 86400.0,
+        lock_ttl: float = 30.0,
+        lock_wait: float = 10.0,
+    ) -> None:
+        super().__init__(idle_ttl, lock_ttl, lock_wait)
+        query = parse_qs(urlsplit(url).query)
+        if set(query) - {"prefix"}:
+            raise ValueError("the only query parameter a Redis state store URL takes is ?prefix=")
+        self._prefix = query["prefix"][-1] if "prefix" in query else prefix
+        self._client = RespClient(url)
+
+    def _key(self, kind: str, handle: str) -> str:
+        return f"{self._prefix}{kind}:{handle}"
+
+    async def create(self, handle: str, workflow: str, state: str) -> Record:
+        args: list[_Arg] = [workflow, state, _ms(self._idle_ttl), secrets.token_hex(8)]
+        if await self._client.eval(_CREATE, [self._key("record", handle)], args) != 1:
+            raise KeyError("handle already exists")
+        return Record(workflow, state, 1)
+
+    async def load(self, handle: str) -> Record | None:
+        match await self._client.eval(_LOAD, [self._key("record", handle)], [_ms(self._idle_ttl)]):
+            case [bytes(workflow), bytes(state), bytes(version)]:
+                return Record(workflow.decode(), state.decode(), int(version))
+        return None
+
+    async def compare_and_set(self, handle: str, expected_version: int, state: str) -> Record | None:
+        args: list[_Arg] = [expected_version, state, _ms(self._idle_ttl), secrets.token_hex(8)]
+        match await self._client.eval(_COMPARE_AND_SET, [self._key("record", handle)], args):
+            case [bytes(workflow), int(version)]:
+                return Record(workflow.decode(), state, version)
+        return None
+
+    async def _try_lock(self, handle: str, token: str) -> bool:
+        args: list[_Arg] = [token, _ms(self._lock_ttl)]
+        return await self._client.eval(_LOCK, [self._key("lock", handle)], args) == 1
+
+    async def _unlock(self, handle: str, token: str) -> None:
+        with contextlib.suppress(OSError, RedisError):  # An unreleased lock key merely expires later.
+            await self._client.eval(_UNLOCK, [self._key("lock", handle)], [token])
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def open_store(url: str, *, idle_ttl: float = 86400.0, lock_ttl: float = 30.0, lock_wait: float = 10.0) -> StateStore:
+    """Build the store named by ``--state-store``.
+
+    ``memory``; ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; or
+    ``redis://[[user]:password@]host[:port][/db][?prefix=...]``.  Anything else: ValueError.
+    """
+    if url == "memory":
+        return MemoryStore(idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        path = url.removeprefix("sqlite:///")
+        return SQLiteStore(path, idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
+    if url.startswith("redis://"):
+        return RedisStore(url, idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
+    # Say what was not understood without echoing the URL, which may hold a password.
+    scheme = url.partition("://")[0] if "://" in url else url
+    shown = scheme if scheme.isidentifier() else "this"
+    raise ValueError(
+        f"unsupported state store {shown!r}: use 'memory', 'sqlite:///path/to/state.db' or 'redis://host:port/db'"
+    )

@@ -1,0 +1,215 @@
+"""The user's handler module: scaffold it, append stubs for new tools, and check it statically.
+
+The handler module is the one user-owned file fusiongen ever writes: it creates it when it does not
+exist and otherwise only appends stubs for tools that have none, through libcst, so every existing
+byte of the user's code stays as it was. `check` reads it with libcst too, never by importing it:
+importing would run the user's code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from fusiongen.diagnostics import Diagnostic, Position
+from fusiongen.ir import ServerIR, ToolIR
+from fusiongen.names import pascal_case
+from fusiongen.pyliteral import docstring_text
+
+
+def handler_path(spec_dir: Path, module: str) -> Path:
+    """Where the handler module lives: beside the spec (`a.b` → `a/b.py`, or a package `a/b/__init__.py`)."""
+    base = spec_dir.joinpath(*module.split("."))
+    package_init = base / "__init__.py"
+    return package_init if package_init.exists() else base.with_suffix(".py")
+
+
+def _input_class(tool: ToolIR) -> str:
+    return f"{pascal_case(tool.ident)}Input"
+
+
+def _stub(tool: ToolIR, *, quoted: bool = False) -> str:
+    summary = docstring_text((tool.description or tool.name).split("\n")[0])
+    if tool.returns is None:
+        returns = "Its return value is not shown to the agent."
+    elif tool.returns.collection:
+        returns = f"Return a list of {tool.returns.presenter} items (dicts, pydantic models, dataclasses or objects)."
+    else:
+        returns = f"Return one {tool.returns.presenter} (a dict, a pydantic model, a dataclass or an object)."
+    return (
+        f"def {tool.handler}(args: {_quoted(_input_class(tool)) if quoted else _input_class(tool)}) -> Any:\n"
+        f'    """{tool.name}: {summary}\n\n'
+        f"    {returns}\n"
+        f'    """\n'
+        f'    raise NotImplementedError("{tool.name}")\n'
+    )
+
+
+def _quoted(name: str) -> str:
+    return f'"{name}"'
+
+
+def _imports(ir: ServerIR, tools: list[ToolIR]) -> str:
+    names = "".join(f"        {name},\n" for name in sorted(_input_class(t) for t in tools))
+    return f"if TYPE_CHECKING:\n    from {ir.package}.inputs import (\n{names}    )\n"
+
+
+def scaffold(ir: ServerIR) -> str:
+    """A new handler module with a typed stub per tool."""
+    tools = list(ir.tools)
+    stubs = "\n\n".join(_stub(t) for t in tools)
+    return (
+        f'"""Handlers of the {ir.name} MCP server.\n\n'
+        "Scaffolded by fusiongen: this file is yours. fusiongen never overwrites it; when tools are added\n"
+        "to the spec, `fusiongen build` appends a stub for each at the end.\n"
+        "A handler gets the validated arguments (and, if it takes a second parameter, the request context).\n"
+        '"""\n\n'
+        "from __future__ import annotations\n\n"
+        "from typing import TYPE_CHECKING, Any\n\n"
+        + (_imports(ir, tools) if tools else "")
+        + ("\n\n" + stubs if stubs else "")
+    )
+
+
+@dataclass(frozen=True)
+class _Definition:
+    name: str
+    position: Position
+    function: libcst.FunctionDef | None  # None: bound some other way (import, assignment)
+
+
+def _definitions(module: libcst.Module) -> dict[str, _Definition]:
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    found: dict[str, _Definition] = {}
+
+    def add(name: str, node: libcst.CSTNode, function: libcst.FunctionDef | None) -> None:
+        start = positions[node].start
+        found[name] = _Definition(name, Position(start.line, start.column + 1), function)
+
+    for statement in wrapper.module.body:
+        if isinstance(statement, libcst.FunctionDef):
+            add(statement.name.value, statement, statement)
+        elif isinstance(statement, libcst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, libcst.ImportFrom) and not isinstance(small.names, libcst.ImportStar):
+                    for alias in small.names:
+                        bound = alias.asname.name if alias.asname else alias.name
+                        if isinstance(bound, libcst.Name):
+                            add(bound.value, statement, None)
+                elif isinstance(small, libcst.Assign):
+                    for target in small.targets:
+                        if isinstance(target.target, libcst.Name):
+                            add(target.target.value, statement, None)
+    return found
+
+
+def _imported_from_typing(module: libcst.Module) -> set[str]:
+    """Names the module binds at top level with `from typing import ...` (or typing_extensions)."""
+    names: set[str] = set()
+    for statement in module.body:
+        if not isinstance(statement, libcst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, libcst.ImportFrom)
+                and isinstance(small.module, libcst.Name)
+                and small.module.value in ("typing", "typing_extensions")
+                and not isinstance(small.names, libcst.ImportStar)
+            ):
+                for alias in small.names:
+                    bound = alias.asname.name if alias.asname else alias.name
+                    if isinstance(bound, libcst.Name):
+                        names.add(bound.value)
+    return names
+
+
+def parse_handlers(source: str, handler_file: str) -> libcst.Module | Diagnostic:
+    try:
+        return libcst.parse_module(source)
+    except libcst.ParserSyntaxError as exc:
+        return Diagnostic(
+            "FG403",
+            f"handler module does not parse: {exc.message}",
+            handler_file,
+            Position(exc.editor_line, exc.editor_column),
+            hint="fix it, then build again",
+        )
+
+
+def append_stubs(source: str, ir: ServerIR) -> str | None:
+    """The module with stubs appended for tools that have no handler yet; None when none is missing.
+
+    The stubs are built and checked with libcst and added after the user's last byte, so every existing
+    byte stays as it was. Their annotations are strings: the module may not use postponed annotations.
+    """
+    module = libcst.parse_module(source)
+    defined = _definitions(module)
+    missing = [t for t in ir.tools if t.handler not in defined]
+    if not missing:
+        return None
+    typing_names = _imported_from_typing(module)
+    block = "# Stubs appended by `fusiongen build` for tools added to the spec.\n"
+    needed = sorted({"TYPE_CHECKING", "Any"} - typing_names)
+    if needed:
+        block += f"from typing import {', '.join(needed)}  # noqa: E402\n\n"
+    block += _imports(ir, missing) + "\n\n" + "\n\n".join(_stub(t, quoted=True) for t in missing)
+    libcst.parse_module(block)  # the block itself is valid Python
+    separator = "" if source.endswith("\n") or not source else "\n"
+    text = source + separator + "\n\n" + block
+    libcst.parse_module(text)  # and so is the module with it
+    return text
+
+
+def check_handlers(
+    source: str, ir: ServerIR, handler_file: str, tool_position: dict[str, Position], spec_file: str
+) -> list[Diagnostic]:
+    """Every tool whose handler is missing, or whose signature cannot take `(args)` or `(args, ctx)`."""
+    module = parse_handlers(source, handler_file)
+    if isinstance(module, Diagnostic):
+        return [module]
+    defined = _definitions(module)
+    found: list[Diagnostic] = []
+    for tool in ir.tools:
+        definition = defined.get(tool.handler)
+        if definition is None:
+            found.append(
+                Diagnostic(
+                    "FG400",
+                    f'tool "{tool.name}" has no handler "{tool.handler}" in {handler_file}',
+                    spec_file,
+                    tool_position[tool.name],
+                    hint="run `fusiongen build` to append a stub, then implement it",
+                )
+            )
+            continue
+        if definition.function is not None:
+            problem = _signature_problem(definition.function)
+            if problem:
+                found.append(
+                    Diagnostic(
+                        "FG401",
+                        f'handler "{tool.handler}" of tool "{tool.name}" {problem}',
+                        handler_file,
+                        definition.position,
+                        hint="a handler takes (args) or (args, ctx)",
+                    )
+                )
+    return found
+
+
+def _signature_problem(function: libcst.FunctionDef) -> str | None:
+    params = function.params
+    positional = [*params.posonly_params, *params.params]
+    required = [p for p in positional if p.default is None]
+    star = params.star_arg
+    if any(p.default is None for p in params.kwonly_params):
+        return "has required keyword-only parameters"
+    if len(required) > 2:
+        return f"requires {len(required)} positional parameters"
+    if not positional and not isinstance(star, libcst.Param):
+        return "takes no positional parameter for the arguments"
+    return None
