@@ -10,9 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fusiongen.codegen.constants import ConstantView
 from fusiongen.codegen.jsonschema import input_schema, output_schema
 from fusiongen.codegen.runtime_copy import exports
+from fusiongen.codegen.view_inputs import InputFieldView, InputViews, NestedInputView
 from fusiongen.codegen.view_presenters import PresenterView, build_presenters
+from fusiongen.codegen.view_shapes import ShapeView, ShapeViews
 from fusiongen.codegen.view_workflows import (
     BindingView,
     WorkflowView,
@@ -22,66 +25,9 @@ from fusiongen.codegen.view_workflows import (
     state_schemas,
     workflow_views,
 )
-from fusiongen.ir import FieldIR, ModelIR, ServerIR, ToolIR, TypeIR
+from fusiongen.ir import ServerIR, ToolIR
 from fusiongen.names import pascal_case, snake_case
-from fusiongen.pyliteral import PyName, docstring_text, py_literal, py_string, toml_string
-
-_PY_TYPES = {
-    "string": "str",
-    "text": "str",
-    "integer": "int",
-    "number": "float",
-    "boolean": "bool",
-    "date": "datetime.date",
-    "datetime": "datetime.datetime",
-    "uuid": "uuid.UUID",
-    "enum": "str",
-}
-
-
-@dataclass(frozen=True)
-class ConstantView:
-    name: str
-    annotation: str
-    literal: str
-
-
-@dataclass(frozen=True)
-class OutputFieldView:
-    key: str  # the field name as a Python string literal
-    required: bool
-    nullable: bool
-    convert: str  # expression converting `value`; may raise OutputError
-
-
-@dataclass(frozen=True)
-class ShapeView:
-    function: str
-    model: str
-    description: str
-    fields: tuple[OutputFieldView, ...]
-
-
-@dataclass(frozen=True)
-class InputFieldView:
-    name: str
-    key: str
-    local: str  # a local variable name that cannot shadow anything
-    annotation: str
-    required: bool
-    nullable: bool
-    expected: str  # what a missing required field should have been
-    absent: str  # literal used when an optional field is absent
-    convert: str  # expression validating `value`, recording errors in `errors`
-
-
-@dataclass(frozen=True)
-class NestedInputView:
-    function: str
-    model: str
-    keys_constant: str
-    guarded_constant: str
-    fields: tuple[InputFieldView, ...]
+from fusiongen.pyliteral import PyName, py_literal, py_string, toml_string
 
 
 @dataclass(frozen=True)
@@ -144,192 +90,14 @@ class ServerView:
     definitions: tuple[ConstantView, ...]  # model definitions the tool schemas share, by name
 
 
-def _expected(type_ir: TypeIR) -> str:
-    return {
-        "string": "a string",
-        "text": "a string",
-        "integer": "an integer",
-        "number": "a number",
-        "boolean": "true or false",
-        "date": "a date as YYYY-MM-DD",
-        "datetime": "an ISO 8601 date-time",
-        "uuid": "a UUID",
-        "enum": "one of " + ", ".join(repr(v) for v in type_ir.enum_values),
-        "list": "an array",
-        "model": "an object",
-    }[type_ir.kind]
+class _ToolViews:
+    """Tool views, and the model definitions their JSON schemas share."""
 
-
-def _default_literal(field: FieldIR) -> str:
-    """A default as the handler receives it: date, datetime and uuid defaults as those objects."""
-    value = field.default
-    if isinstance(value, str) and field.type.kind == "date":
-        return f"datetime.date.fromisoformat({py_string(value)})"
-    if isinstance(value, str) and field.type.kind == "datetime":
-        return f"datetime.datetime.fromisoformat({py_string(value)})"
-    if isinstance(value, str) and field.type.kind == "uuid":
-        return f"uuid.UUID({py_string(value)})"
-    return py_literal(value)
-
-
-def _indexed(name: str) -> str:
-    """The name expression of item `index` of the list named by the expression `name`."""
-    body = name[2:-1] if name.startswith('f"') else name[1:-1]
-    return f'f"{body}[{{index}}]"'
-
-
-class _Builder:
-    def __init__(self, server: ServerIR) -> None:
+    def __init__(self, server: ServerIR, inputs: InputViews) -> None:
         self.server = server
-        self.output_constants: dict[str, ConstantView] = {}
-        self.input_constants: dict[str, ConstantView] = {}
-        self.shape_models: list[str] = []
+        self.inputs = inputs
         self.definitions: dict[str, ConstantView] = {}  # model definitions shared by tool schemas
-        self.input_models: list[str] = []
 
-    # --- output ----------------------------------------------------------------------------------
-    def enum_constant(
-        self, table: dict[str, ConstantView], field: str, values: tuple[str, ...], *, as_set: bool
-    ) -> str:
-        """One constant per field name and value set: `STATUS_VALUES`, then `STATUS_VALUES_2`..."""
-        literal = py_literal(frozenset(values)) if as_set else py_literal(values)
-        base = f"{field.upper()}_VALUES" if as_set else f"_{field.upper()}_VALUES"
-        name, number = base, 1
-        while name in table and table[name].literal != literal:
-            number += 1
-            name = f"{base}_{number}"
-        table[name] = ConstantView(name, "frozenset[str]" if as_set else "tuple[str, ...]", literal)
-        return name
-
-    def want_shape(self, model: str) -> str:
-        if model not in self.shape_models:
-            self.shape_models.append(model)
-        return f"shape_{self.server.model(model).snake}"
-
-    def want_shape_ref(self, model: str) -> str:
-        """A model's shape as presenters.py refers to it."""
-        return "shapes." + self.want_shape(model)
-
-    def output_convert(
-        self,
-        field: FieldIR,
-        type_ir: TypeIR,
-        value: str,
-        name: str,
-        cast: str | None,
-        embed: str | None = None,
-        prefix: str = "",
-    ) -> str:
-        if cast is not None:
-            check = f"cast_{cast}({value}, at, {name})"
-            already = {"integer": "int", "string": "str", "boolean": "bool"}.get(cast)
-            return f"{value} if type({value}) is {already} else {check}" if already else check
-        kind = type_ir.kind
-        if kind == "enum":
-            constant = self.enum_constant(self.output_constants, field.name, type_ir.enum_values, as_set=True)
-            return f"out_enum({value}, {prefix}{constant}, at, {name})"
-        if kind == "model":
-            assert type_ir.model is not None
-            path = f'at + ".{field.name}"' if name.startswith('"') else f'f"{{at}}.{field.name}[{{index}}]"'
-            if embed is not None:
-                return f"shape_{self.server.presenter(embed).snake}({value}, {path})"
-            return f"{prefix}{self.want_shape(type_ir.model)}({value}, {path})"
-        if kind == "list":
-            assert type_ir.items is not None
-            items = f"items_of({value}, at, {name})"
-            if type_ir.items.kind == "model":  # the item path is built only if an item fails (shape_items)
-                assert type_ir.items.model is not None
-                shape = (
-                    f"shape_{self.server.presenter(embed).snake}"
-                    if embed is not None
-                    else f"{prefix}{self.want_shape(type_ir.items.model)}"
-                )
-                return f'shape_items({items}, {shape}, at + ".{field.name}")'
-            item = self.output_convert(field, type_ir.items, "item", f'f"{field.name}[{{index}}]"', None, embed, prefix)
-            return f"[{item} for index, item in enumerate({items})]"
-        check = f"out_{'string' if kind == 'text' else kind}({value}, at, {name})"
-        exact = {"string": "str", "text": "str", "integer": "int", "boolean": "bool"}.get(kind)
-        # The common case inline (no call), the rest through the checking function.
-        return f"{value} if type({value}) is {exact} else {check}" if exact else check
-
-    def output_field(
-        self, field: FieldIR, embeds: dict[str, str] | None = None, prefix: str = "shapes."
-    ) -> OutputFieldView:
-        key = py_string(field.name)
-        convert = self.output_convert(
-            field, field.type, "value", key, field.cast, (embeds or {}).get(field.name), prefix
-        )
-        return OutputFieldView(key=key, required=field.required, nullable=field.nullable, convert=convert)
-
-    def shape(self, model: ModelIR) -> ShapeView:
-        fields = tuple(self.output_field(f, prefix="") for f in model.visible_fields)
-        return ShapeView(
-            f"shape_{model.snake}", model.name, docstring_text(model.description or f"A {model.name}."), fields
-        )
-
-    # --- input -----------------------------------------------------------------------------------
-    def want_nested_input(self, model: str) -> str:
-        if model not in self.input_models:
-            self.input_models.append(model)
-        return f"parse_{self.server.model(model).snake}_fields"
-
-    def input_convert(self, field: FieldIR, type_ir: TypeIR, value: str, name: str) -> str:
-        secret = ", secret=True" if field.hidden else ""
-        kind = type_ir.kind
-        if kind == "enum":
-            constant = self.enum_constant(self.input_constants, field.name, type_ir.enum_values, as_set=False)
-            return f"in_enum({value}, {constant}, {name}, errors{secret})"
-        if kind == "model":
-            assert type_ir.model is not None
-            return f"{self.want_nested_input(type_ir.model)}({value}, {name}, errors)"
-        if kind == "list":
-            assert type_ir.items is not None
-            item = self.input_convert(field, type_ir.items, "item", _indexed(name))
-            return f"[{item} for index, item in enumerate(in_list({value}, {name}, errors{secret}) or ())]"
-        return f"in_{'string' if kind == 'text' else kind}({value}, {name}, errors{secret})"
-
-    def input_field(self, field: FieldIR, prefix: str) -> InputFieldView:
-        name = f'f"{{{prefix}}}.{field.name}"' if prefix else py_string(field.name)
-        annotation = self.annotation(field)
-        return InputFieldView(
-            name=field.name,
-            key=py_string(field.name),
-            local=f"{field.name}_",
-            annotation=annotation,
-            required=field.required,
-            nullable=field.nullable,
-            expected=py_string(_expected(field.type)),
-            absent=_default_literal(field) if field.has_default else "None",
-            convert=self.input_convert(field, field.type, "value", name),
-        )
-
-    def annotation(self, field: FieldIR) -> str:
-        base = self.type_annotation(field.type)
-        always_set = field.required or (field.has_default and field.default is not None)
-        return base if always_set and not field.nullable else f"{base} | None"
-
-    def type_annotation(self, type_ir: TypeIR) -> str:
-        if type_ir.kind == "list":
-            assert type_ir.items is not None
-            return f"list[{self.type_annotation(type_ir.items)}]"
-        if type_ir.kind == "model":
-            return "dict[str, Any]"
-        return _PY_TYPES[type_ir.kind]
-
-    def nested_input(self, model: ModelIR) -> NestedInputView:
-        snake = model.snake
-        keys = f"_{snake.upper()}_FIELDS"
-        guarded = f"_{snake.upper()}_GUARDED"
-        self.input_constants[keys] = ConstantView(
-            keys, "frozenset[str]", py_literal(frozenset(f.name for f in model.writable_fields))
-        )
-        self.input_constants[guarded] = ConstantView(
-            guarded, "frozenset[str]", py_literal(frozenset(f.name for f in model.fields if f.guarded))
-        )
-        fields = tuple(self.input_field(f, "at") for f in model.writable_fields)
-        return NestedInputView(f"parse_{snake}_fields", model.name, keys, guarded, fields)
-
-    # --- tools -----------------------------------------------------------------------------------
     def share_definitions(self, schema: dict[str, Any], mode: str) -> dict[str, Any]:
         """Each model's definition once, as a module constant the tool schemas refer to (not a copy per tool)."""
         definitions = schema.get("$defs")
@@ -349,10 +117,12 @@ class _Builder:
         upper = tool.ident.upper()
         keys = f"_{upper}_KEYS"
         guarded = f"_{upper}_GUARDED"
-        self.input_constants[keys] = ConstantView(
+        self.inputs.input_constants[keys] = ConstantView(
             keys, "frozenset[str]", py_literal(frozenset(f.name for f in tool.inputs))
         )
-        self.input_constants[guarded] = ConstantView(guarded, "frozenset[str]", py_literal(frozenset(tool.guarded)))
+        self.inputs.input_constants[guarded] = ConstantView(
+            guarded, "frozenset[str]", py_literal(frozenset(tool.guarded))
+        )
         in_schema = input_schema(self.server, tool)
         if tool.binding is not None:
             in_schema["properties"][self.server.state_handle_key] = handle_property(self.server, tool)
@@ -379,7 +149,7 @@ class _Builder:
             description_literal=py_string(tool.description or tool.name),
             keys_constant=keys,
             guarded_constant=guarded,
-            inputs=tuple(self.input_field(f, "") for f in tool.inputs),
+            inputs=tuple(self.inputs.input_field(f, "") for f in tool.inputs),
             input_schema=ConstantView(in_name, "dict[str, Any]", py_literal(in_schema, 0, len(in_name) + 23)),
             output_schema=ConstantView(out_name, "dict[str, Any]", py_literal(out_schema, 0, len(out_name) + 23))
             if out_schema is not None
@@ -400,16 +170,14 @@ class _Builder:
 
 
 def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerView:
-    builder = _Builder(server)
-    tools = tuple(builder.tool(t) for t in server.tools)
+    inputs = InputViews(server)
+    shaping = ShapeViews(server)
+    tool_views = _ToolViews(server, inputs)
+    tools = tuple(tool_views.tool(t) for t in server.tools)
     presenter_constants: dict[str, str] = {}
-    presenters = build_presenters(server, builder, presenter_constants)
-    shapes: list[ShapeView] = []
-    while len(shapes) < len(builder.shape_models):  # shaping a model may ask for the shapes it nests
-        shapes.append(builder.shape(server.model(builder.shape_models[len(shapes)])))
-    nested: list[NestedInputView] = []
-    while len(nested) < len(builder.input_models):
-        nested.append(builder.nested_input(server.model(builder.input_models[len(nested)])))
+    presenters = build_presenters(server, shaping, presenter_constants)
+    shapes = shaping.shapes()
+    nested = inputs.nested_inputs()
     workflows = workflow_views(server)
     state_constants: tuple[ConstantView, ...] = ()
     if workflows:
@@ -435,10 +203,10 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         handlers_module_literal=py_string(server.handlers_module),
         handlers_dir_literal=py_string(handlers_dir),
         tools=tools,
-        shapes=tuple(shapes),
-        nested_inputs=tuple(nested),
-        output_constants=tuple(sorted(builder.output_constants.values(), key=lambda c: c.name)),
-        input_constants=tuple(builder.input_constants.values()),
+        shapes=shapes,
+        nested_inputs=nested,
+        output_constants=tuple(sorted(shaping.output_constants.values(), key=lambda c: c.name)),
+        input_constants=tuple(inputs.input_constants.values()),
         output_schemas=tuple({t.output_schema.name: t.output_schema for t in tools if t.output_schema}.values()),
         presenters=presenters,
         presenter_constants=tuple(presenter_constants.items()),
@@ -451,5 +219,5 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         bindings=binding_views(server),
         handle_key_literal=py_string(server.state_handle_key),
         state_constants=state_constants,
-        definitions=tuple(sorted(builder.definitions.values(), key=lambda c: c.name)),
+        definitions=tuple(sorted(tool_views.definitions.values(), key=lambda c: c.name)),
     )

@@ -8,13 +8,10 @@ node that is not the container its path expects stops the call: masking fails cl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from fusiongen.codegen.view_shapes import OutputFieldView, ShapeViews
 from fusiongen.ir import ExprIR, PresenterIR, RedactionPath, ServerIR, UIBlockIR
 from fusiongen.pyliteral import docstring_text, py_literal, py_string
-
-if TYPE_CHECKING:
-    from fusiongen.codegen.view import OutputFieldView, _Builder
 
 
 @dataclass(frozen=True)
@@ -158,7 +155,7 @@ def _expr(value: ExprIR | None) -> str | None:
     return value.python if value is not None else None
 
 
-def build_presenters(server: ServerIR, builder: _Builder, constants: dict[str, str]) -> tuple[PresenterView, ...]:
+def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str, str]) -> tuple[PresenterView, ...]:
     used_single = {t.returns.presenter for t in server.tools if t.returns and not t.returns.collection}
     used_many = {t.returns.presenter for t in server.tools if t.returns and t.returns.collection}
     children = {child for p in server.presenters for _, child in p.embeds}
@@ -180,7 +177,7 @@ def build_presenters(server: ServerIR, builder: _Builder, constants: dict[str, s
         snake = presenter.snake
         own = not presenter.implicit
         embeds = dict(presenter.embeds)
-        fields = tuple(builder.output_field(f, embeds) for f in presenter.fields) if own else ()
+        fields = tuple(shaping.output_field(f, embeds) for f in presenter.fields) if own else ()
         description_constant = None
         if presenter.description_rules:
             description_constant = f"_{snake.upper()}_DESCRIPTION_RULES"
@@ -211,7 +208,7 @@ def build_presenters(server: ServerIR, builder: _Builder, constants: dict[str, s
             PresenterView(
                 name=presenter.name,
                 snake=snake,
-                shape_function=f"shape_{snake}" if own else builder.want_shape_ref(presenter.name),
+                shape_function=f"shape_{snake}" if own else shaping.want_shape_ref(presenter.name),
                 own_shape=own,
                 description=docstring_text(presenter.description or f"The {presenter.name} presenter."),
                 fields=fields,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ import tomli
 from pydantic import BaseModel, ValidationError
 
 from fusiongen.diagnostics import Diagnostic, Position, SpecError
+from fusiongen.load.machines import MachineFile, read_machine
 from fusiongen.load.spec import Spec
-from fusiongen.load.toml_positions import ScanError, SourceMap, scan
+from fusiongen.load.toml_positions import Duplicate, ScanError, SourceMap, scan
 
 Loc = tuple[str | int, ...]
 
@@ -34,6 +36,7 @@ class LoadedSpec:
     source_map: SourceMap
     source: str
     document: dict[str, Any]  # the raw TOML, for positions of short forms
+    machines: Mapping[str, MachineFile] = field(default_factory=dict)  # workflow machine files, as the spec names them
 
     def key_at(self, *loc: str | int) -> Position:
         return _key_position(self.source_map, loc)
@@ -56,9 +59,11 @@ class LoadedSpec:
         """The raw TOML value at `loc`, or None."""
         node: Any = self.document
         for part in loc:
-            if (isinstance(node, dict) and part in node) or (
-                isinstance(node, list) and isinstance(part, int) and part < len(node)
-            ):
+            if isinstance(node, dict):
+                if part not in node:
+                    return None
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
                 node = node[part]
             else:
                 return None
@@ -162,7 +167,14 @@ def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
         spec = Spec.model_validate(document)
     except ValidationError as exc:
         raise SpecError(_shape_diagnostics(exc, source_map, display_path)) from None
-    return LoadedSpec(spec, path, display_path, source_map, source, document)
+    machines = {
+        w.machine: read_machine(
+            path.parent / w.machine, Path(display_path).parent.joinpath(w.machine).as_posix(), w.machine
+        )
+        for w in spec.workflows.values()
+        if w.machine is not None
+    }
+    return LoadedSpec(spec, path, display_path, source_map, source, document, machines)
 
 
 def _opening_quote(line: str, end: int) -> int | None:
@@ -199,7 +211,7 @@ def _syntax_diagnostics(source: str, exc: tomli.TOMLDecodeError, display_path: s
     line = getattr(exc, "lineno", 1) or 1
     col = getattr(exc, "colno", 1) or 1
     message = getattr(exc, "msg", str(exc)).rstrip(".")
-    duplicates = []
+    duplicates: list[Duplicate] = []
     try:
         _, duplicates = scan(source)
     except ScanError as scan_error:

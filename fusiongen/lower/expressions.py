@@ -7,16 +7,14 @@ suggestion or model-facing block that reads a hidden or redacted field is a buil
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from fusiongen import expr
 from fusiongen.diagnostics import Diagnostic
 from fusiongen.ir import ExprIR, FieldIR, RedactionPath, UIBlockIR
 from fusiongen.load.loader import Loc
 from fusiongen.load.spec import UIBlockSpec
-
-if TYPE_CHECKING:
-    from fusiongen.lower.presenters import PresenterLowering
+from fusiongen.lower.context import LowerContext
+from fusiongen.lower.scope import PresenterScope
 
 _EXPR_TYPES = {
     "string": expr.ExprType.STRING,
@@ -43,19 +41,20 @@ class PresenterExpressions:
 
     def __init__(
         self,
-        owner: PresenterLowering,
+        ctx: LowerContext,
+        scope: PresenterScope,
         fields: tuple[FieldIR, ...],
         embeds: dict[str, str],
         redactions: tuple[RedactionPath, ...],
         loc: Loc,
     ) -> None:
-        self.owner = owner
-        self.lowering = owner.lowering
+        self.ctx = ctx
+        self.scope = scope
         self.fields = fields
         self.embeds = embeds
         self.redactions = redactions
         self.reads: list[tuple[str, ...]] = []  # what model-facing expressions read (checked against parents)
-        model = owner.models.get(owner.spec.presenters[loc[1]].model or "") if len(loc) > 1 else None
+        model = scope.models.get(scope.specs[str(loc[1])].model or "") if len(loc) > 1 else None
         self.top_hidden = {f.name: f for f in model.fields if f.hidden} if model else {}
 
     def resolve(self, path: tuple[str, ...]) -> expr.FieldInfo | None:
@@ -65,7 +64,7 @@ class PresenterExpressions:
             field = next((f for f in level if f.name == name), None) or hidden.get(name)
             if field is None:
                 return None
-            hidden = {f.name: f for f in self.owner.hidden_fields(field)}
+            hidden = {f.name: f for f in self.scope.hidden_fields(field)}
             nullable = nullable or not field.required or field.nullable
             if depth == len(path) - 1:
                 kind = field.cast or field.type.kind
@@ -73,10 +72,10 @@ class PresenterExpressions:
                 return expr.FieldInfo(_EXPR_TYPES[kind], nullable, item)
             if field.type.kind != "model":
                 return None
-            inner = self.owner.children(field, embeds.get(name))
+            inner = self.scope.children(field, embeds.get(name))
             if inner is None:
                 return None
-            embeds = dict(self.owner.spec.presenters[embeds[name]].embed) if name in embeds else {}
+            embeds = dict(self.scope.specs[embeds[name]].embed) if name in embeds else {}
             level = inner
         return None
 
@@ -90,9 +89,9 @@ class PresenterExpressions:
             field = next((f for f in level if f.name == name), None)
             if field is None:
                 break
-            if depth + 1 < len(path) and path[depth + 1] in self.owner.hidden_names(field):
+            if depth + 1 < len(path) and path[depth + 1] in self.scope.hidden_names(field):
                 return f'"{".".join(path)}" is hidden'
-            inner = self.owner.children(field, embeds.get(name))
+            inner = self.scope.children(field, embeds.get(name))
             if inner is None:
                 break
             level = inner
@@ -115,10 +114,10 @@ class PresenterExpressions:
         }[kind]
         result = compile_fn(text, resolve, access=_access, collection=collection)
         if isinstance(result, list):
-            loaded = self.lowering.loaded
+            loaded = self.ctx.loaded
             for error in result:
                 position = loaded.string_char_at(loc, error.start)
-                self.lowering.diagnostics.append(Diagnostic("FG157", error.message, loaded.display_path, position))
+                self.ctx.diagnostics.append(Diagnostic("FG157", error.message, loaded.display_path, position))
             return None
         if not for_user:
             self.reads.extend(p for p in result.paths if p not in self.reads)
@@ -127,10 +126,10 @@ class PresenterExpressions:
             if reason is None:
                 continue
             if reason.endswith("is hidden"):  # hidden never leaves the server, not even for the user
-                self.lowering.error("FG158", f"{reason}: hidden fields never leave the server", loc, value=True)
+                self.ctx.error("FG158", f"{reason}: hidden fields never leave the server", loc, value=True)
                 return None
             if not for_user:
-                self.lowering.error(
+                self.ctx.error(
                     "FG158",
                     f"{reason}: it cannot be shown to the model",
                     loc,
@@ -164,14 +163,14 @@ class PresenterExpressions:
             if getattr(spec, k) is not None
         }
         for key in sorted(given - allowed):
-            self.lowering.error(
+            self.ctx.error(
                 "FG160",
                 f'a {spec.type} block{" of collection_ui" if collection else ""} has no "{key}"',
                 (*loc, key),
                 hint="its keys: " + ", ".join(sorted(allowed)),
             )
         for key in sorted(allowed - given - {"language", "path"}):
-            self.lowering.error("FG160", f'a {spec.type} block needs "{key}"', loc)
+            self.ctx.error("FG160", f'a {spec.type} block needs "{key}"', loc)
         if given - allowed or allowed - given - {"language", "path"}:
             return None
         when = (
@@ -200,7 +199,7 @@ class PresenterExpressions:
         for r, row in enumerate(all_rows):
             if len(row) != len(columns):
                 cells = f"{len(row)} cell" + ("" if len(row) == 1 else "s")
-                self.lowering.error(
+                self.ctx.error(
                     "FG160",
                     f"a table row has {cells} for {len(columns)} columns",
                     (*loc, "rows", r) if spec.rows is not None else (*loc, "row"),
@@ -210,10 +209,10 @@ class PresenterExpressions:
             return None
         for r, row in enumerate(all_rows):
             at = (*loc, "rows", r) if spec.rows is not None else (*loc, "row")
-            cells = [tpl(cell, (*at, c)) for c, cell in enumerate(row)]
-            if any(c is None for c in cells):
+            compiled = [tpl(cell, (*at, c)) for c, cell in enumerate(row)]
+            if any(c is None for c in compiled):
                 return None
-            rows.append(tuple(c for c in cells if c is not None))
+            rows.append(tuple(c for c in compiled if c is not None))
         text = tpl(spec.text, (*loc, "text"), per_item=False) if spec.text is not None else None
         entries = [tpl(t, (*loc, "items", i)) for i, t in enumerate(spec.items or [])]
         if spec.item is not None:
@@ -222,9 +221,7 @@ class PresenterExpressions:
         if spec.path:
             path = tuple(spec.path.split("."))
             if self.resolve(path) is None:
-                self.lowering.error(
-                    "FG160", f'json block path "{spec.path}" is not a field', (*loc, "path"), value=True
-                )
+                self.ctx.error("FG160", f'json block path "{spec.path}" is not a field', (*loc, "path"), value=True)
                 return None
         if spec.type == "json" and not user:
             self.reads.append(path)  # () reads the whole result: any parent redaction under it is shown
@@ -234,7 +231,7 @@ class PresenterExpressions:
                 else ("the whole result holds redacted fields" if self.redactions else None)
             )
             if reason:
-                self.lowering.error(
+                self.ctx.error(
                     "FG158",
                     f"{reason}: a json block cannot show it to the model",
                     (*loc, "path") if path else loc,

@@ -1,199 +1,197 @@
 """Lower tools: inputs (own and `input_from`), `returns`, and the names that must not collide.
 
-A mixin of the lowering: it shares its diagnostics and spec, and sees the models already lowered.
+Tools come after models, presenters and workflows: they read the models' fillable fields, name a
+presenter or model to return, and carry the workflow binding lowered for them.
 """
 
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING
 
 from fusiongen.ir import BindingIR, FieldIR, ModelIR, ReturnsIR, ToolIR
 from fusiongen.load.loader import Loc
 from fusiongen.load.spec import ToolSpec
+from fusiongen.lower.context import LowerContext
+from fusiongen.lower.fields import lower_field
 from fusiongen.names import TOOL_NAME, snake_case
 
-if TYPE_CHECKING:
-    from fusiongen.lower.server import _Lowering
 
-    _Base = _Lowering
-else:
-    _Base = object
-
-
-class ToolLowering(_Base):
-    def lower_tool(self, name: str, tool: ToolSpec, binding: BindingIR | None = None) -> ToolIR:
-        loc: Loc = ("tools", name)
-        name_ok = bool(TOOL_NAME.match(name))
-        if not name_ok:
-            self.error(
-                "FG104",
-                f'tool name "{name}" must start with a letter and use only letters, digits, '
-                '"_", "-" and "." (at most 128 characters)',
-                loc,
-            )
-        ident = snake_case(name)
-        handler = tool.handler or ident
-        if tool.handler is not None:
-            self.check_identifier(handler, (*loc, "handler"), "handler name")
-        elif name_ok:  # an invalid tool name is reported once, not again through the handler name it implies
-            self.check_identifier(handler, loc, "handler name derived from the tool name", value=False)
-        inputs = [self.lower_field(n, s, (*loc, "input", n)) for n, s in tool.input.items()]
-        guarded: tuple[str, ...] = ()
-        if tool.input_from is not None:
-            from_fields, guarded = self.resolve_input_from(tool, loc)
-            inputs.extend(from_fields)
-        returns = self.resolve_returns(tool.returns, (*loc, "returns")) if tool.returns is not None else None
-        return ToolIR(
-            name=name,
-            ident=ident,
-            handler=handler,
-            kind=tool.kind,
-            description=tool.description,
-            inputs=tuple(inputs),
-            guarded=guarded,
-            returns=returns,
-            compact_description=tool.compact_description,
-            binding=binding,
-        )
-
-    def resolve_input_from(self, tool: ToolSpec, loc: Loc) -> tuple[list[FieldIR], tuple[str, ...]]:
-        assert tool.input_from is not None
-        from_loc = (*loc, "input_from")
-        model_name, dot, operation = tool.input_from.partition(".")
-        if not dot or not model_name or not operation or "." in operation:
-            self.error("FG132", f'input_from must be "Model.operation", not "{tool.input_from}"', from_loc, value=True)
-            return [], ()
-        model = self.spec.models.get(model_name)
-        if model is None:
-            close = difflib.get_close_matches(model_name, list(self.spec.models), n=1)
-            self.error(
-                "FG130",
-                f'input_from names unknown model "{model_name}"',
-                from_loc,
-                value=True,
-                hint=f'did you mean "{close[0]}"?' if close else None,
-            )
-            return [], ()
-        if operation not in model.fillable:
-            known = ", ".join(model.fillable) or "none"
-            self.error(
-                "FG131",
-                f'model "{model_name}" has no fillable operation "{operation}"',
-                from_loc,
-                value=True,
-                hint=f"its operations: {known}",
-            )
-            return [], ()
-        fields: list[FieldIR] = []
-        for field_name in model.fillable[operation]:
-            spec = model.fields.get(field_name)
-            if spec is None:
-                continue  # reported on the model
-            if field_name in tool.input:
-                self.error(
-                    "FG133",
-                    f'input field "{field_name}" is also fillable through input_from "{tool.input_from}"',
-                    (*loc, "input", field_name),
-                    hint="declare selector fields (like an id) in input, and writable ones in fillable",
-                )
-                continue
-            if operation == "update":  # an update is partial: every fillable field may be left out
-                spec = spec.model_copy(update={"required": False})
-            fields.append(
-                self.lower_field(
-                    field_name, spec, ("models", model_name, "fields", field_name), hidden=field_name in model.hidden
-                )
-            )
-        guarded = tuple(g for g in model.guarded if g not in tool.input)
-        return fields, guarded
-
-    def resolve_returns(self, returns: str, loc: Loc) -> ReturnsIR | None:
-        """A presenter name, else a model name (its implicit presenter); "X[]" for a collection."""
-        collection = returns.endswith("[]")
-        name = returns[:-2] if collection else returns
-        if name in self.spec.presenters or name in self.spec.models:
-            return ReturnsIR(presenter=name, collection=collection)
-        close = difflib.get_close_matches(name, [*self.spec.presenters, *self.spec.models], n=1)
-        self.error(
-            "FG111",
-            f'returns names unknown presenter or model "{name}"',
+def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR | None = None) -> ToolIR:
+    loc: Loc = ("tools", name)
+    name_ok = bool(TOOL_NAME.match(name))
+    if not name_ok:
+        ctx.error(
+            "FG104",
+            f'tool name "{name}" must start with a letter and use only letters, digits, '
+            '"_", "-" and "." (at most 128 characters)',
             loc,
-            value=True,
-            hint=f'did you mean "{close[0]}"?' if close else 'name a presenter or a model, "X[]" for a list',
         )
-        return None
+    ident = snake_case(name)
+    handler = tool.handler or ident
+    if tool.handler is not None:
+        ctx.check_identifier(handler, (*loc, "handler"), "handler name")
+    elif name_ok:  # an invalid tool name is reported once, not again through the handler name it implies
+        ctx.check_identifier(handler, loc, "handler name derived from the tool name", value=False)
+    inputs = [lower_field(ctx, n, s, (*loc, "input", n)) for n, s in tool.input.items()]
+    guarded: tuple[str, ...] = ()
+    if tool.input_from is not None:
+        from_fields, guarded = _resolve_input_from(ctx, tool, loc)
+        inputs.extend(from_fields)
+    returns = _resolve_returns(ctx, tool.returns, (*loc, "returns")) if tool.returns is not None else None
+    return ToolIR(
+        name=name,
+        ident=ident,
+        handler=handler,
+        kind=tool.kind,
+        description=tool.description,
+        inputs=tuple(inputs),
+        guarded=guarded,
+        returns=returns,
+        compact_description=tool.compact_description,
+        binding=binding,
+    )
 
-    def check_workflow_names(self, handle_key: str, tools: tuple[ToolIR, ...]) -> None:
-        """The generated <workflow>.start/.status tools and the handle argument must not clash with the spec."""
-        if not self.spec.workflows:
-            return
-        self.check_identifier(handle_key, ("server", "state_handle_key"), "state_handle_key")
-        for workflow in self.spec.workflows:
-            for suffix in ("start", "status"):
-                generated = f"{workflow}.{suffix}"
-                if generated in self.spec.tools:
-                    self.error(
-                        "FG177",
-                        f'tool "{generated}" clashes with the tool fusiongen generates for workflow "{workflow}"',
-                        ("tools", generated),
-                        hint="rename the tool",
-                    )
-        for tool in tools:
-            if tool.binding and any(f.name == handle_key for f in tool.inputs):
-                self.error(
+
+def _resolve_input_from(ctx: LowerContext, tool: ToolSpec, loc: Loc) -> tuple[list[FieldIR], tuple[str, ...]]:
+    assert tool.input_from is not None
+    from_loc = (*loc, "input_from")
+    model_name, dot, operation = tool.input_from.partition(".")
+    if not dot or not model_name or not operation or "." in operation:
+        ctx.error("FG132", f'input_from must be "Model.operation", not "{tool.input_from}"', from_loc, value=True)
+        return [], ()
+    model = ctx.spec.models.get(model_name)
+    if model is None:
+        close = difflib.get_close_matches(model_name, list(ctx.spec.models), n=1)
+        ctx.error(
+            "FG130",
+            f'input_from names unknown model "{model_name}"',
+            from_loc,
+            value=True,
+            hint=f'did you mean "{close[0]}"?' if close else None,
+        )
+        return [], ()
+    if operation not in model.fillable:
+        known = ", ".join(model.fillable) or "none"
+        ctx.error(
+            "FG131",
+            f'model "{model_name}" has no fillable operation "{operation}"',
+            from_loc,
+            value=True,
+            hint=f"its operations: {known}",
+        )
+        return [], ()
+    fields: list[FieldIR] = []
+    for field_name in model.fillable[operation]:
+        spec = model.fields.get(field_name)
+        if spec is None:
+            continue  # reported on the model
+        if field_name in tool.input:
+            ctx.error(
+                "FG133",
+                f'input field "{field_name}" is also fillable through input_from "{tool.input_from}"',
+                (*loc, "input", field_name),
+                hint="declare selector fields (like an id) in input, and writable ones in fillable",
+            )
+            continue
+        if operation == "update":  # an update is partial: every fillable field may be left out
+            spec = spec.model_copy(update={"required": False})
+        fields.append(
+            lower_field(
+                ctx, field_name, spec, ("models", model_name, "fields", field_name), hidden=field_name in model.hidden
+            )
+        )
+    guarded = tuple(g for g in model.guarded if g not in tool.input)
+    return fields, guarded
+
+
+def _resolve_returns(ctx: LowerContext, returns: str, loc: Loc) -> ReturnsIR | None:
+    """A presenter name, else a model name (its implicit presenter); "X[]" for a collection."""
+    collection = returns.endswith("[]")
+    name = returns[:-2] if collection else returns
+    if name in ctx.spec.presenters or name in ctx.spec.models:
+        return ReturnsIR(presenter=name, collection=collection)
+    close = difflib.get_close_matches(name, [*ctx.spec.presenters, *ctx.spec.models], n=1)
+    ctx.error(
+        "FG111",
+        f'returns names unknown presenter or model "{name}"',
+        loc,
+        value=True,
+        hint=f'did you mean "{close[0]}"?' if close else 'name a presenter or a model, "X[]" for a list',
+    )
+    return None
+
+
+def check_workflow_names(ctx: LowerContext, handle_key: str, tools: tuple[ToolIR, ...]) -> None:
+    """The generated <workflow>.start/.status tools and the handle argument must not clash with the spec."""
+    if not ctx.spec.workflows:
+        return
+    ctx.check_identifier(handle_key, ("server", "state_handle_key"), "state_handle_key")
+    for workflow in ctx.spec.workflows:
+        for suffix in ("start", "status"):
+            generated = f"{workflow}.{suffix}"
+            if generated in ctx.spec.tools:
+                ctx.error(
                     "FG177",
-                    f'tool "{tool.name}" has an input "{handle_key}", the workflow handle argument',
-                    ("tools", tool.name, "input", handle_key),
-                    hint="rename the input or set [server] state_handle_key",
+                    f'tool "{generated}" clashes with the tool fusiongen generates for workflow "{workflow}"',
+                    ("tools", generated),
+                    hint="rename the tool",
                 )
+    for tool in tools:
+        if tool.binding and any(f.name == handle_key for f in tool.inputs):
+            ctx.error(
+                "FG177",
+                f'tool "{tool.name}" has an input "{handle_key}", the workflow handle argument',
+                ("tools", tool.name, "input", handle_key),
+                hint="rename the input or set [server] state_handle_key",
+            )
 
-    def check_collisions(self, models: tuple[ModelIR, ...], tools: tuple[ToolIR, ...]) -> None:
-        first_by_handler: dict[str, str] = {}
-        first_by_ident: dict[str, str] = {}
-        for tool in tools:
-            loc: Loc = ("tools", tool.name)
-            explicit = self.spec.tools[tool.name].handler is not None
-            same_ident = first_by_ident.get(tool.ident) == first_by_handler.get(tool.handler)
-            if tool.handler in first_by_handler and (explicit or not same_ident):
-                other = first_by_handler[tool.handler]
-                self.error(
-                    "FG142",
-                    f'tools "{other}" and "{tool.name}" both use handler "{tool.handler}"',
-                    (*loc, "handler") if explicit else loc,
-                    value=explicit,
-                    hint='give one of them its own "handler"',
-                )
-            first_by_handler.setdefault(tool.handler, tool.name)
-            if tool.ident in first_by_ident:
-                other = first_by_ident[tool.ident]
-                self.error(
+
+def check_collisions(ctx: LowerContext, models: tuple[ModelIR, ...], tools: tuple[ToolIR, ...]) -> None:
+    first_by_handler: dict[str, str] = {}
+    first_by_ident: dict[str, str] = {}
+    for tool in tools:
+        loc: Loc = ("tools", tool.name)
+        explicit = ctx.spec.tools[tool.name].handler is not None
+        same_ident = first_by_ident.get(tool.ident) == first_by_handler.get(tool.handler)
+        if tool.handler in first_by_handler and (explicit or not same_ident):
+            other = first_by_handler[tool.handler]
+            ctx.error(
+                "FG142",
+                f'tools "{other}" and "{tool.name}" both use handler "{tool.handler}"',
+                (*loc, "handler") if explicit else loc,
+                value=explicit,
+                hint='give one of them its own "handler"',
+            )
+        first_by_handler.setdefault(tool.handler, tool.name)
+        if tool.ident in first_by_ident:
+            other = first_by_ident[tool.ident]
+            ctx.error(
+                "FG143",
+                f'tools "{other}" and "{tool.name}" map to the same Python name "{tool.ident}"',
+                loc,
+                hint="rename one of them",
+            )
+        first_by_ident.setdefault(tool.ident, tool.name)
+    for kind, names in (("presenters", ctx.spec.presenters), ("workflows", ctx.spec.workflows)):
+        seen: dict[str, str] = {}
+        for name in names:
+            snake = snake_case(name)
+            if snake in seen:
+                ctx.error(
                     "FG143",
-                    f'tools "{other}" and "{tool.name}" map to the same Python name "{tool.ident}"',
-                    loc,
+                    f'{kind} "{seen[snake]}" and "{name}" map to the same Python name "{snake}"',
+                    (kind, name),
                     hint="rename one of them",
                 )
-            first_by_ident.setdefault(tool.ident, tool.name)
-        for kind, names in (("presenters", self.spec.presenters), ("workflows", self.spec.workflows)):
-            seen: dict[str, str] = {}
-            for name in names:
-                snake = snake_case(name)
-                if snake in seen:
-                    self.error(
-                        "FG143",
-                        f'{kind} "{seen[snake]}" and "{name}" map to the same Python name "{snake}"',
-                        (kind, name),
-                        hint="rename one of them",
-                    )
-                seen.setdefault(snake, name)
-        first_by_snake: dict[str, str] = {}
-        for model in models:
-            if model.snake in first_by_snake:
-                self.error(
-                    "FG143",
-                    f'models "{first_by_snake[model.snake]}" and "{model.name}" map to the same '
-                    f'Python name "{model.snake}"',
-                    ("models", model.name),
-                    hint="rename one of them",
-                )
-            first_by_snake.setdefault(model.snake, model.name)
+            seen.setdefault(snake, name)
+    first_by_snake: dict[str, str] = {}
+    for model in models:
+        if model.snake in first_by_snake:
+            ctx.error(
+                "FG143",
+                f'models "{first_by_snake[model.snake]}" and "{model.name}" map to the same '
+                f'Python name "{model.snake}"',
+                ("models", model.name),
+                hint="rename one of them",
+            )
+        first_by_snake.setdefault(model.snake, model.name)

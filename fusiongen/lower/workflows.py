@@ -12,18 +12,16 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from fusiongen.diagnostics import Diagnostic, Position, Severity
 from fusiongen.ir import BindingIR, WorkflowIR
-from fusiongen.load.loader import Loc
+from fusiongen.load.loader import LoadedSpec, Loc
 from fusiongen.load.spec import StateSpec, ToolSpec, TransitionSpec, WorkflowSpec
-
-if TYPE_CHECKING:
-    from fusiongen.lower.server import _Lowering
+from fusiongen.lower.context import LowerContext
+from fusiongen.names import snake_case
 
 _UNSUPPORTED_STATE_KEYS = ("always", "after", "invoke", "entry", "exit", "initial", "states", "history")
 _UNSUPPORTED_TRANSITION_KEYS = ("guard", "cond", "actions", "reenter")
@@ -37,9 +35,9 @@ class _Source:
     file: str
     text: str | None  # the JSON text, to find positions in it; None for the spec itself
 
-    def position(self, lowering: _Lowering, loc: Loc, json_keys: tuple[str, ...]) -> Position:
+    def position(self, loaded: LoadedSpec, loc: Loc, json_keys: tuple[str, ...]) -> Position:
         if self.text is None:
-            return lowering.loaded.key_at(*loc)
+            return loaded.key_at(*loc)
         offset = 0
         for key in json_keys:  # walk down the JSON text key by key (a key, not an equal string value)
             match = re.compile(re.escape(json.dumps(key)) + r"\s*:").search(self.text, offset)
@@ -50,10 +48,20 @@ class _Source:
         return Position(line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1)
 
 
+def lower_workflows(ctx: LowerContext) -> tuple[dict[str, WorkflowIR], WorkflowLowering]:
+    """The workflows that compiled (by name), and the lowering that binds tools to them."""
+    lowering = WorkflowLowering(ctx)
+    workflows = {name: w for name, spec in ctx.spec.workflows.items() if (w := lowering.lower(name, spec)) is not None}
+    return workflows, lowering
+
+
 class WorkflowLowering:
-    def __init__(self, lowering: _Lowering) -> None:
-        self.lowering = lowering
-        self.spec = lowering.spec
+    """Compiles machines and then the tools' bindings to them. It keeps the events each workflow
+    declares, so a binding to an event already reported where it is declared is not reported twice."""
+
+    def __init__(self, ctx: LowerContext) -> None:
+        self.ctx = ctx
+        self.spec = ctx.spec
         # Every event a workflow's states name, compiled or not: a binding to an event whose transition was
         # already reported (unsupported, or an unknown target) is not reported again.
         self.declared_events: dict[str, set[str]] = {}
@@ -69,12 +77,12 @@ class WorkflowLowering:
         hint: str | None = None,
         warning: bool = False,
     ) -> None:
-        self.lowering.diagnostics.append(
+        self.ctx.diagnostics.append(
             Diagnostic(
                 code,
                 message,
                 source.file,
-                source.position(self.lowering, loc, json_keys),
+                source.position(self.ctx.loaded, loc, json_keys),
                 Severity.WARNING if warning else Severity.ERROR,
                 hint,
             )
@@ -83,12 +91,12 @@ class WorkflowLowering:
     # --- machines --------------------------------------------------------------------------------
     def lower(self, name: str, workflow: WorkflowSpec) -> WorkflowIR | None:
         loc: Loc = ("workflows", name)
-        self.lowering.check_identifier(name, loc, "workflow name", value=False)
-        source = _Source(self.lowering.loaded.display_path, None)
+        self.ctx.check_identifier(name, loc, "workflow name", value=False)
+        source = _Source(self.ctx.loaded.display_path, None)
         initial, states = workflow.initial, workflow.states
         if workflow.machine is not None:
             if workflow.states is not None or workflow.initial is not None:
-                self.lowering.error(
+                self.ctx.error(
                     "FG173", f'workflow "{name}" has both "machine" and inline initial/states', (*loc, "machine")
                 )
                 return None
@@ -97,7 +105,7 @@ class WorkflowLowering:
                 return None
             source, initial, states = loaded
         if states is None or not states:
-            self.lowering.error("FG170", f'workflow "{name}" declares no states', loc)
+            self.ctx.error("FG170", f'workflow "{name}" declares no states', loc)
             return None
         state_loc = (*loc, "states")
         transitions: list[tuple[str, str, str]] = []
@@ -182,7 +190,7 @@ class WorkflowLowering:
                     ("states", state),
                     warning=True,
                 )
-        return WorkflowIR(name, self.lowering.snake(name), initial, tuple(states), tuple(finals), tuple(transitions))
+        return WorkflowIR(name, snake_case(name), initial, tuple(states), tuple(finals), tuple(transitions))
 
     def target(
         self,
@@ -231,23 +239,14 @@ class WorkflowLowering:
         return target
 
     def load_machine(self, machine: str, loc: Loc) -> tuple[_Source, str | None, dict[str, StateSpec]] | None:
-        path = self.lowering.loaded.path.parent / machine
-        shown = Path(self.lowering.loaded.display_path).parent.joinpath(machine).as_posix()
-        try:
-            text = path.read_text(encoding="utf-8")
-            config = json.loads(text)
-        except json.JSONDecodeError as exc:
-            self.lowering.diagnostics.append(
-                Diagnostic("FG173", f"machine is not valid JSON: {exc.msg}", shown, Position(exc.lineno, exc.colno))
-            )
+        read = self.ctx.loaded.machines[machine]
+        if read.text is None or read.problem is not None:
+            if read.problem_at is not None:
+                self.ctx.diagnostics.append(Diagnostic("FG173", read.problem or "", read.file, read.problem_at))
+            else:
+                self.ctx.error("FG173", read.problem or f'cannot read machine "{machine}"', loc, value=True)
             return None
-        except (OSError, ValueError) as exc:  # unreadable, a NUL in the path, not UTF-8
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a readable UTF-8 file"
-            self.lowering.error("FG173", f'cannot read machine "{machine}": {reason}', loc, value=True)
-            return None
-        except RecursionError:
-            self.lowering.error("FG173", f'machine "{machine}" is nested too deeply', loc, value=True)
-            return None
+        config, text, shown = read.document, read.text, read.file
         source = _Source(shown, text)
         if not isinstance(config, Mapping) or not isinstance(config.get("states"), Mapping):
             self.report(source, "FG173", 'a machine must be a JSON object with "states"', (), ())
@@ -287,7 +286,7 @@ class WorkflowLowering:
         loc: Loc = ("tools", tool_name)
         if tool.bind_state is None:
             if tool.compact_description is not None:
-                self.lowering.error(
+                self.ctx.error(
                     "FG174",
                     "compact_description needs bind_state: it is shown while the bound "
                     "workflow is in its initial state",
@@ -299,20 +298,18 @@ class WorkflowLowering:
         name = bind.workflow
         if name is None:
             if len(self.spec.workflows) != 1:
-                self.lowering.error("FG174", 'bind_state needs "workflow" when the spec does not have exactly one', at)
+                self.ctx.error("FG174", 'bind_state needs "workflow" when the spec does not have exactly one', at)
                 return None
             name = next(iter(self.spec.workflows))
         workflow = workflows.get(name)
         if workflow is None:
             if name not in self.spec.workflows:
-                self.lowering.error(
-                    "FG174", f'bind_state names unknown workflow "{name}"', (*at, "workflow"), value=True
-                )
+                self.ctx.error("FG174", f'bind_state names unknown workflow "{name}"', (*at, "workflow"), value=True)
             return None
         ok = True
         for index, state in enumerate(bind.states):
             if state not in workflow.states:
-                self.lowering.error(
+                self.ctx.error(
                     "FG170",
                     f'workflow "{name}" has no state "{state}"',
                     (*at, "states", index),
@@ -321,14 +318,14 @@ class WorkflowLowering:
                 )
                 ok = False
         if not bind.states:
-            self.lowering.error("FG174", "bind_state needs at least one state", (*at, "states"), value=True)
+            self.ctx.error("FG174", "bind_state needs at least one state", (*at, "states"), value=True)
             ok = False
         if bind.transition is not None:
             accepting = {s for s, e, _ in workflow.transitions if e == bind.transition}
             if not accepting and bind.transition in self.declared_events.get(name, set()):
                 ok = False  # its transitions were reported where they are declared
             elif not accepting:
-                self.lowering.error(
+                self.ctx.error(
                     "FG171",
                     f'no state of workflow "{name}" accepts event "{bind.transition}"',
                     (*at, "transition"),
@@ -336,7 +333,7 @@ class WorkflowLowering:
                 )
                 ok = False
             elif ok and not accepting & set(bind.states):
-                self.lowering.error(
+                self.ctx.error(
                     "FG171",
                     f'event "{bind.transition}" is accepted only in '
                     f"{', '.join(sorted(accepting))}, not in the states this tool runs in",
@@ -349,12 +346,9 @@ class WorkflowLowering:
     def check_fireable(self, workflow: WorkflowIR, bindings: list[BindingIR]) -> None:
         for state, event, target in workflow.transitions:
             if not any(b.workflow == workflow.name and b.transition == event and state in b.states for b in bindings):
-                self.lowering.diagnostics.append(
-                    self.lowering.loaded.diagnostic(
-                        "FG176",
-                        f'no tool fires {state} --{event}--> {target} in workflow "{workflow.name}"',
-                        ("workflows", workflow.name),
-                        warning=True,
-                        hint=f'bind a tool with transition = "{event}" to state "{state}"',
-                    )
+                self.ctx.warning(
+                    "FG176",
+                    f'no tool fires {state} --{event}--> {target} in workflow "{workflow.name}"',
+                    ("workflows", workflow.name),
+                    hint=f'bind a tool with transition = "{event}" to state "{state}"',
                 )

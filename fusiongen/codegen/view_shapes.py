@@ -1,0 +1,114 @@
+"""The view of shapes.py: one function per model that reads exactly its declared, visible fields.
+
+A shape's code is the generated server's hot path, so each field's conversion is a straight-line
+expression chosen here (the common types inline, the rest through a checking helper of the runtime).
+Presenters ask for the shapes of the models they nest; `ShapeViews` collects them in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fusiongen.codegen.constants import ConstantView, enum_constant
+from fusiongen.ir import FieldIR, ModelIR, ServerIR, TypeIR
+from fusiongen.pyliteral import docstring_text, py_string
+
+
+@dataclass(frozen=True)
+class OutputFieldView:
+    key: str  # the field name as a Python string literal
+    required: bool
+    nullable: bool
+    convert: str  # expression converting `value`; may raise OutputError
+
+
+@dataclass(frozen=True)
+class ShapeView:
+    function: str
+    model: str
+    description: str
+    fields: tuple[OutputFieldView, ...]
+
+
+class ShapeViews:
+    """The shape functions the server needs, added as presenters and other shapes ask for them."""
+
+    def __init__(self, server: ServerIR) -> None:
+        self.server = server
+        self.output_constants: dict[str, ConstantView] = {}
+        self.shape_models: list[str] = []
+
+    def want_shape(self, model: str) -> str:
+        if model not in self.shape_models:
+            self.shape_models.append(model)
+        return f"shape_{self.server.model(model).snake}"
+
+    def want_shape_ref(self, model: str) -> str:
+        """A model's shape as presenters.py refers to it."""
+        return "shapes." + self.want_shape(model)
+
+    def output_convert(
+        self,
+        field: FieldIR,
+        type_ir: TypeIR,
+        value: str,
+        name: str,
+        cast: str | None,
+        embed: str | None = None,
+        prefix: str = "",
+    ) -> str:
+        if cast is not None:
+            check = f"cast_{cast}({value}, at, {name})"
+            already = {"integer": "int", "string": "str", "boolean": "bool"}.get(cast)
+            return f"{value} if type({value}) is {already} else {check}" if already else check
+        kind = type_ir.kind
+        if kind == "enum":
+            constant = enum_constant(self.output_constants, field.name, type_ir.enum_values, as_set=True)
+            return f"out_enum({value}, {prefix}{constant}, at, {name})"
+        if kind == "model":
+            assert type_ir.model is not None
+            path = f'at + ".{field.name}"' if name.startswith('"') else f'f"{{at}}.{field.name}[{{index}}]"'
+            if embed is not None:
+                return f"shape_{self.server.presenter(embed).snake}({value}, {path})"
+            return f"{prefix}{self.want_shape(type_ir.model)}({value}, {path})"
+        if kind == "list":
+            assert type_ir.items is not None
+            items = f"items_of({value}, at, {name})"
+            if type_ir.items.kind == "model":  # the item path is built only if an item fails (shape_items)
+                assert type_ir.items.model is not None
+                shape = (
+                    f"shape_{self.server.presenter(embed).snake}"
+                    if embed is not None
+                    else f"{prefix}{self.want_shape(type_ir.items.model)}"
+                )
+                return f'shape_items({items}, {shape}, at + ".{field.name}")'
+            item = self.output_convert(field, type_ir.items, "item", f'f"{field.name}[{{index}}]"', None, embed, prefix)
+            return f"[{item} for index, item in enumerate({items})]"
+        check = f"out_{'string' if kind == 'text' else kind}({value}, at, {name})"
+        exact = {"string": "str", "text": "str", "integer": "int", "boolean": "bool"}.get(kind)
+        # The common case inline (no call), the rest through the checking function.
+        return f"{value} if type({value}) is {exact} else {check}" if exact else check
+
+    def output_field(
+        self, field: FieldIR, embeds: dict[str, str] | None = None, prefix: str = "shapes."
+    ) -> OutputFieldView:
+        key = py_string(field.name)
+        convert = self.output_convert(
+            field, field.type, "value", key, field.cast, (embeds or {}).get(field.name), prefix
+        )
+        return OutputFieldView(key=key, required=field.required, nullable=field.nullable, convert=convert)
+
+    def shape(self, model: ModelIR) -> ShapeView:
+        fields = tuple(self.output_field(f, prefix="") for f in model.visible_fields)
+        return ShapeView(
+            f"shape_{model.snake}", model.name, docstring_text(model.description or f"A {model.name}."), fields
+        )
+
+    # --- input -----------------------------------------------------------------------------------
+
+    def shapes(self) -> tuple[ShapeView, ...]:
+        """Every shape asked for so far, including those shaping a model asks for (nested models)."""
+        found: list[ShapeView] = []
+        while len(found) < len(self.shape_models):
+            found.append(self.shape(self.server.model(self.shape_models[len(found)])))
+        return tuple(found)
