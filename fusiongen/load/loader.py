@@ -7,6 +7,7 @@ a user never sees a pydantic repr.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import types
 import typing
@@ -37,6 +38,12 @@ class LoadedSpec:
     source: str
     document: dict[str, Any]  # the raw TOML, for positions of short forms
     machines: Mapping[str, MachineFile] = field(default_factory=dict)  # workflow machine files, as the spec names them
+    # Shape mistakes already found. The spec above then lacks what they were in (an unknown key, or the
+    # whole model/presenter/tool/workflow holding a bad value), so lowering can still report the rest
+    # of the spec's mistakes in the same run; `withdrawn` names those entities, so that references to
+    # them are not reported as unknown too.
+    problems: tuple[Diagnostic, ...] = ()
+    withdrawn: frozenset[tuple[str, str]] = frozenset()
 
     def key_at(self, *loc: str | int) -> Position:
         return _key_position(self.source_map, loc)
@@ -57,17 +64,7 @@ class LoadedSpec:
 
     def lookup(self, loc: Loc) -> Any:
         """The raw TOML value at `loc`, or None."""
-        node: Any = self.document
-        for part in loc:
-            if isinstance(node, dict):
-                if part not in node:
-                    return None
-                node = node[part]
-            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-                node = node[part]
-            else:
-                return None
-        return node
+        return _lookup(self.document, loc)
 
     def string_char_at(self, loc: Loc, index: int) -> Position:
         span = self.source_map.string_char(loc, index)
@@ -163,10 +160,16 @@ def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
         source_map, _ = scan(source)
     except ScanError as exc:
         raise RuntimeError(f"position scanner failed on valid TOML: {exc}") from exc  # our bug, not the user's
+    problems: list[Diagnostic] = []
+    withdrawn: set[tuple[str, str]] = set()
     try:
         spec = Spec.model_validate(document)
     except ValidationError as exc:
-        raise SpecError(_shape_diagnostics(exc, source_map, display_path)) from None
+        problems = _shape_diagnostics(exc, source_map, display_path)
+        checked = _without_shape_errors(document, exc, withdrawn)
+        if checked is None:
+            raise SpecError(problems) from None
+        spec = checked
     machines = {
         w.machine: read_machine(
             path.parent / w.machine, Path(display_path).parent.joinpath(w.machine).as_posix(), w.machine
@@ -174,7 +177,58 @@ def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
         for w in spec.workflows.values()
         if w.machine is not None
     }
-    return LoadedSpec(spec, path, display_path, source_map, source, document, machines)
+    return LoadedSpec(
+        spec, path, display_path, source_map, source, document, machines, tuple(problems), frozenset(withdrawn)
+    )
+
+
+# The tables whose entries can be set aside when one of them is malformed.
+_ENTITY_TABLES = ("models", "presenters", "tools", "workflows")
+
+
+def _without_shape_errors(
+    document: dict[str, Any], exc: ValidationError, withdrawn: set[tuple[str, str]]
+) -> Spec | None:
+    """The spec without what its shape errors are in, or None if that leaves no spec to check.
+
+    An unknown key is dropped (it means nothing either way). Any other shape error sets aside the whole
+    entity it is in (`models.X`, `tools.Y`...), recorded in `withdrawn`. Errors anywhere else (the
+    `[server]` table, a table that is not a table) leave nothing sound to lower."""
+    pruned = copy.deepcopy(document)
+    for _ in range(3):  # setting one entity aside cannot create errors elsewhere, but stay bounded
+        for error in exc.errors():
+            loc = tuple(error["loc"])
+            if error["type"] == "extra_forbidden" and loc:
+                parent = _lookup(pruned, loc[:-1])
+                if isinstance(parent, dict):
+                    parent.pop(loc[-1], None)
+                    continue
+            table = pruned.get(str(loc[0])) if len(loc) >= 2 else None
+            if loc and loc[0] in _ENTITY_TABLES and isinstance(table, dict):
+                table.pop(loc[1], None)
+                withdrawn.add((str(loc[0]), str(loc[1])))
+                continue
+            return None
+        try:
+            return Spec.model_validate(pruned)
+        except ValidationError as again:
+            exc = again
+    return None
+
+
+def _lookup(document: Any, loc: Loc) -> Any:
+    """The raw TOML value at `loc` inside `document`, or None."""
+    node = document
+    for part in loc:
+        if isinstance(node, dict):
+            if part not in node:
+                return None
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return None
+    return node
 
 
 def _opening_quote(line: str, end: int) -> int | None:

@@ -26,6 +26,10 @@ class LowerContext:
     def spec(self) -> Spec:
         return self.loaded.spec
 
+    def withdrawn(self, table: str, name: str) -> bool:
+        """Whether `[table.name]` was set aside for a shape error: a reference to it is not reported again."""
+        return (table, name) in self.loaded.withdrawn
+
     def error(self, code: str, message: str, loc: Loc, *, hint: str | None = None, value: bool = False) -> None:
         """An error at `loc` (its key, or with `value` its value)."""
         self.diagnostics.append(self.loaded.diagnostic(code, message, loc, hint=hint, value=value))

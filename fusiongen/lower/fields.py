@@ -55,6 +55,8 @@ def resolve_type_name(ctx: LowerContext, type_name: str, loc: Loc, *, in_list: b
     if in_list and type_name in ("enum", "list"):
         ctx.error("FG113", f'list items cannot be "{type_name}"; name a scalar type or a model', loc, value=True)
         return TypeIR("string")
+    if ctx.withdrawn("models", type_name):
+        return TypeIR("string")
     known = [*SCALAR_KINDS, *ctx.spec.models]
     close = difflib.get_close_matches(type_name, known, n=1)
     ctx.error(

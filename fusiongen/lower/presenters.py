@@ -90,6 +90,8 @@ def presenter_schema(
         error("FG152", f'presenter "{name}" needs a model or an inline schema', loc)
         return ()
     model = models.get(presenter.model)
+    if model is None and ctx.withdrawn("models", presenter.model):
+        return ()
     if model is None:
         close = difflib.get_close_matches(presenter.model, list(models), n=1)
         error(
@@ -161,7 +163,7 @@ class _PresenterLowering:
         suggestions = []
         for i, suggestion in enumerate(presenter.suggest):
             at = (*loc, "suggest", i)
-            if suggestion.tool not in tools:
+            if suggestion.tool not in tools and not self.ctx.withdrawn("tools", suggestion.tool):
                 close = difflib.get_close_matches(suggestion.tool, sorted(tools), n=1)
                 self.ctx.error(
                     "FG159",
@@ -212,6 +214,8 @@ class _PresenterLowering:
                     f'embed "{field_name}" must name a field of this presenter that holds a model or a list of models',
                     at,
                 )
+                continue
+            if child not in self.scope.specs and self.ctx.withdrawn("presenters", child):
                 continue
             if child not in self.scope.specs:
                 close = difflib.get_close_matches(child, list(self.scope.specs), n=1)

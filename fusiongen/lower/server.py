@@ -22,7 +22,7 @@ from fusiongen.names import MODULE, RESERVED_PACKAGES, SERVER_NAME, snake_case
 
 def lower(loaded: LoadedSpec) -> tuple[ServerIR, list[Diagnostic]]:
     """The IR and the warnings found on the way; any error raises SpecError with every diagnostic."""
-    ctx = LowerContext(loaded)
+    ctx = LowerContext(loaded, list(loaded.problems))
     ir = _lower_server(ctx)
     if has_errors(ctx.diagnostics):
         raise SpecError(ctx.diagnostics)

@@ -60,6 +60,8 @@ def _resolve_input_from(ctx: LowerContext, tool: ToolSpec, loc: Loc) -> tuple[li
         ctx.error("FG132", f'input_from must be "Model.operation", not "{tool.input_from}"', from_loc, value=True)
         return [], ()
     model = ctx.spec.models.get(model_name)
+    if model is None and ctx.withdrawn("models", model_name):
+        return [], ()
     if model is None:
         close = difflib.get_close_matches(model_name, list(ctx.spec.models), n=1)
         ctx.error(
@@ -110,6 +112,8 @@ def _resolve_returns(ctx: LowerContext, returns: str, loc: Loc) -> ReturnsIR | N
     name = returns[:-2] if collection else returns
     if name in ctx.spec.presenters or name in ctx.spec.models:
         return ReturnsIR(presenter=name, collection=collection)
+    if ctx.withdrawn("presenters", name) or ctx.withdrawn("models", name):
+        return None
     close = difflib.get_close_matches(name, [*ctx.spec.presenters, *ctx.spec.models], n=1)
     ctx.error(
         "FG111",

@@ -298,12 +298,14 @@ class WorkflowLowering:
         name = bind.workflow
         if name is None:
             if len(self.spec.workflows) != 1:
+                if any(table == "workflows" for table, _ in self.ctx.loaded.withdrawn):
+                    return None  # the count is not what the user wrote; the set-aside workflow was reported
                 self.ctx.error("FG174", 'bind_state needs "workflow" when the spec does not have exactly one', at)
                 return None
             name = next(iter(self.spec.workflows))
         workflow = workflows.get(name)
         if workflow is None:
-            if name not in self.spec.workflows:
+            if name not in self.spec.workflows and not self.ctx.withdrawn("workflows", name):
                 self.ctx.error("FG174", f'bind_state names unknown workflow "{name}"', (*at, "workflow"), value=True)
             return None
         ok = True
@@ -344,6 +346,8 @@ class WorkflowLowering:
         return BindingIR(name, tuple(bind.states), bind.transition) if ok else None
 
     def check_fireable(self, workflow: WorkflowIR, bindings: list[BindingIR]) -> None:
+        if any(table == "tools" for table, _ in self.ctx.loaded.withdrawn):
+            return  # a set-aside tool may be the one that fires it: no warning built on a guess
         for state, event, target in workflow.transitions:
             if not any(b.workflow == workflow.name and b.transition == event and state in b.states for b in bindings):
                 self.ctx.warning(
