@@ -79,6 +79,7 @@ def core_spec_text() -> str:
     spec = tomllib.loads(SPEC.read_text(encoding="utf-8"))
     server = {k: v for k, v in spec["server"].items() if k in CORE_SERVER_KEYS}
     tool = {k: v for k, v in spec["tools"][TOOL].items() if k in CORE_TOOL_KEYS}
+
     def table(header: str, values: dict[str, Any]) -> list[str]:
         return [f"[{header}]", *(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in values.items()), ""]
 
@@ -97,8 +98,9 @@ def _build(spec: Path, out: Path) -> None:
 
 def _import_as(alias: str, package_dir: Path) -> ModuleType:
     """Import a generated package under another top-level name (its imports are all relative)."""
-    spec = importlib.util.spec_from_file_location(alias, package_dir / "__init__.py",
-                                                  submodule_search_locations=[str(package_dir)])
+    spec = importlib.util.spec_from_file_location(
+        alias, package_dir / "__init__.py", submodule_search_locations=[str(package_dir)]
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[alias] = module
@@ -143,6 +145,7 @@ def generated_server(package: ModuleType) -> Server[Any]:
 
 
 # --- MCPServer, written by hand (the core tool) ----------------------------------------------------
+
 
 class CustomerOut(BaseModel):
     model_config = ConfigDict(extra="ignore", from_attributes=True)
@@ -199,6 +202,7 @@ def mcpserver_baseline() -> MCPServer:
 
 # --- bare low-level Server ------------------------------------------------------------------------
 
+
 def bare_baseline(package: ModuleType, reference: types.CallToolResult) -> Server[Any]:
     """Returns `reference` again, precomputed: only its JSON text is serialized per call; no validation."""
     dumps = package._runtime.dumps  # the generated server's serializer, so only the work around it differs
@@ -211,17 +215,18 @@ def bare_baseline(package: ModuleType, reference: types.CallToolResult) -> Serve
     tools = [t for t in package.server.TOOLS if t.name == TOOL]
     listing = types.ListToolsResult(tools=tools)
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-                         ) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return listing
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-                        ) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name != TOOL:
             unknown = types.TextContent(type="text", text="unknown tool")
             return types.CallToolResult(content=[unknown], is_error=True)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=dumps(text_data)), *rest],
-                                    structured_content=data)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=dumps(text_data)), *rest], structured_content=data
+        )
 
     return Server("billing-bare", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
 

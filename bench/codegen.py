@@ -50,6 +50,7 @@ def _step_timer() -> Iterator[dict[str, list[float]]]:
                 return function(*args, **kwargs)
             finally:
                 spent[step].append(cpu() - start)
+
         return timed
 
     for step, function in originals.items():
@@ -139,15 +140,20 @@ def _scaling(settings: Settings, work: Path) -> list[Row]:
         target, ok = at_most(ratio, TARGET_SCALING)
         wall_small = statistics.median(walls[(label, small)])
         wall_large = statistics.median(walls[(label, large)])
-        rows.append(Row(f"{label} in-process, {small} vs {large} models+tools",
-                        f"CPU {seconds(samples.median(str(small)))} vs {seconds(samples.median(str(large)))}"
-                        f" (wall {seconds(wall_small)} vs {seconds(wall_large)})",
-                        ratio, target, ok))
+        rows.append(
+            Row(
+                f"{label} in-process, {small} vs {large} models+tools",
+                f"CPU {seconds(samples.median(str(small)))} vs {seconds(samples.median(str(large)))}"
+                f" (wall {seconds(wall_small)} vs {seconds(wall_large)})",
+                ratio,
+                target,
+                ok,
+            )
+        )
     if done < rounds:
         rows[0].notes.append(f"{done} of {rounds} rounds: the time budget ({SCALING_BUDGET:g} s) ran out")
     if settings.quick:
-        rows[0].notes.append(f"--quick: {small} vs {large} models instead of 20 vs 200; "
-                             "the ratio is only a smoke test")
+        rows[0].notes.append(f"--quick: {small} vs {large} models instead of 20 vs 200; the ratio is only a smoke test")
 
     # Where build time goes, per step of generate (medians over the rounds' builds).
     parts = []
@@ -165,9 +171,13 @@ def _scaling(settings: Settings, work: Path) -> list[Row]:
     ast_seconds = cpu() - start
     libcst_seconds = statistics.median(steps[large]["parse_check"]) if steps[large]["parse_check"] else None
     libcst_text = seconds(libcst_seconds) if libcst_seconds else "?"
-    rows.append(Row(f"  parse check of {large}-model output [info]",
-                    f"{size / 1e6:.1f} MB of Python: libcst {libcst_text}, ast.parse {seconds(ast_seconds)}",
-                    notes=["ast.parse is measured once here for comparison; fusiongen uses libcst"]))
+    rows.append(
+        Row(
+            f"  parse check of {large}-model output [info]",
+            f"{size / 1e6:.1f} MB of Python: libcst {libcst_text}, ast.parse {seconds(ast_seconds)}",
+            notes=["ast.parse is measured once here for comparison; fusiongen uses libcst"],
+        )
+    )
 
     # The CLI, once per size, for reference (start-up + imports + the same work).
     if not settings.quick:
@@ -182,8 +192,10 @@ def _scaling(settings: Settings, work: Path) -> list[Row]:
             if code_b or code_c:
                 message = " ".join((err_b or err_c).split())
                 rows.append(Row(f"  CLI {n}: exit {code_b}/{code_c}", message[-160:]))
-            measured.append(f"{n}: build {seconds(build_wall)} ({seconds(build_cpu)} CPU), "
-                            f"check {seconds(check_wall)} ({seconds(check_cpu)} CPU)")
+            measured.append(
+                f"{n}: build {seconds(build_wall)} ({seconds(build_cpu)} CPU), "
+                f"check {seconds(check_wall)} ({seconds(check_cpu)} CPU)"
+            )
         if over_budget:
             measured.append(f"{large}: skipped (over the time budget)")
         rows.append(Row("  CLI subprocess, once [info]", " | ".join(measured)))
@@ -203,8 +215,7 @@ def _specs_check(settings: Settings) -> list[Row]:
     for spec in specs:
         golden = ROOT / "golden" / spec.stem
         if golden.is_dir():
-            commands[spec.stem] = [*cli, "check", str(spec.relative_to(ROOT)),
-                                   "-o", str(golden.relative_to(ROOT))]
+            commands[spec.stem] = [*cli, "check", str(spec.relative_to(ROOT)), "-o", str(golden.relative_to(ROOT))]
 
     times: dict[str, list[float]] = {name: [] for name in commands}
     cpus: dict[str, list[float]] = {name: [] for name in commands}
@@ -217,8 +228,10 @@ def _specs_check(settings: Settings) -> list[Row]:
             codes[name] = (code, output)
 
     rows: list[Row] = []
-    floor = "  ".join(f"{name} {seconds(statistics.median(times[name]))} "
-                      f"({seconds(statistics.median(cpus[name]))} CPU)" for name in floor_commands)
+    floor = "  ".join(
+        f"{name} {seconds(statistics.median(times[name]))} ({seconds(statistics.median(cpus[name]))} CPU)"
+        for name in floor_commands
+    )
     for spec in specs:
         if spec.stem not in commands:
             rows.append(Row(f"fusiongen check {spec.name}", f"no golden/{spec.stem}: not measured"))
@@ -226,12 +239,17 @@ def _specs_check(settings: Settings) -> list[Row]:
         wall = statistics.median(times[spec.stem])
         code, output = codes[spec.stem]
         used = statistics.median(cpus[spec.stem])
-        row = Row(f"fusiongen check {spec.name} (CLI)",
-                  f"{seconds(wall)} wall ({seconds(used)} CPU), exit {code}",
-                  target=f"< {TARGET_CHECK_SECONDS:g} s wall", ok=wall < TARGET_CHECK_SECONDS)
+        row = Row(
+            f"fusiongen check {spec.name} (CLI)",
+            f"{seconds(wall)} wall ({seconds(used)} CPU), exit {code}",
+            target=f"< {TARGET_CHECK_SECONDS:g} s wall",
+            ok=wall < TARGET_CHECK_SECONDS,
+        )
         if used < TARGET_CHECK_SECONDS <= wall:
-            row.notes.append("CPU time is under the target: the wall time waited for a busy CPU; rerun on an "
-                             "idle machine before reading this as a MISS")
+            row.notes.append(
+                "CPU time is under the target: the wall time waited for a busy CPU; rerun on an "
+                "idle machine before reading this as a MISS"
+            )
         if code != 0:
             row.notes.append(f"exit {code} (golden drifted or check failed): {output[-300:]}")
         rows.append(row)

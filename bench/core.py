@@ -152,15 +152,16 @@ def machine() -> str:
     load = ""
     if hasattr(os, "getloadavg"):
         load = " load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"Python {platform.python_version()} ({platform.python_implementation()}, {sys.platform}) "
-            f"on {cpu}, {os.cpu_count()} CPUs,{load}")
+    return (
+        f"Python {platform.python_version()} ({platform.python_implementation()}, {sys.platform}) "
+        f"on {cpu}, {os.cpu_count()} CPUs,{load}"
+    )
 
 
 def table(rows: Sequence[Row]) -> str:
     headers = ("benchmark", "measured", "ratio", "target", "result")
     cells = [
-        (r.benchmark, r.measured, f"{r.ratio:.2f}x" if r.ratio is not None else "", r.target, r.verdict)
-        for r in rows
+        (r.benchmark, r.measured, f"{r.ratio:.2f}x" if r.ratio is not None else "", r.target, r.verdict) for r in rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
 

@@ -57,6 +57,7 @@ def load_gate_package(golden: bool) -> tuple[ModuleType, str]:
 
 # --- the variants: (tool, handle) -> one gated call ---------------------------------------------------
 
+
 def table_gate(workflows: ModuleType) -> Callable[[str, str], bool]:
     """The compiled tables alone, state in a dict: what `Gate.call` does minus the store and the route."""
     bindings, machines = workflows.BINDINGS, workflows.MACHINES
@@ -114,7 +115,8 @@ def statemachine_gate(workflows: ModuleType) -> Callable[[str, str], bool]:
     def machine_class(machine: Any) -> type:
         names = sorted({machine.initial, *(s for s, _ in machine.transitions), *machine.transitions.values()})
         namespace: dict[str, Any] = {
-            name: State(initial=name == machine.initial, final=name in machine.finals) for name in names}
+            name: State(initial=name == machine.initial, final=name in machine.finals) for name in names
+        }
         for (source, event), target in machine.transitions.items():
             step = namespace[source].to(namespace[target])
             namespace[event] = step if event not in namespace else namespace[event] | step
@@ -149,11 +151,18 @@ def _sync_batch(call: Callable[[str, str], bool], handles: list[str]) -> Batch:
                 for handle in handles:
                     call(tool, handle)
         return (time.process_time() - start) / (n * 2 * len(handles))
+
     return batch
 
 
-def _gate_batch(gate: Any, key: str, handles: list[str], walls: list[float] | None = None,
-                server_cpu: Callable[[], float] | None = None, server: list[float] | None = None) -> Batch:
+def _gate_batch(
+    gate: Any,
+    key: str,
+    handles: list[str],
+    walls: list[float] | None = None,
+    server_cpu: Callable[[], float] | None = None,
+    server: list[float] | None = None,
+) -> Batch:
     ctx = SimpleNamespace(protocol_version=LATEST_HANDSHAKE_VERSION, session=None)
     arguments = {handle: {key: handle} for handle in handles}
 
@@ -173,6 +182,7 @@ def _gate_batch(gate: Any, key: str, handles: list[str], walls: list[float] | No
         if server_cpu is not None and server is not None:
             server.append(server_cpu() - other)
         return used
+
     return batch
 
 
@@ -217,6 +227,7 @@ async def _handles(store: Any, prefix: str, count: int = HANDLES) -> list[str]:
 
 # --- the section ------------------------------------------------------------------------------------------
 
+
 async def _in_process(package: ModuleType, rounds: int, batch_seconds: float) -> tuple[list[Row], Any]:
     gate_module, store_module, workflows = package._gate, package.state_store, package.workflows
     handles = [f"h{i:04d}" for i in range(HANDLES)]
@@ -240,8 +251,9 @@ async def _in_process(package: ModuleType, rounds: int, batch_seconds: float) ->
     batches: dict[str, Batch] = {name: _sync_batch(call, handles) for name, call in calls.items()}
     batches["gate"] = _gate_batch(gate, key, gate_handles)
     sizes = {name: await _size(batch, batch_seconds, 2 * HANDLES) for name, batch in batches.items()}
-    samples = await ainterleave({name: (lambda b=batch, n=sizes[name]: b(n)) for name, batch in batches.items()},
-                                rounds)
+    samples = await ainterleave(
+        {name: (lambda b=batch, n=sizes[name]: b(n)) for name, batch in batches.items()}, rounds
+    )
     med = {name: samples.median(name) for name in batches}
     noisy = [f"{n} {samples.spread(n):.0%}" for n in batches if samples.spread(n) > 0.25]
     spread = ["round-to-round spread (max-min)/median: " + ", ".join(noisy)] if noisy else []
@@ -252,16 +264,28 @@ async def _in_process(package: ModuleType, rounds: int, batch_seconds: float) ->
         return Row(label, f"{fast} {_us(med[fast])} vs {slow} {_us(med[slow])} per call", value, target, ok, notes)
 
     rows = [
-        Row("workflow check+fire per call [CPU]",
+        Row(
+            "workflow check+fire per call [CPU]",
             "  ".join(f"{name} {_us(med[name])}" for name in batches),
-            notes=[f"{HANDLES} handles, invoice.submit / invoice.reject alternating: every call allowed and "
-                   "firing; table = the compiled Machine/Binding dict lookups with state in a dict; gate = "
-                   "Gate.call + MemoryStore (lock, load, check, no-op route, compare-and-set)", *spread]),
+            notes=[
+                f"{HANDLES} handles, invoice.submit / invoice.reject alternating: every call allowed and "
+                "firing; table = the compiled Machine/Binding dict lookups with state in a dict; gate = "
+                "Gate.call + MemoryStore (lock, load, check, no-op route, compare-and-set)",
+                *spread,
+            ],
+        ),
         ratio("table", "transitions", TARGET_VS_TRANSITIONS, "  table vs transitions", []),
         ratio("table", "statemachine", None, "  table vs python-statemachine [info]", []),
-        ratio("gate", "transitions", TARGET_VS_TRANSITIONS, "  gate(memory) vs transitions",
-              ["the whole gated call (store lock + load + CAS + handle checks) against the library's "
-               "check+fire alone, which has no store, lock or versioning: see the breakdown row"]),
+        ratio(
+            "gate",
+            "transitions",
+            TARGET_VS_TRANSITIONS,
+            "  gate(memory) vs transitions",
+            [
+                "the whole gated call (store lock + load + CAS + handle checks) against the library's "
+                "check+fire alone, which has no store, lock or versioning: see the breakdown row"
+            ],
+        ),
         ratio("gate", "statemachine", None, "  gate(memory) vs python-statemachine [info]", []),
     ]
     rows.append(await _breakdown(package, store, gate_handles, rounds))
@@ -297,16 +321,26 @@ async def _breakdown(package: ModuleType, store: Any, handles: list[str], rounds
             for _ in range(n):
                 await step()
             return (time.process_time() - start) / n
+
         return run
 
-    steps = {"lock enter+exit": lock, "of which asyncio.shield(no-op)": shield, "load": load,
-             "compare_and_set": cas, "await no-op route": route}
+    steps = {
+        "lock enter+exit": lock,
+        "of which asyncio.shield(no-op)": shield,
+        "load": load,
+        "compare_and_set": cas,
+        "await no-op route": route,
+    }
     samples = await ainterleave({name: timed(step) for name, step in steps.items()}, rounds)
-    return Row("  gate(memory) steps per call [info]",
-               "  ".join(f"{name} {_us(samples.median(name))}" for name in steps),
-               notes=["MemoryStore.lock: _enter_gate (secrets.token_hex(16), asyncio.Event, loop.time) and, on "
-                      "exit, asyncio.shield(self._unlock(...)), which wraps the no-op coroutine in a Task and "
-                      "waits an event-loop iteration for it (measured alone: the 'of which' step)"])
+    return Row(
+        "  gate(memory) steps per call [info]",
+        "  ".join(f"{name} {_us(samples.median(name))}" for name in steps),
+        notes=[
+            "MemoryStore.lock: _enter_gate (secrets.token_hex(16), asyncio.Event, loop.time) and, on "
+            "exit, asyncio.shield(self._unlock(...)), which wraps the no-op coroutine in a Task and "
+            "waits an event-loop iteration for it (measured alone: the 'of which' step)"
+        ],
+    )
 
 
 def _redis_cpu(stop: Any) -> Callable[[], float] | None:
@@ -322,6 +356,7 @@ def _redis_cpu(stop: Any) -> Callable[[], float] | None:
     def used() -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / tick
+
     return used
 
 
@@ -330,8 +365,10 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
     gate_module, store_module, workflows = package._gate, package.state_store, package.workflows
     key = workflows.HANDLE_KEY
     work = Path(tempfile.mkdtemp(prefix="fusiongen-bench-gating-"))
-    stores: dict[str, Any] = {"memory": store_module.MemoryStore(),
-                              "sqlite": store_module.SQLiteStore(str(work / "state.db"))}
+    stores: dict[str, Any] = {
+        "memory": store_module.MemoryStore(),
+        "sqlite": store_module.SQLiteStore(str(work / "state.db")),
+    }
     notes: list[str] = []
     stop = None
     server_cpu = None
@@ -361,8 +398,9 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
                 return (await store.load(handle)).state  # type: ignore[no-any-return]
 
             await _check_gate(gate, store, key, handles[0], state_of)
-            batches[name] = _gate_batch(gate, key, handles, walls[name],
-                                        server_cpu if name == "redis" else None, server)
+            batches[name] = _gate_batch(
+                gate, key, handles, walls[name], server_cpu if name == "redis" else None, server
+            )
         wanted = 0.05 if settings.quick else 0.25  # wall seconds per batch
         sizes = {name: await _size(batch, wanted, 2 * STORE_HANDLES, wall=True) for name, batch in batches.items()}
         rounds = 2 if settings.quick else 5
@@ -370,8 +408,9 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
             values.clear()
         server.clear()
         server_calls = rounds * sizes.get("redis", 0) * 2 * STORE_HANDLES
-        samples = await ainterleave({name: (lambda b=batch, n=sizes[name]: b(n)) for name, batch in batches.items()},
-                                    rounds)
+        samples = await ainterleave(
+            {name: (lambda b=batch, n=sizes[name]: b(n)) for name, batch in batches.items()}, rounds
+        )
     finally:
         for store in stores.values():
             await store.close()
@@ -379,21 +418,32 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
             stop()
         shutil.rmtree(work, ignore_errors=True)
     wall = Samples(walls)
-    rows = [Row("gated call per store [CPU / wall]",
-                "  ".join(f"{name} {_us(samples.median(name))} / {_us(wall.median(name))}" for name in stores),
-                notes=[f"Gate.call with a no-op route, {STORE_HANDLES} handles, {rounds} rounds; CPU of this process "
-                       "(SQLite's worker thread included); wall includes fsync (SQLite: WAL, synchronous=FULL, "
-                       "temp file on this machine's disk) and Redis round trips over 127.0.0.1", *notes])]
+    rows = [
+        Row(
+            "gated call per store [CPU / wall]",
+            "  ".join(f"{name} {_us(samples.median(name))} / {_us(wall.median(name))}" for name in stores),
+            notes=[
+                f"Gate.call with a no-op route, {STORE_HANDLES} handles, {rounds} rounds; CPU of this process "
+                "(SQLite's worker thread included); wall includes fsync (SQLite: WAL, synchronous=FULL, "
+                "temp file on this machine's disk) and Redis round trips over 127.0.0.1",
+                *notes,
+            ],
+        )
+    ]
     for name in stores:
         if name == "memory":
             continue
         extra = ""
         if name == "redis" and server and not settings.quick:  # /proc ticks are 10 ms: over all rounds
             extra = f"; redis-server CPU {_us(sum(server) / server_calls)}/call"
-        rows.append(Row(f"  {name} / memory [info]",
-                        f"CPU {_paired(samples.by_variant, name, 'memory'):.1f}x, "
-                        f"wall {_paired(walls, name, 'memory'):.1f}x{extra}",
-                        _paired(walls, name, "memory")))
+        rows.append(
+            Row(
+                f"  {name} / memory [info]",
+                f"CPU {_paired(samples.by_variant, name, 'memory'):.1f}x, "
+                f"wall {_paired(walls, name, 'memory'):.1f}x{extra}",
+                _paired(walls, name, "memory"),
+            )
+        )
     rows[0].notes.append(f"memory CPU per gated call in the in-process rows above: {_us(memory_cpu)}")
     return rows
 
@@ -422,8 +472,10 @@ async def _run(settings: Settings) -> list[Row]:
     batch_seconds = 0.01 if settings.quick else 0.04
     with _quiet_libraries():
         rows, memory_cpu = await _in_process(package, rounds, batch_seconds)
-    rows[0].notes.append(f"generated gate: {where}; transitions and python-statemachine loggers at WARNING "
-                         "(their per-transition INFO logs are not part of the check)")
+    rows[0].notes.append(
+        f"generated gate: {where}; transitions and python-statemachine loggers at WARNING "
+        "(their per-transition INFO logs are not part of the check)"
+    )
     gc.collect()
     rows += await _stores(package, settings, memory_cpu)
     return rows

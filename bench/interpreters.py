@@ -35,8 +35,9 @@ STAR = "[*]"
 
 # --- redaction paths -----------------------------------------------------------------------------
 
+
 def parse_path(path: str | tuple[str, ...]) -> tuple[str, ...]:
-    """"lines[*].card_number" -> ("lines", "[*]", "card_number"); tuples (IR paths) pass through."""
+    """ "lines[*].card_number" -> ("lines", "[*]", "card_number"); tuples (IR paths) pass through."""
     if isinstance(path, tuple):
         return path
     segments: list[str] = []
@@ -188,6 +189,7 @@ def presenter_paths(server: ServerIR, presenter: PresenterIR) -> list[tuple[tupl
 
 # --- presenters ------------------------------------------------------------------------------------
 
+
 class PresenterInterpreter:
     """Executes one presenter of `server` from its IR at run time (see the module docstring)."""
 
@@ -204,12 +206,19 @@ class PresenterInterpreter:
         self._ns: dict[str, Any] = {k: v for k, v in vars(expressions).items() if not k.startswith("__")}
         self._ns["__builtins__"] = __builtins__
         self._out = {
-            "string": runtime.out_string, "text": runtime.out_string, "integer": runtime.out_integer,
-            "number": runtime.out_number, "boolean": runtime.out_boolean, "date": runtime.out_date,
-            "datetime": runtime.out_datetime, "uuid": runtime.out_uuid,
+            "string": runtime.out_string,
+            "text": runtime.out_string,
+            "integer": runtime.out_integer,
+            "number": runtime.out_number,
+            "boolean": runtime.out_boolean,
+            "date": runtime.out_date,
+            "datetime": runtime.out_datetime,
+            "uuid": runtime.out_uuid,
         }
-        self._cast = {kind: getattr(runtime, f"cast_{kind}") for kind in
-                      ("string", "integer", "number", "boolean", "date", "datetime")}
+        self._cast = {
+            kind: getattr(runtime, f"cast_{kind}")
+            for kind in ("string", "integer", "number", "boolean", "date", "datetime")
+        }
         self._masks = {p.name: PathMasker(presenter_paths(server, p)) for p in server.presenters}
         for p in server.presenters:
             self._prepare(p)
@@ -239,8 +248,9 @@ class PresenterInterpreter:
             self._prepare_type(t.items)
 
     # shaping -------------------------------------------------------------------------------------
-    def shape(self, fields: tuple[FieldIR, ...], embeds: Mapping[str, str] | None, src: object, at: str
-              ) -> dict[str, Any]:
+    def shape(
+        self, fields: tuple[FieldIR, ...], embeds: Mapping[str, str] | None, src: object, at: str
+    ) -> dict[str, Any]:
         rt = self.rt
         get = rt.reader(src, at)
         missing = rt.MISSING
@@ -274,8 +284,10 @@ class PresenterInterpreter:
         if kind == "list":
             items = self.rt.items_of(value, at, name)
             inner = t.items
-            return [self._convert(inner, None, item, at, f"{name}[{index}]", embed)  # type: ignore[arg-type]
-                    for index, item in enumerate(items)]
+            return [
+                self._convert(inner, None, item, at, f"{name}[{index}]", embed)  # type: ignore[arg-type]
+                for index, item in enumerate(items)
+            ]
         if kind == "enum":
             return self.rt.out_enum(value, self._enums[t.enum_values], at, name)
         return self._out[kind](value, at, name)

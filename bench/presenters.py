@@ -187,6 +187,7 @@ STATUSES = ("overdue", "draft", "review", "paid")
 
 # --- payloads: what a handler returns (hidden fields, extra keys, values that need casts) ---------
 
+
 def _lines(count: int) -> list[dict[str, Any]]:
     return [
         {
@@ -228,8 +229,13 @@ def billing_payload(index: int = 1, lines: int = LINES, status: str = "overdue")
     return {
         "id": f"inv-{index}",
         "customer_id": f"c-{index}",
-        "customer": {"id": f"c-{index}", "name": "Ada Lovelace", "email": "ada@example.com",
-                     "ssn": "078-05-1120", "credit_score": 790},
+        "customer": {
+            "id": f"c-{index}",
+            "name": "Ada Lovelace",
+            "email": "ada@example.com",
+            "ssn": "078-05-1120",
+            "credit_score": 790,
+        },
         "lines": _lines(lines),
         "amount_cents": str(123400 + 100 * index),
         "status": status,
@@ -245,6 +251,7 @@ def collection(make: Callable[..., dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # --- building and importing ---------------------------------------------------------------------------
+
 
 def handler_module() -> ModuleType:
     """The handlers of the dedicated spec: prebuilt payloads (shaping never mutates them)."""
@@ -269,8 +276,9 @@ def handler_module() -> ModuleType:
 
 
 def _import_as(alias: str, package_dir: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(alias, package_dir / "__init__.py",
-                                                  submodule_search_locations=[str(package_dir)])
+    spec = importlib.util.spec_from_file_location(
+        alias, package_dir / "__init__.py", submodule_search_locations=[str(package_dir)]
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[alias] = module
@@ -325,6 +333,7 @@ def _dump(result: types.CallToolResult) -> Any:
 
 # --- timing helpers ---------------------------------------------------------------------------------------
 
+
 def _size(run: Callable[[int], float], batch_seconds: float, floor: int = 20) -> int:
     """Warm up, then the batch size that takes about `batch_seconds` of CPU."""
     run(floor)
@@ -338,11 +347,13 @@ def _loop(step: Callable[[], object]) -> Callable[[int], float]:
         for _ in range(n):
             step()
         return (time.process_time() - start) / n
+
     return run
 
 
 def _pooled(prepare: Callable[[], Any], step: Callable[[Any], object]) -> Callable[[int], float]:
     """Time `step(x)` on n fresh inputs made by `prepare` before the clock starts."""
+
     def run(n: int) -> float:
         pool = [prepare() for _ in range(n)]
         gc.collect()  # the pool goes to the oldest generation: young collections in the loop skip it
@@ -352,6 +363,7 @@ def _pooled(prepare: Callable[[], Any], step: Callable[[Any], object]) -> Callab
         elapsed = time.process_time() - start
         del pool
         return elapsed / n
+
     return run
 
 
@@ -369,8 +381,15 @@ def _spread_note(samples: Samples, labels: dict[str, str]) -> list[str]:
     return ["round-to-round spread (max-min)/median: " + ", ".join(noisy)] if noisy else []
 
 
-def _ratio_row(name: str, samples: Samples, fast: str, slow: str, floor: float | None,
-               labels: dict[str, str], notes: list[str] | None = None) -> Row:
+def _ratio_row(
+    name: str,
+    samples: Samples,
+    fast: str,
+    slow: str,
+    floor: float | None,
+    labels: dict[str, str],
+    notes: list[str] | None = None,
+) -> Row:
     ratio = samples.paired_ratio(slow, fast)  # (s/call slow) / (s/call fast): how many times faster
     target, ok = at_least(ratio, floor) if floor is not None else ("", None)
     measured = f"{labels[fast]} {_us(samples.median(fast))} vs {labels[slow]} {_us(samples.median(slow))}"
@@ -379,8 +398,10 @@ def _ratio_row(name: str, samples: Samples, fast: str, slow: str, floor: float |
 
 # --- 1. mask -------------------------------------------------------------------------------------------
 
-def _mask_rows(label: str, package: ModuleType, ir: Any, presenter: str, raw: dict[str, Any],
-               rounds: int, batch_seconds: float) -> list[Row]:
+
+def _mask_rows(
+    label: str, package: ModuleType, ir: Any, presenter: str, raw: dict[str, Any], rounds: int, batch_seconds: float
+) -> list[Row]:
     presenters = package.presenters
     snake = ir.presenter(presenter).snake
     shape = getattr(presenters, f"shape_{snake}")
@@ -415,30 +436,62 @@ def _mask_rows(label: str, package: ModuleType, ir: Any, presenter: str, raw: di
         "shape+generated": _loop(shape_and_mask),
         "shape+interpreter": _loop(shape_and_interpret),
     }
-    labels = {"generated": f"mask_{snake}", "interpreter": "PathMasker.apply",
-              "interpreter_in_place": "PathMasker.apply_in_place", "shape+generated": f"shape+mask_{snake}",
-              "shape+interpreter": "shape+PathMasker.apply"}
+    labels = {
+        "generated": f"mask_{snake}",
+        "interpreter": "PathMasker.apply",
+        "interpreter_in_place": "PathMasker.apply_in_place",
+        "shape+generated": f"shape+mask_{snake}",
+        "shape+interpreter": "shape+PathMasker.apply",
+    }
     samples = _measure(runs, rounds, batch_seconds)
     paths = ", ".join(".".join(p).replace(".[*]", "[*]") for p, _ in entries)
     lines = len(raw["lines"])
-    head = _ratio_row(f"{label}: mask, {lines} lines [{len(entries)} paths]", samples, "generated", "interpreter",
-                      TARGET_MASK, labels,
-                      [f"paths: {paths}; both sides get a freshly shaped copy per call (made before the clock "
-                       "starts); generated masks it in place, the interpreter copy-on-write",
-                       *_spread_note(samples, labels)])
+    head = _ratio_row(
+        f"{label}: mask, {lines} lines [{len(entries)} paths]",
+        samples,
+        "generated",
+        "interpreter",
+        TARGET_MASK,
+        labels,
+        [
+            f"paths: {paths}; both sides get a freshly shaped copy per call (made before the clock "
+            "starts); generated masks it in place, the interpreter copy-on-write",
+            *_spread_note(samples, labels),
+        ],
+    )
     return [
         head,
-        _ratio_row(f"  {label}: mask vs interpreter in place [info]", samples, "generated",
-                   "interpreter_in_place", None, labels),
-        _ratio_row(f"  {label}: shape+mask vs shape+interpreter [info]", samples, "shape+generated",
-                   "shape+interpreter", None, labels),
+        _ratio_row(
+            f"  {label}: mask vs interpreter in place [info]",
+            samples,
+            "generated",
+            "interpreter_in_place",
+            None,
+            labels,
+        ),
+        _ratio_row(
+            f"  {label}: shape+mask vs shape+interpreter [info]",
+            samples,
+            "shape+generated",
+            "shape+interpreter",
+            None,
+            labels,
+        ),
     ]
 
 
 # --- 2. the whole presenter pipeline ------------------------------------------------------------------
 
-def _pipeline_row(label: str, package: ModuleType, ir: Any, presenter: str, raw: list[dict[str, Any]],
-                  rounds: int, batch_seconds: float) -> list[Row]:
+
+def _pipeline_row(
+    label: str,
+    package: ModuleType,
+    ir: Any,
+    presenter: str,
+    raw: list[dict[str, Any]],
+    rounds: int,
+    batch_seconds: float,
+) -> list[Row]:
     presenters = package.presenters
     p = ir.presenter(presenter)
     generated = getattr(presenters, f"present_{p.snake}_many")
@@ -447,18 +500,33 @@ def _pipeline_row(label: str, package: ModuleType, ir: Any, presenter: str, raw:
     got = _dump(interpreter.present_many(raw))
     assert got == expected, f"{label}: the IR interpreter's result differs from present_{p.snake}_many"
     labels = {"generated": f"present_{p.snake}_many", "interpreter": "PresenterInterpreter"}
-    samples = _measure({"generated": _loop(lambda: generated(raw)),
-                        "interpreter": _loop(lambda: interpreter.present_many(raw))}, rounds, batch_seconds)
+    samples = _measure(
+        {"generated": _loop(lambda: generated(raw)), "interpreter": _loop(lambda: interpreter.present_many(raw))},
+        rounds,
+        batch_seconds,
+    )
     shown = expected["structuredContent"]["shown"]
     limit = f", limit {p.limit}: {shown} shown" if p.limit else ""
-    return [_ratio_row(f"{label}: pipeline, {len(raw)} items{limit}", samples, "generated", "interpreter",
-                       TARGET_PIPELINE, labels,
-                       [f"{COLLECTION_LINES} lines per invoice; {len(expected['content'])} content blocks; "
-                        "both sides share the runtime's leaf checks, Notes, serialization and "
-                        "CallToolResult building", *_spread_note(samples, labels)])]
+    return [
+        _ratio_row(
+            f"{label}: pipeline, {len(raw)} items{limit}",
+            samples,
+            "generated",
+            "interpreter",
+            TARGET_PIPELINE,
+            labels,
+            [
+                f"{COLLECTION_LINES} lines per invoice; {len(expected['content'])} content blocks; "
+                "both sides share the runtime's leaf checks, Notes, serialization and "
+                "CallToolResult building",
+                *_spread_note(samples, labels),
+            ],
+        )
+    ]
 
 
 # --- 3. tools/call: generated vs hand-written MCPServer --------------------------------------------------
+
 
 class AddressOut(BaseModel):
     street: str
@@ -524,19 +592,27 @@ class _Args:
 
 def _card_result(data: dict[str, Any]) -> types.CallToolResult:
     """The blocks of the InvoiceCard presenter, built by hand from the validated, dumped data."""
-    cells = [("Invoice", data["id"]), ("Customer", data["customer"]["name"]),
-             ("Amount", _number(data["amount_cents"] / 100)), ("Status", data["status"].upper()),
-             ("Due", data["due_date"])]
+    cells = [
+        ("Invoice", data["id"]),
+        ("Customer", data["customer"]["name"]),
+        ("Amount", _number(data["amount_cents"] / 100)),
+        ("Status", data["status"].upper()),
+        ("Due", data["due_date"]),
+    ]
     table = "| Field | Value |\n| --- | --- |\n" + "\n".join(
-        f"| {k} | {v.replace('|', chr(92) + '|').replace(chr(10), ' ')} |" for k, v in cells)
+        f"| {k} | {v.replace('|', chr(92) + '|').replace(chr(10), ' ')} |" for k, v in cells
+    )
     suggestions = [f"billing.remind: Send a payment reminder for {data['id']}"] if data["status"] == "overdue" else []
     for path in _MASKED:
         _mask(data, path)
     content = [
         types.TextContent(type="text", text=json.dumps(data, indent=2, ensure_ascii=False)),
         types.TextContent(type="text", text=f'<ui_passthrough type="table">{_escape(table)}</ui_passthrough>'),
-        types.TextContent(type="text", text="<domain_rules>\n- amount_cents: CENTS, divide by 100\n"
-                                            "- CRITICAL: amount_cents is in CENTS. Divide by 100.\n</domain_rules>"),
+        types.TextContent(
+            type="text",
+            text="<domain_rules>\n- amount_cents: CENTS, divide by 100\n"
+            "- CRITICAL: amount_cents is in CENTS. Divide by 100.\n</domain_rules>",
+        ),
     ]
     if suggestions:
         lines = "".join(f"- {_escape(s)}\n" for s in suggestions)
@@ -554,11 +630,13 @@ def mcpserver_card(handlers: ModuleType, output_schema: bool) -> MCPServer:
     get_invoice = handlers.get_invoice
 
     if output_schema:
+
         @server.tool(name=TOOL, description="Fetch one invoice by id.")
         async def invoice_get(id: str) -> Annotated[types.CallToolResult, InvoiceCardOut]:
             data = InvoiceCardOut.model_validate(get_invoice(_Args(id))).model_dump(mode="json", exclude_none=True)
             return _card_result(data)
     else:
+
         @server.tool(name=TOOL, description="Fetch one invoice by id.")
         async def invoice_get_plain(id: str) -> types.CallToolResult:
             data = InvoiceCardOut.model_validate(get_invoice(_Args(id))).model_dump(mode="json", exclude_none=True)
@@ -571,8 +649,14 @@ Batch = Callable[[int], Awaitable[float]]
 
 
 def _context(raw: dict[str, Any]) -> ServerRequestContext[Any]:
-    return ServerRequestContext(session=None, lifespan_context={}, protocol_version=LATEST_HANDSHAKE_VERSION,  # type: ignore[arg-type]
-                                method="tools/call", params=raw, request_id=1)
+    return ServerRequestContext(
+        session=None,
+        lifespan_context={},
+        protocol_version=LATEST_HANDSHAKE_VERSION,  # type: ignore[arg-type]
+        method="tools/call",
+        params=raw,
+        request_id=1,
+    )
 
 
 async def _ameasure(batches: dict[str, Batch], rounds: int, batch_seconds: float) -> Samples:
@@ -580,12 +664,10 @@ async def _ameasure(batches: dict[str, Batch], rounds: int, batch_seconds: float
     for name, batch in batches.items():
         await batch(10)
         sizes[name] = max(10, int(batch_seconds / max(await batch(20), 1e-9)))
-    return await ainterleave({name: (lambda b=batch, n=sizes[name]: b(n)) for name, batch in batches.items()},
-                             rounds)
+    return await ainterleave({name: (lambda b=batch, n=sizes[name]: b(n)) for name, batch in batches.items()}, rounds)
 
 
-async def _toolcall_rows(package: ModuleType, handlers: ModuleType, rounds: int, batch_seconds: float
-                         ) -> list[Row]:
+async def _toolcall_rows(package: ModuleType, handlers: ModuleType, rounds: int, batch_seconds: float) -> list[Row]:
     servers: dict[str, Any] = {
         "generated": package.create_server(handlers=handlers),
         "mcpserver": mcpserver_card(handlers, output_schema=True),
@@ -600,8 +682,9 @@ async def _toolcall_rows(package: ModuleType, handlers: ModuleType, rounds: int,
     reference = _dump(results["generated"])
     assert not results["generated"].is_error, results["generated"].content
     for name, result in results.items():
-        assert _dump(result) == reference, f"{name}: different content blocks or structured content:\n" \
-                                           f"{_dump(result)}\nvs\n{reference}"
+        assert _dump(result) == reference, (
+            f"{name}: different content blocks or structured content:\n{_dump(result)}\nvs\n{reference}"
+        )
 
     def handler_batch(name: str) -> Batch:
         handler, ps = entries[name].handler, params[name]
@@ -611,19 +694,39 @@ async def _toolcall_rows(package: ModuleType, handlers: ModuleType, rounds: int,
             for _ in range(n):
                 await handler(ctx, ps)
             return (time.process_time() - start) / n
+
         return batch
 
     blocks = len(results["generated"].content)
     rows: list[Row] = []
     samples = await _ameasure({name: handler_batch(name) for name in servers}, rounds, batch_seconds)
-    rows.append(_ratio_row(f"invoice.get ({LINES} lines) [handler]", samples, "generated", "mcpserver",
-                           TARGET_TOOLCALL, labels,
-                           [f"InvoiceCard: table, rule, conditional suggestion, 3 redaction paths; {blocks} "
-                            "content blocks, identical on both sides; MCPServer publishes an outputSchema "
-                            "(Annotated[CallToolResult, InvoiceCardOut]) and so re-validates its structured "
-                            "content per call", *_spread_note(samples, labels)]))
-    rows.append(_ratio_row("  vs MCPServer without outputSchema [handler, info]", samples, "generated",
-                           "mcpserver_noschema", None, labels))
+    rows.append(
+        _ratio_row(
+            f"invoice.get ({LINES} lines) [handler]",
+            samples,
+            "generated",
+            "mcpserver",
+            TARGET_TOOLCALL,
+            labels,
+            [
+                f"InvoiceCard: table, rule, conditional suggestion, 3 redaction paths; {blocks} "
+                "content blocks, identical on both sides; MCPServer publishes an outputSchema "
+                "(Annotated[CallToolResult, InvoiceCardOut]) and so re-validates its structured "
+                "content per call",
+                *_spread_note(samples, labels),
+            ],
+        )
+    )
+    rows.append(
+        _ratio_row(
+            "  vs MCPServer without outputSchema [handler, info]",
+            samples,
+            "generated",
+            "mcpserver_noschema",
+            None,
+            labels,
+        )
+    )
     rows.append(_steps(package, handlers, rounds))
 
     async with AsyncExitStack() as stack:
@@ -640,21 +743,42 @@ async def _toolcall_rows(package: ModuleType, handlers: ModuleType, rounds: int,
                     for _ in range(n):
                         await client.call_tool(TOOL, ARGUMENTS)
                     return (time.process_time() - start) / n
+
                 return batch
 
             client_batches[name] = client_batch()
         samples = await _ameasure(client_batches, rounds, batch_seconds)
-    rows.append(_ratio_row(f"invoice.get ({LINES} lines) [client]", samples, "generated", "mcpserver",
-                           TARGET_TOOLCALL, labels,
-                           ["mcp.Client(mode='legacy'): JSON-RPC over memory streams, middleware, and the "
-                            "client's jsonschema check of structured content (both tools have an outputSchema)",
-                            *_spread_note(samples, labels)]))
-    rows.append(_ratio_row("  vs MCPServer without outputSchema [client, info]", samples, "generated",
-                           "mcpserver_noschema", None, labels,
-                           ["no outputSchema: the client skips the jsonschema check it does for the generated "
-                            "tool"]))
-    listed = {name: (await baselines.lowlevel(server).get_request_handler("tools/list").handler(ctx, None)).tools
-              for name, server in servers.items() if name != "mcpserver_noschema"}
+    rows.append(
+        _ratio_row(
+            f"invoice.get ({LINES} lines) [client]",
+            samples,
+            "generated",
+            "mcpserver",
+            TARGET_TOOLCALL,
+            labels,
+            [
+                "mcp.Client(mode='legacy'): JSON-RPC over memory streams, middleware, and the "
+                "client's jsonschema check of structured content (both tools have an outputSchema)",
+                *_spread_note(samples, labels),
+            ],
+        )
+    )
+    rows.append(
+        _ratio_row(
+            "  vs MCPServer without outputSchema [client, info]",
+            samples,
+            "generated",
+            "mcpserver_noschema",
+            None,
+            labels,
+            ["no outputSchema: the client skips the jsonschema check it does for the generated tool"],
+        )
+    )
+    listed = {
+        name: (await baselines.lowlevel(server).get_request_handler("tools/list").handler(ctx, None)).tools
+        for name, server in servers.items()
+        if name != "mcpserver_noschema"
+    }
     rows.append(_schema_validation(listed, results["generated"].structured_content, rounds))
     return rows
 
@@ -683,9 +807,11 @@ def _schema_validation(listed: dict[str, list[types.Tool]], data: Any, rounds: i
         checks[name] = check
     samples = interleave(checks, rounds)
     labels = {"generated": "generated schema", "mcpserver": "MCPServer (pydantic) schema"}
-    return Row("  client outputSchema validation per call [info]",
-               "  ".join(f"{labels[n]} {_us(samples.median(n))}" for n in checks),
-               notes=["jsonschema on the same 50-line result: most of the [client] time of both sides"])
+    return Row(
+        "  client outputSchema validation per call [info]",
+        "  ".join(f"{labels[n]} {_us(samples.median(n))}" for n in checks),
+        notes=["jsonschema on the same 50-line result: most of the [client] time of both sides"],
+    )
 
 
 def _steps(package: ModuleType, handlers: ModuleType, rounds: int) -> Row:
@@ -720,20 +846,26 @@ def _steps(package: ModuleType, handlers: ModuleType, rounds: int) -> Row:
         "notes+ui": timed(notes_and_ui),
         "mask": lambda: mask_run(n),
         "presented_result": timed(lambda: rt.presented_result(masked, masked, notes)),
-        "| MCPServer: validate+dump": timed(lambda: InvoiceCardOut.model_validate(raw).model_dump(
-            mode="json", exclude_none=True)),
+        "| MCPServer: validate+dump": timed(
+            lambda: InvoiceCardOut.model_validate(raw).model_dump(mode="json", exclude_none=True)
+        ),
         "json.dumps": timed(lambda: json.dumps(dumped, indent=2, ensure_ascii=False)),
     }
     samples = interleave(steps, rounds)
-    return Row("  invoice.get per-call steps [info]",
-               "  ".join(f"{name} {_us(samples.median(name))}" for name in steps),
-               notes=["generated steps: parse args, shape (read+check+cast 50 lines), notes+ui (rules, "
-                      "suggestion, table), mask, presented_result (orjson dumps + TextContent/CallToolResult "
-                      "models); after the '|': the hand-written tool's main costs (json.dumps with indent=2 "
-                      "runs CPython's pure-Python encoder: the C encoder is only used without indent)"])
+    return Row(
+        "  invoice.get per-call steps [info]",
+        "  ".join(f"{name} {_us(samples.median(name))}" for name in steps),
+        notes=[
+            "generated steps: parse args, shape (read+check+cast 50 lines), notes+ui (rules, "
+            "suggestion, table), mask, presented_result (orjson dumps + TextContent/CallToolResult "
+            "models); after the '|': the hand-written tool's main costs (json.dumps with indent=2 "
+            "runs CPython's pure-Python encoder: the C encoder is only used without indent)"
+        ],
+    )
 
 
 # --- the section ---------------------------------------------------------------------------------------
+
 
 def bench_presenters(settings: Settings) -> list[Row]:
     rounds = 3 if settings.quick else 15
@@ -741,15 +873,15 @@ def bench_presenters(settings: Settings) -> list[Row]:
     dedicated, dedicated_ir = build_dedicated()
     billing, billing_ir, where = load_billing(settings.golden)
     rows: list[Row] = []
-    rows += _mask_rows("InvoiceView", dedicated, dedicated_ir, "InvoiceView", invoice_payload(), rounds,
-                       batch_seconds)
+    rows += _mask_rows("InvoiceView", dedicated, dedicated_ir, "InvoiceView", invoice_payload(), rounds, batch_seconds)
     rows += _mask_rows("billing Invoice", billing, billing_ir, "Invoice", billing_payload(), rounds, batch_seconds)
     rows[-3].notes.append(f"billing = {where}")
-    rows += _pipeline_row("InvoiceView", dedicated, dedicated_ir, "InvoiceView", collection(invoice_payload),
-                          rounds, batch_seconds)
-    rows += _pipeline_row("billing Invoice", billing, billing_ir, "Invoice", collection(billing_payload),
-                          rounds, batch_seconds)
+    rows += _pipeline_row(
+        "InvoiceView", dedicated, dedicated_ir, "InvoiceView", collection(invoice_payload), rounds, batch_seconds
+    )
+    rows += _pipeline_row(
+        "billing Invoice", billing, billing_ir, "Invoice", collection(billing_payload), rounds, batch_seconds
+    )
     handlers = handler_module()
     rows += anyio.run(_toolcall_rows, dedicated, handlers, rounds, batch_seconds)
     return rows
-

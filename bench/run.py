@@ -57,13 +57,16 @@ SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="few iterations (smoke test, seconds)")
-    parser.add_argument("--golden", action="store_true",
-                        help="toolcall: import golden/billing instead of building specs/billing.toml now")
-    parser.add_argument("--only", action="append", choices=[name for name, _, _ in SECTIONS],
-                        help="run only this section (repeatable)")
+    parser.add_argument(
+        "--golden",
+        action="store_true",
+        help="toolcall: import golden/billing instead of building specs/billing.toml now",
+    )
+    parser.add_argument(
+        "--only", action="append", choices=[name for name, _, _ in SECTIONS], help="run only this section (repeatable)"
+    )
     arguments = parser.parse_args(argv)
     settings = Settings(quick=arguments.quick, golden=arguments.golden)
 
@@ -86,8 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{name}] done in {seconds(time.perf_counter() - section_start)}", file=sys.stderr, flush=True)
     print()
     print(table(rows))
-    print(f"\n{'quick run, ' if settings.quick else ''}total {seconds(time.perf_counter() - started)}; "
-          "ratios are medians of paired, interleaved rounds; targets are reported, never asserted.")
+    print(
+        f"\n{'quick run, ' if settings.quick else ''}total {seconds(time.perf_counter() - started)}; "
+        "ratios are medians of paired, interleaved rounds; targets are reported, never asserted."
+    )
     return 1 if failed else 0
 
 

@@ -43,18 +43,20 @@ def _model(i: int) -> str:
     if i > root:  # references stay inside a block of BLOCK models: a DAG at most BLOCK deep
         fields.append(f'parent = {{ type = "{model_name(root)}", required = false }}')
         fields.append(f'children = {{ type = "list", items = "{model_name(i - 1)}" }}')
-    return "\n".join([
-        f"[models.{name}]",
-        f"description = {_q(f'Synthetic model {i}.')}",
-        'casts = { amount = "number", due = "date" }',
-        'hidden = ["secret"]',
-        'guarded = ["id", "created_at"]',
-        'fillable = { create = ["title", "status", "amount", "due", "tags"], '
-        'update = ["status", "due", "active"] }',
-        f"[models.{name}.fields]",
-        *fields,
-        "",
-    ])
+    return "\n".join(
+        [
+            f"[models.{name}]",
+            f"description = {_q(f'Synthetic model {i}.')}",
+            'casts = { amount = "number", due = "date" }',
+            'hidden = ["secret"]',
+            'guarded = ["id", "created_at"]',
+            'fillable = { create = ["title", "status", "amount", "due", "tags"], '
+            'update = ["status", "due", "active"] }',
+            f"[models.{name}.fields]",
+            *fields,
+            "",
+        ]
+    )
 
 
 def tool_name(i: int) -> tuple[str, str]:
@@ -67,19 +69,45 @@ def _tool(i: int, models: int) -> str:
     name, handler = tool_name(i)
     model = model_name(i % models)
     verb = name.rsplit(".", 1)[1]
-    head = [f'[tools."{name}"]', f'kind = "{"query" if verb in ("get", "list") else "mutation"}"',
-            f"description = {_q(f'{verb} {model} (synthetic tool {i}).')}", f'handler = "{handler}"']
+    head = [
+        f'[tools."{name}"]',
+        f'kind = "{"query" if verb in ("get", "list") else "mutation"}"',
+        f"description = {_q(f'{verb} {model} (synthetic tool {i}).')}",
+        f'handler = "{handler}"',
+    ]
     if verb == "get":
-        return "\n".join([*head, f'returns = "{model}"', f'[tools."{name}".input]',
-                          'id = { type = "string", description = "Which one" }', ""])
+        return "\n".join(
+            [
+                *head,
+                f'returns = "{model}"',
+                f'[tools."{name}".input]',
+                'id = { type = "string", description = "Which one" }',
+                "",
+            ]
+        )
     if verb == "list":
-        return "\n".join([*head, f'returns = "{model}[]"', f'[tools."{name}".input]',
-                          f'status = {{ type = "enum", values = {_q(STATUSES)}, required = false }}',
-                          'limit = { type = "integer", default = 20 }', ""])
+        return "\n".join(
+            [
+                *head,
+                f'returns = "{model}[]"',
+                f'[tools."{name}".input]',
+                f'status = {{ type = "enum", values = {_q(STATUSES)}, required = false }}',
+                'limit = { type = "integer", default = 20 }',
+                "",
+            ]
+        )
     if verb == "create":
         return "\n".join([*head, f'input_from = "{model}.create"', f'returns = "{model}"', ""])
-    return "\n".join([*head, f'input_from = "{model}.update"', f'returns = "{model}"',
-                      f'[tools."{name}".input]', 'id = "string"', ""])
+    return "\n".join(
+        [
+            *head,
+            f'input_from = "{model}.update"',
+            f'returns = "{model}"',
+            f'[tools."{name}".input]',
+            'id = "string"',
+            "",
+        ]
+    )
 
 
 def spec_text(count: int, server: str) -> str:
@@ -97,8 +125,7 @@ def spec_text(count: int, server: str) -> str:
 
 
 def handlers_text(count: int) -> str:
-    functions = [f"def {tool_name(i)[1]}(args: Any) -> Any:\n    raise NotImplementedError\n"
-                 for i in range(count)]
+    functions = [f"def {tool_name(i)[1]}(args: Any) -> Any:\n    raise NotImplementedError\n" for i in range(count)]
     return '"""Synthetic handlers."""\n\nfrom typing import Any\n\n\n' + "\n\n".join(functions)
 
 

@@ -36,8 +36,13 @@ from bench import baselines
 from bench.core import Row, Samples, Settings, ainterleave, at_least, interleave, rate
 
 VARIANTS = ("generated", "mcpserver", "bare", "presented", "bare_presented")
-LABEL = {"generated": "generated", "mcpserver": "MCPServer", "bare": "bare", "presented": "presented",
-         "bare_presented": "bare(presented)"}
+LABEL = {
+    "generated": "generated",
+    "mcpserver": "MCPServer",
+    "bare": "bare",
+    "presented": "presented",
+    "bare_presented": "bare(presented)",
+}
 TARGET_VS_MCPSERVER = 1.3
 TARGET_VS_BARE = 0.85
 
@@ -46,8 +51,14 @@ Batch = Callable[[int], Awaitable[float]]  # run n calls, return CPU seconds per
 
 def _context(raw: dict[str, Any]) -> ServerRequestContext[Any]:
     # No session: none of the five tools touches ctx.session (a ServerSession needs a live connection).
-    return ServerRequestContext(session=None, lifespan_context={}, protocol_version=LATEST_HANDSHAKE_VERSION,  # type: ignore[arg-type]
-                                method="tools/call", params=raw, request_id=1)
+    return ServerRequestContext(
+        session=None,
+        lifespan_context={},
+        protocol_version=LATEST_HANDSHAKE_VERSION,  # type: ignore[arg-type]
+        method="tools/call",
+        params=raw,
+        request_id=1,
+    )
 
 
 def _visible(result: types.CallToolResult, who: str) -> Any:
@@ -129,8 +140,15 @@ def _rows(mode: str, samples: Samples, what: str) -> list[Row]:
             return
         ratio = samples.paired_ratio(other, name)  # (s/call of other) / (s/call of name) = calls/s ratio
         target, ok = at_least(ratio, floor) if floor is not None else ("", None)
-        rows.append(Row(f"  {LABEL[name]}/{LABEL[other]} [{mode}]",
-                        f"{rate(rates[name])} vs {rate(rates[other])}", ratio, target, ok))
+        rows.append(
+            Row(
+                f"  {LABEL[name]}/{LABEL[other]} [{mode}]",
+                f"{rate(rates[name])} vs {rate(rates[other])}",
+                ratio,
+                target,
+                ok,
+            )
+        )
 
     ratio_row("generated", "mcpserver", TARGET_VS_MCPSERVER)
     ratio_row("generated", "bare", TARGET_VS_BARE)
@@ -157,6 +175,7 @@ def _breakdown(core: Any, presented: Any | None, rounds: int) -> Row:
             for _ in range(n):
                 step()
             return (time.process_time() - start) / n
+
         return run
 
     steps = {
@@ -164,8 +183,9 @@ def _breakdown(core: Any, presented: Any | None, rounds: int) -> Row:
         "handler": timed(lambda: billing_handlers.get_invoice(args)),
         "shape": timed(lambda: shapes.shape_invoice(raw, "result")),
         "dumps": timed(lambda: runtime.dumps(data)),
-        "CallToolResult": timed(lambda: types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], structured_content=data)),
+        "CallToolResult": timed(
+            lambda: types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=data)
+        ),
     }
     if presented is not None and hasattr(presented, "presenters"):
         steps["presented: present_invoice"] = timed(lambda: presented.presenters.present_invoice(raw))
@@ -198,16 +218,21 @@ async def _run(settings: Settings) -> list[Row]:
         "presented": shipped,
         "bare_presented": baselines.bare_baseline(presented, shipped_result),
     }
-    compared_with = {"generated": "generated", "mcpserver": "generated", "bare": "generated",
-                     "presented": "presented", "bare_presented": "presented"}
+    compared_with = {
+        "generated": "generated",
+        "mcpserver": "generated",
+        "bare": "generated",
+        "presented": "presented",
+        "bare_presented": "presented",
+    }
     references = {"generated": core_result, "presented": shipped_result}
 
     def same(name: str, result: types.CallToolResult, how: str) -> None:
         """Same visible data as the generated server this variant is compared with."""
         reference = references[compared_with[name]]
         assert _visible(result, f"{name} {how}") == _visible(reference, "reference"), (
-            f"{name} {how}: different visible data:\n"
-            f"{result.structured_content}\nvs\n{reference.structured_content}")
+            f"{name} {how}: different visible data:\n{result.structured_content}\nvs\n{reference.structured_content}"
+        )
         if name in ("bare", "bare_presented", "presented"):  # same blocks too (MCPServer has no presenter)
             assert _everything(result) == _everything(reference), f"{name} {how}: different content blocks"
 
@@ -227,9 +252,12 @@ async def _run(settings: Settings) -> list[Row]:
         dispatch_batches[name] = _dispatch_batch(entry, ctx, raw)
 
     blocks = len(shipped_result.content)
-    rows += _rows("handler", await _measure(handler_batches, rounds, batch_seconds),
-                  "one inv-1 lookup per call (2 lines, a customer, hidden fields, casts); generated = "
-                  f"core spec (server, models, invoice.get); presented = {where}, {blocks} content blocks")
+    rows += _rows(
+        "handler",
+        await _measure(handler_batches, rounds, batch_seconds),
+        "one inv-1 lookup per call (2 lines, a customer, hidden fields, casts); generated = "
+        f"core spec (server, models, invoice.get); presented = {where}, {blocks} content blocks",
+    )
     try:
         rows.append(_breakdown(core, presented, rounds))
     except Exception as exc:  # names inside the generated code changed: skip the breakdown, keep the rest
@@ -244,15 +272,18 @@ async def _run(settings: Settings) -> list[Row]:
             listed[name] = (await client.list_tools()).tools
             same(name, await client.call_tool(baselines.TOOL, baselines.ARGUMENTS), "via Client")
             client_batches[name] = _client_batch(client)
-        rows += _rows("client", await _measure(client_batches, rounds, batch_seconds),
-                      "includes the client's jsonschema validation of structured content against each "
-                      "tool's outputSchema")
+        rows += _rows(
+            "client",
+            await _measure(client_batches, rounds, batch_seconds),
+            "includes the client's jsonschema validation of structured content against each tool's outputSchema",
+        )
         rows.append(_schema_validation(listed, references, rounds))
     return rows
 
 
-def _schema_validation(listed: dict[str, list[types.Tool]], references: dict[str, types.CallToolResult],
-                       rounds: int) -> Row:
+def _schema_validation(
+    listed: dict[str, list[types.Tool]], references: dict[str, types.CallToolResult], rounds: int
+) -> Row:
     """What the client's output-schema validation alone costs per call (as mcp.Client compiles it)."""
     from jsonschema.exceptions import best_match
     from jsonschema.validators import validator_for
@@ -276,9 +307,10 @@ def _schema_validation(listed: dict[str, list[types.Tool]], references: dict[str
 
         checks[name] = check
     samples = interleave(checks, rounds)
-    return Row("  client outputSchema validation per call [info]",
-               "  ".join(f"{LABEL[n]} {samples.median(n) * 1e6:.0f}us" for n in checks))
-
+    return Row(
+        "  client outputSchema validation per call [info]",
+        "  ".join(f"{LABEL[n]} {samples.median(n) * 1e6:.0f}us" for n in checks),
+    )
 
 
 def bench_toolcall(settings: Settings) -> list[Row]:

@@ -8,6 +8,7 @@ build is reproducible wherever the checkout lives. The CLI is a thin layer over 
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "init_project",
     "json_schema",
     "publish",
+    "schema_text",
     "validate",
 ]
 
@@ -159,10 +161,15 @@ def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
     return check_handlers(source, ir, shown, positions, loaded.display_path)
 
 
+def schema_text() -> str:
+    """The JSON Schema of the spec language, as `fusiongen schema` prints it and `init` writes it."""
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
 def init_project(directory: Path, name: str | None) -> list[str]:
     """Write the starter files (never over existing ones), then build the server into `directory`.
     Returns what to tell the user."""
-    project = starter(directory, name)
+    project = starter(directory, name, schema_text())
     existing = [display_path(p) for p in project.files if p.exists()]
     if existing:
         raise SpecError([Diagnostic("FG408", f"{p} already exists; init writes only new files", p) for p in existing])

@@ -189,10 +189,10 @@ def schema(
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Print the JSON Schema of the spec language (for editors: taplo / Even Better TOML `#:schema`)."""
-    from fusiongen.api import json_schema
+    from fusiongen.api import schema_text
 
     def run() -> int:
-        text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+        text = schema_text()
         if out is None:
             sys.stdout.write(text)
         else:

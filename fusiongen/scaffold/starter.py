@@ -6,15 +6,12 @@ Pure: it decides names and renders texts; `fusiongen.api.init_project` writes th
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import jinja2
-
-from fusiongen.load.spec import json_schema
 
 
 @dataclass(frozen=True)
@@ -48,7 +45,8 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def starter(directory: Path, name: str | None) -> Starter:
+def starter(directory: Path, name: str | None, schema_text: str) -> Starter:
+    """The starter files for `directory`; `schema_text` is the spec language's JSON Schema, for editors."""
     server = server_name(directory, name)
     package = server.replace("-", "_") + "_server"
     spec = directory / f"{server}.toml"
@@ -57,6 +55,6 @@ def starter(directory: Path, name: str | None) -> Starter:
         spec: render("spec.toml.j2").render(name=server),
         directory / f"{package}_handlers.py": render("handlers.py.j2").render(name=server, package=package),
         directory / f"test_{package}.py": render("test.py.j2").render(name=server, package=package),
-        directory / "fusiongen.schema.json": json.dumps(json_schema(), indent=2, sort_keys=True) + "\n",
+        directory / "fusiongen.schema.json": schema_text,
     }
     return Starter(spec, package, files)
