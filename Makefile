@@ -20,8 +20,8 @@ demo: venv
 	$(BIN)/fusiongen build specs/billing.toml -o .demo
 	$(BIN)/python specs/demo_client.py .demo
 
-## test: everything (the virtualenv, redis-server from Debian, then pytest)
-test: venv redis-server tooling
+## test: everything (the virtualenv, redis-server from Debian, the npm tooling, lint, then pytest)
+test: venv redis-server tooling lint
 	$(BIN)/python -m pytest
 
 ## redis-server: the real Redis the workflow-store tests run against (Debian package)
@@ -39,12 +39,13 @@ $(TOOLING_STAMP): tooling/package.json tooling/package-lock.json
 
 tooling: $(TOOLING_STAMP)
 
-## golden: rewrite golden/ from specs/
+## golden: rewrite golden/ from specs/, and expected/ + stderr.txt of every tests/cases/ case
 golden: venv
 	@for spec in $(SPECS); do \
 		name=$$(basename $$spec .toml); \
 		$(BIN)/fusiongen build $$spec -o golden/$$name || exit $$?; \
 	done
+	$(BIN)/python -m tests.support.cases --update
 
 ## check-golden: fail if golden/ is not what specs/ generate (the same check CI runs)
 check-golden: venv
@@ -53,8 +54,11 @@ check-golden: venv
 		$(BIN)/fusiongen check $$spec -o golden/$$name || exit $$?; \
 	done
 
+## lint: ruff's checks and formatting over everything, and mypy --strict over the generator (the runtime included)
 lint: venv
 	$(BIN)/ruff check fusiongen tests bench specs
+	$(BIN)/ruff format --check fusiongen tests bench specs
+	$(BIN)/mypy --strict fusiongen
 
 bench: venv
 	$(BIN)/python bench/run.py

@@ -1,66 +1,27 @@
-"""Shared fixtures: build a spec into a temp dir and load the generated server from it."""
+"""Shared fixtures, and the hypothesis profile every test runs under."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from hypothesis import settings
 
-from fusiongen.api import Generation, generate, publish
+from tests.support.build import ROOT, SPECS, GeneratedServer, build
 
-ROOT = Path(__file__).resolve().parent.parent
-SPECS = ROOT / "specs"
+__all__ = ["ROOT", "SPECS", "GeneratedServer", "build"]
+
+# Reproducible on a clean clone and on every rerun: the examples come from a fixed seed per test (derandomize),
+# and no example database is written, so a failure saved by one run cannot make later runs differ. A failure
+# prints its blob, to replay it with @reproduce_failure.
+settings.register_profile("fusiongen", derandomize=True, database=None, print_blob=True)
+settings.load_profile("fusiongen")
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def build(spec: Path, out: Path) -> Generation:
-    generation = generate(spec, out)
-    publish(generation, out)
-    return generation
-
-
-def _forget(prefixes: tuple[str, ...]) -> None:
-    for name in list(sys.modules):
-        if any(name == p or name.startswith(p + ".") for p in prefixes):
-            del sys.modules[name]
-
-
-class GeneratedServer:
-    """A generated package imported from a temp dir, with its handler module beside the spec."""
-
-    def __init__(self, generation: Generation, out: Path) -> None:
-        self.generation = generation
-        self.out = out
-        self.package_name = generation.ir.package
-        self.handlers_name = generation.ir.handlers_module
-        self.spec_dir = generation.loaded.path.parent
-
-    def __enter__(self) -> GeneratedServer:
-        _forget((self.package_name, self.handlers_name))
-        sys.path[:0] = [str(self.out), str(self.spec_dir)]
-        self.package: ModuleType = importlib.import_module(self.package_name)
-        self.handlers: ModuleType = importlib.import_module(self.handlers_name)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for entry in (str(self.out), str(self.spec_dir)):
-            if entry in sys.path:
-                sys.path.remove(entry)
-        _forget((self.package_name, self.handlers_name))
-
-    def module(self, name: str) -> ModuleType:
-        return importlib.import_module(f"{self.package_name}.{name}")
-
-    def create_server(self, handlers: ModuleType | None = None):
-        return self.package.create_server(handlers)
 
 
 @pytest.fixture

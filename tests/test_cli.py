@@ -9,25 +9,20 @@ the only way to make a pipeline function fail on purpose.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from fusiongen import __version__
-from fusiongen.cli import app
+from tests.support.build import ROOT, SPECS
+from tests.support.processes import cli_env, run, run_process, start_process
 
-ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "specs" / "billing.toml"
-HANDLERS = ROOT / "specs" / "billing_handlers.py"
+SPEC = SPECS / "billing.toml"
+HANDLERS = SPECS / "billing_handlers.py"
 PACKAGE = "billing_server"
 OLD = 1_000_000_000  # an mtime (2001) that no build could produce
 OLD_NS = OLD * 10**9
@@ -35,29 +30,15 @@ OLD_NS = OLD * 10**9
 
 # --- helpers ---------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Run:
-    code: int
-    stdout: str
-    stderr: str
 
-
-def run_process(*args: str | Path, cwd: Path) -> Run:
-    """`python -m fusiongen ARGS` in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-m", "fusiongen", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-    return Run(done.returncode, done.stdout, done.stderr)
-
-
-def run(*args: str | Path, cwd: Path) -> Run:
-    """The same command in-process (CliRunner keeps stdout and stderr apart)."""
-    with contextlib.chdir(cwd):
-        result = CliRunner().invoke(app, [str(a) for a in args])
-    return Run(result.exit_code, result.stdout, result.stderr)
-
-
-def project(folder: Path, *, handlers: bool = True, package: str = PACKAGE, module: str = "billing_handlers",
-            name: str = "billing") -> Path:
+def project(
+    folder: Path,
+    *,
+    handlers: bool = True,
+    package: str = PACKAGE,
+    module: str = "billing_handlers",
+    name: str = "billing",
+) -> Path:
     """A copy of the reference spec (`[server]` package and handlers as given) and, unless told otherwise,
     of its finished handler module, in `folder`; returns the spec."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -88,13 +69,19 @@ def rename_package(spec: Path, package: str) -> None:
 
 def tree(folder: Path) -> dict[str, bytes]:
     """Every file below `folder` (bytecode caches aside), by POSIX path."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def mtimes(folder: Path) -> dict[str, int]:
-    return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        p.relative_to(folder).as_posix(): p.stat().st_mtime_ns
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def age(folder: Path) -> None:
@@ -142,6 +129,7 @@ def built(reference: Path, tmp_path: Path) -> tuple[Path, Path]:
 
 # --- version, validate ------------------------------------------------------------------------------
 
+
 def test_version() -> None:
     result = run_process("--version", cwd=ROOT)
     assert result.code == 0, result.stderr
@@ -163,13 +151,13 @@ def test_validate_invalid_spec(tmp_path: Path) -> None:
     before = tree(tmp_path)
     result = run_process("validate", spec.name, cwd=tmp_path)
     assert result.code == 2
-    assert re.search(rf"^billing\.toml:{line}:\d+: error\[FG110\]: .*strng", result.stderr, re.M), \
-        result.stderr
+    assert re.search(rf"^billing\.toml:{line}:\d+: error\[FG110\]: .*strng", result.stderr, re.M), result.stderr
     assert "Traceback" not in result.stderr
     assert tree(tmp_path) == before
 
 
 # --- build ----------------------------------------------------------------------------------------
+
 
 def test_build_output_is_clean_reproducible_and_independent_of_the_hash_seed(tmp_path: Path) -> None:
     """Three builds under PYTHONHASHSEED 0, 1 and 12345, each from an unrelated working directory, into
@@ -181,17 +169,14 @@ def test_build_output_is_clean_reproducible_and_independent_of_the_hash_seed(tmp
         cwd = tmp_path / seed / "cwd"
         cwd.mkdir()
         out = spec.parent / "gen" / "deep"
-        command = [sys.executable, "-m", "fusiongen", "build", str(spec), "-o", str(out)]
-        runs.append(subprocess.Popen(command, cwd=cwd, env={**os.environ, "PYTHONHASHSEED": seed},
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        runs.append(start_process("build", spec, "-o", out, cwd=cwd, env=cli_env(PYTHONHASHSEED=seed)))
     for process in runs:
         _, err = process.communicate(timeout=120)
         assert process.returncode == 0, err
     trees = [tree(tmp_path / seed) for seed in seeds]
     assert trees[0] == trees[1] == trees[2]
 
-    files = {p.removeprefix("proj/gen/deep/"): data for p, data in trees[0].items()
-             if p.startswith("proj/gen/deep/")}
+    files = {p.removeprefix("proj/gen/deep/"): data for p, data in trees[0].items() if p.startswith("proj/gen/deep/")}
     assert f"{PACKAGE}/__init__.py" in files and f"{PACKAGE}/server.py" in files
     expected = {"proj/billing.toml", "proj/billing_handlers.py", *(f"proj/gen/deep/{p}" for p in files)}
     assert set(trees[0]) == expected
@@ -219,8 +204,11 @@ def test_build_without_out_writes_beside_the_spec_in_a_folder_named_after_it(tmp
     spec = project(tmp_path / "proj")
     result = run("build", spec.name, cwd=spec.parent)
     assert result.code == 0, result.stderr
-    assert (tmp_path / "proj" / "billing" / PACKAGE / "server.py").read_bytes().startswith(
-        header("server.py", "../billing.toml"))
+    assert (
+        (tmp_path / "proj" / "billing" / PACKAGE / "server.py")
+        .read_bytes()
+        .startswith(header("server.py", "../billing.toml"))
+    )
     assert (tmp_path / "proj" / "billing" / "pyproject.toml").is_file()
     assert not (tmp_path / "proj" / PACKAGE).exists()
 
@@ -274,8 +262,7 @@ def test_failed_rebuild_leaves_the_previous_output_untouched(reference: Path, tm
     assert staging_leftovers(tmp_path) == []
 
 
-def test_rebuild_removes_what_the_spec_no_longer_generates_and_nothing_else(reference: Path,
-                                                                           tmp_path: Path) -> None:
+def test_rebuild_removes_what_the_spec_no_longer_generates_and_nothing_else(reference: Path, tmp_path: Path) -> None:
     spec, out = built(reference, tmp_path)
     package_files = sorted(tree(out / PACKAGE))
     # Another spec's server, generated into a folder of the same OUT.
@@ -324,6 +311,7 @@ def test_rebuild_rewrites_only_what_changed(reference: Path, tmp_path: Path) -> 
 
 # --- check ----------------------------------------------------------------------------------------
 
+
 def test_check_reports_changed_missing_and_stale_files(reference: Path, tmp_path: Path) -> None:
     spec, out = built(reference, tmp_path)
     package = out / PACKAGE
@@ -358,8 +346,7 @@ def test_check_reports_changed_missing_and_stale_files(reference: Path, tmp_path
     ],
     ids=["nonexistent-spec", "unknown-option"],
 )
-def test_check_exits_2_on_a_missing_spec_or_a_usage_error(tmp_path: Path, args: tuple[str, ...],
-                                                   expected: str) -> None:
+def test_check_exits_2_on_a_missing_spec_or_a_usage_error(tmp_path: Path, args: tuple[str, ...], expected: str) -> None:
     project(tmp_path)
     result = run_process(*args, cwd=tmp_path)
     assert result.code == 2, result.stdout + result.stderr
@@ -396,10 +383,12 @@ def test_check_format_json_reports_an_invalid_spec(tmp_path: Path) -> None:
 
 # --- internal errors (in-process: a pipeline function is made to fail) -----------------------------
 
+
 @pytest.mark.parametrize("debug", [False, True], ids=["plain", "FUSIONGEN_DEBUG"])
 @pytest.mark.parametrize("command", ["build", "check"])
-def test_internal_error_exits_3_without_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    command: str, debug: bool) -> None:
+def test_internal_error_exits_3_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, debug: bool
+) -> None:
     import fusiongen.api
 
     def explode(*args: object, **kwargs: object) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,18 +35,35 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import SPECS, GeneratedServer, build
+from tests.support.build import SPECS, GeneratedServer, build
+from tests.support.client import connect
 
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink)
-SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
-           HealthCheck.filter_too_much]
+SLOW_OK = [
+    HealthCheck.too_slow,
+    HealthCheck.data_too_large,
+    HealthCheck.large_base_example,
+    HealthCheck.filter_too_much,
+]
 
-CALL_TIMEOUT = 20.0  # seconds: a call that takes longer hangs
-FAST = 3.0  # seconds: what a huge or deeply nested argument may cost at most
+CALL_TIMEOUT = 60.0  # seconds: a call that takes longer hangs (generous: the machine may be loaded)
+# What a huge or deeply nested argument may cost: linear work is milliseconds, and anything worse (quadratic in a
+# megabyte) runs for hours; so a wall-clock budget would only add flakiness on a loaded machine. Such a test
+# fails on its pytest timeout instead, and asserts that the session still serves afterwards.
+HUGE_TIMEOUT = 120
 
 # What the seeded handler data holds and an agent must never see: hidden fields, undeclared keys, cards.
-SECRETS = ("legal says hold", "078-05-1120", "219-09-9999", "4111111111111111", "5500000000000004",
-           "4000056655665556", "created by an agent", "B-17", "batch 3")
+SECRETS = (
+    "legal says hold",
+    "078-05-1120",
+    "219-09-9999",
+    "4111111111111111",
+    "5500000000000004",
+    "4000056655665556",
+    "created by an agent",
+    "B-17",
+    "batch 3",
+)
 EMAILS = ("ada@example.com", "alan@example.com")  # redacted for the model; user-audience blocks may show them
 HIDDEN_KEYS = ("internal_notes", "cost_basis", "ssn", "credit_score", "warehouse_bin")
 GUARDED = ("id", "created_at")
@@ -76,6 +92,7 @@ STATS: Counter[str] = Counter()
 
 
 # --- hostile values -------------------------------------------------------------------------------------
+
 
 def deep_list(depth: int, leaf: Any = "x") -> Any:
     value = leaf
@@ -109,16 +126,77 @@ def safe(text: str) -> bool:
 
 
 MEGABYTE = "x" * 1_000_000
-SPECIAL_VALUES = st.sampled_from((
-    None, True, False, 0, -1, 1.0, 2.5, -0.0, 1e308, -1e308, 5e-324, 2**53 + 1, 2**63, -(2**63) - 1, 2**64, 10**30,
-    10**400 + 1, float("nan"), float("inf"), float("-inf"), "", " ", "\x00", "\ud800", "inv-1", "c-1", "draft",
-    "Draft", "2026-01-01", "2026-02-30", "2026-1-1", "20260101", "2026-01-01T00:00:00", "tomorrow", "NaN",
-    "Infinity", "1e999", "null", "true", "[]", "{}", "<b>&amp;</b>", "]]><!--", "'\"\\", "\u202e\u200b", "é" * 10,
-    {}, [], [{}], [[]], {"id": "inv-1"}, {"": None}, [1, "a", None], {"__proto__": {"x": 1}}, MEGABYTE,
-    "é" * 500_000, [MEGABYTE], {"k": MEGABYTE}, deep_list(200), deep_object(200), deep_list(400),
-))
+SPECIAL_VALUES = st.sampled_from(
+    (
+        None,
+        True,
+        False,
+        0,
+        -1,
+        1.0,
+        2.5,
+        -0.0,
+        1e308,
+        -1e308,
+        5e-324,
+        2**53 + 1,
+        2**63,
+        -(2**63) - 1,
+        2**64,
+        10**30,
+        10**400 + 1,
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        "",
+        " ",
+        "\x00",
+        "\ud800",
+        "inv-1",
+        "c-1",
+        "draft",
+        "Draft",
+        "2026-01-01",
+        "2026-02-30",
+        "2026-1-1",
+        "20260101",
+        "2026-01-01T00:00:00",
+        "tomorrow",
+        "NaN",
+        "Infinity",
+        "1e999",
+        "null",
+        "true",
+        "[]",
+        "{}",
+        "<b>&amp;</b>",
+        "]]><!--",
+        "'\"\\",
+        "\u202e\u200b",
+        "é" * 10,
+        {},
+        [],
+        [{}],
+        [[]],
+        {"id": "inv-1"},
+        {"": None},
+        [1, "a", None],
+        {"__proto__": {"x": 1}},
+        MEGABYTE,
+        "é" * 500_000,
+        [MEGABYTE],
+        {"k": MEGABYTE},
+        deep_list(200),
+        deep_object(200),
+        deep_list(400),
+    )
+)
 JSON_SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(-(2**70), 2**70), st.floats(),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(-(2**70), 2**70),
+    st.floats(),
     st.text(max_size=20).filter(safe),
 )
 JSON_VALUES = st.recursive(
@@ -138,8 +216,25 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "handle": st.sampled_from(("", "junk", "session:x:invoice", ":", "a" * 32, "x" * 100_000)),
 }
 KEY_NAMES = st.one_of(
-    st.sampled_from((*GUARDED, *HIDDEN_KEYS, "workflow_id", "fields_set", "", " ", "__class__", "id ", "ID",
-                     "amount_cents.x", "lines[0]", "x" * 10_000, "<k>", "\u0000", "status")),
+    st.sampled_from(
+        (
+            *GUARDED,
+            *HIDDEN_KEYS,
+            "workflow_id",
+            "fields_set",
+            "",
+            " ",
+            "__class__",
+            "id ",
+            "ID",
+            "amount_cents.x",
+            "lines[0]",
+            "x" * 10_000,
+            "<k>",
+            "\u0000",
+            "status",
+        )
+    ),
     st.text(max_size=12).filter(safe),
 )
 
@@ -169,6 +264,7 @@ def known_bug_trigger(name: str, arguments: dict[str, Any]) -> str | None:
 
 # --- the session ----------------------------------------------------------------------------------------
 
+
 @dataclass
 class Session:
     portal: BlockingPortal
@@ -184,7 +280,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     out = tmp_path_factory.mktemp("fuzz_server") / "out"
     generation = build(SPECS / "billing.toml", out)
     with GeneratedServer(generation, out) as server, start_blocking_portal() as portal:
-        client = Client(server.create_server(), mode="legacy", cache=None)
+        client = connect(server.create_server())
         with portal.wrap_async_context_manager(client) as entered:
             listed = portal.call(entered.list_tools)
             # The handshake era lists only what the session's workflow state allows: every schema, from 2026.
@@ -210,7 +306,8 @@ async def call_tool(session: Session, name: str, arguments: Any, raw: bool) -> t
         try:
             if raw:
                 data = await session.client.session._dispatcher.send_raw_request(  # the arguments as they are
-                    "tools/call", {"name": name, "arguments": arguments}, {"timeout": CALL_TIMEOUT})
+                    "tools/call", {"name": name, "arguments": arguments}, {"timeout": CALL_TIMEOUT}
+                )
                 return types.CallToolResult.model_validate(data)
             return await session.client.call_tool(name, arguments, read_timeout_seconds=CALL_TIMEOUT)
         except MCPError as exc:
@@ -276,8 +373,11 @@ def check_result(session: Session, name: str, arguments: Any, result: types.Call
     if schema is not None:
         jsonschema.validate(result.structured_content, schema)
         data = json.loads(texts[0])
-        shown = result.structured_content.get("items") if "items" in schema.get("properties", {}) and \
-            "truncated" in schema.get("properties", {}) else result.structured_content
+        shown = (
+            result.structured_content.get("items")
+            if "items" in schema.get("properties", {}) and "truncated" in schema.get("properties", {})
+            else result.structured_content
+        )
         assert data == shown
     return "ok"
 
@@ -293,6 +393,7 @@ def run(session: Session, name: str, arguments: Any, raw: bool | None = None) ->
 
 
 # --- properties -----------------------------------------------------------------------------------------
+
 
 def minted(session: Session) -> st.SearchStrategy[str]:
     """A handle minted by invoice.start. The list grows while the properties run, so draw a plain index: draws
@@ -320,8 +421,9 @@ def test_every_tool_answers_hostile_arguments_with_a_result(session: Session, da
 @given(data=st.data())
 def test_workflow_handles_and_junk_handles(session: Session, data: st.DataObject) -> None:
     name = data.draw(st.sampled_from((*BOUND, "invoice.status", "invoice.start")))
-    handle = data.draw(st.one_of(minted(session), PLAUSIBLE["handle"], HOSTILE,
-                                 st.just(deep_list(1000)), st.just(deep_object(1000))))
+    handle = data.draw(
+        st.one_of(minted(session), PLAUSIBLE["handle"], HOSTILE, st.just(deep_list(1000)), st.just(deep_object(1000)))
+    )
     arguments: dict[str, Any] = {"workflow_id": handle}
     if name in BOUND:
         arguments["invoice_id"] = data.draw(PLAUSIBLE["invoice_id"])
@@ -335,8 +437,14 @@ def test_workflow_handles_and_junk_handles(session: Session, data: st.DataObject
 
 
 @settings(max_examples=60, deadline=None, phases=PHASES, suppress_health_check=SLOW_OK)
-@given(name=st.one_of(st.sampled_from(("", " ", "invoice.get ", "INVOICE.GET", "invoice", "invoice.start.x",
-                                       "x" * 100_000, "<t>&", "\u0000")), st.text(max_size=30)))
+@given(
+    name=st.one_of(
+        st.sampled_from(
+            ("", " ", "invoice.get ", "INVOICE.GET", "invoice", "invoice.start.x", "x" * 100_000, "<t>&", "\u0000")
+        ),
+        st.text(max_size=30),
+    )
+)
 def test_unknown_tools_are_protocol_errors_and_the_server_keeps_serving(session: Session, name: str) -> None:
     if name in TOOLS:
         return
@@ -365,27 +473,30 @@ def first_field(name: str) -> str:
     return next(iter(TOOLS[name]), "workflow_id")
 
 
+@pytest.mark.timeout(HUGE_TIMEOUT)
 @pytest.mark.parametrize("case", sorted(HUGE_ARGUMENTS))
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_huge_arguments_are_answered_quickly(session: Session, name: str, case: str) -> None:
     arguments = HUGE_ARGUMENTS[case](first_field(name))
-    started = time.monotonic()
-    run(session, name, arguments, raw=True)
-    assert time.monotonic() - started < FAST, f"{name} with {case} took {time.monotonic() - started:.1f} s"
+    run(session, name, arguments, raw=True)  # checks the answer's contract
+    assert run(session, "customer.get", {"id": "c-1"}) == "ok", f"not serving after {name} with {case}"
 
 
+@pytest.mark.timeout(HUGE_TIMEOUT)
 @pytest.mark.parametrize("depth", [200, 900])
 @pytest.mark.parametrize("name", sorted(n for n in TOOLS if n != "invoice.start"))
 def test_deep_arguments_are_answered_quickly(session: Session, name: str, depth: int) -> None:
     for value in (deep_list(depth), deep_object(depth)):
-        started = time.monotonic()
         label = run(session, name, {first_field(name): value}, raw=True)
-        assert time.monotonic() - started < FAST
+        assert run(session, "customer.get", {"id": "c-1"}) == "ok", f"not serving after {name} at depth {depth}"
         assert label in ("VALIDATION", "FORBIDDEN")  # the gate runs first: a bound tool may be refused before
 
 
-@pytest.mark.parametrize("arguments", [[], [{"id": "inv-1"}], "inv-1", 1, True],
-                         ids=["empty list", "list of objects", "string", "number", "boolean"])
+@pytest.mark.parametrize(
+    "arguments",
+    [[], [{"id": "inv-1"}], "inv-1", 1, True],
+    ids=["empty list", "list of objects", "string", "number", "boolean"],
+)
 def test_arguments_that_are_not_an_object_are_refused_by_the_protocol(session: Session, arguments: Any) -> None:
     result = session.portal.call(call_tool, session, "invoice.get", arguments, True)
     # The SDK validates `params` before the server runs: -32602 Invalid params, and the session goes on.
@@ -399,8 +510,15 @@ def test_null_arguments_mean_no_arguments(session: Session) -> None:
 
 
 def test_guarded_and_hidden_fields_are_refused_without_echoing_them(session: Session) -> None:
-    arguments = {"customer_id": "c-1", "amount_cents": 1, "due_date": "2026-01-01", "id": "mine",
-                 "created_at": "2026-01-01T00:00:00", "internal_notes": "NOTE-VALUE", "cost_basis": 12345.678}
+    arguments = {
+        "customer_id": "c-1",
+        "amount_cents": 1,
+        "due_date": "2026-01-01",
+        "id": "mine",
+        "created_at": "2026-01-01T00:00:00",
+        "internal_notes": "NOTE-VALUE",
+        "cost_basis": 12345.678,
+    }
     result = session.portal.call(call_tool, session, "invoice.create", arguments, False)
     assert run(session, "invoice.create", arguments) == "VALIDATION"
     assert isinstance(result, types.CallToolResult)
@@ -408,19 +526,26 @@ def test_guarded_and_hidden_fields_are_refused_without_echoing_them(session: Ses
     assert text.count("guarded") == 2 and "NOTE-VALUE" not in text and "12345.678" not in text
 
 
-# --- bugs found by the properties above, pinned ---------------------------------------------------------
+# --- bugs found by the properties above, fixed: regressions ---------------------------------------------------------
+
 
 @pytest.mark.parametrize("value", ["list", "object"])
-def test_known_bug_deeply_nested_declared_argument(session: Session, value: str) -> None:
+def test_fixed_deeply_nested_declared_argument_is_a_validation_error(session: Session, value: str) -> None:
+    """A declared argument nested 1000 levels deep was echoed back into the validation error, which broke; the
+    answer is the VALIDATION error now."""
     nested = deep_list(1000) if value == "list" else deep_object(1000)
     assert run(session, "invoice.get", {"id": nested}, raw=True) == "VALIDATION"
 
 
-def test_known_bug_integer_too_large_for_the_number_cast(billing: GeneratedServer) -> None:
+def test_fixed_integer_too_large_for_the_number_cast_is_output_invalid(billing: GeneratedServer) -> None:
+    """An integer too large for the number cast (10**400) broke the cast inside the server; the answer is the
+    OUTPUT_INVALID tool error now."""
+
     async def create() -> types.CallToolResult:
-        async with Client(billing.create_server(), mode="legacy", cache=None) as client:
-            return await client.call_tool("invoice.create", {"customer_id": "c-1", "amount_cents": 10**400,
-                                                             "due_date": "2026-01-01"})
+        async with connect(billing.create_server()) as client:
+            return await client.call_tool(
+                "invoice.create", {"customer_id": "c-1", "amount_cents": 10**400, "due_date": "2026-01-01"}
+            )
 
     result = anyio.run(create)
     assert result.is_error and 'code="OUTPUT_INVALID"' in result.content[0].text

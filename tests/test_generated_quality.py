@@ -4,27 +4,26 @@ with the configuration the generated pyproject.toml itself declares."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.build import ROOT
+from tests.support.processes import run_python
+
 GOLDEN = sorted(p for p in (ROOT / "golden").iterdir() if p.is_dir())
-RUFF = [sys.executable, "-m", "ruff"]
+RUFF = ["-m", "ruff"]
 
 
 @pytest.mark.parametrize("tree", GOLDEN, ids=[p.name for p in GOLDEN])
 def test_ruff_check_is_clean(tree: Path) -> None:
-    result = subprocess.run([*RUFF, "check", "--no-cache", "."], cwd=tree, capture_output=True, text=True)
+    result = run_python([*RUFF, "check", "--no-cache", "."], cwd=tree)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("tree", GOLDEN, ids=[p.name for p in GOLDEN])
 def test_ruff_format_is_clean(tree: Path) -> None:
-    result = subprocess.run([*RUFF, "format", "--check", "--no-cache", "."], cwd=tree, capture_output=True,
-                            text=True)
+    result = run_python([*RUFF, "format", "--check", "--no-cache", "."], cwd=tree)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -33,9 +32,8 @@ def test_ruff_format_is_clean(tree: Path) -> None:
 def test_mypy_strict_is_clean(tree: Path, tmp_path: Path) -> None:
     packages = [p.name for p in tree.iterdir() if (p / "__init__.py").is_file()]
     env = {**os.environ, "MYPYPATH": str(ROOT / "specs")}
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "mypy"), *packages],
-        cwd=tree, capture_output=True, text=True, env=env,
+    result = run_python(
+        ["-m", "mypy", "--strict", "--cache-dir", tmp_path / "mypy", *packages], cwd=tree, env=env, timeout=540
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Success" in result.stdout

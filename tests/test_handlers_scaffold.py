@@ -11,54 +11,28 @@ that formats every generated file with ruff.
 from __future__ import annotations
 
 import ast
-import contextlib
 import os
 import re
 import runpy
 import shutil
-import subprocess
-import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from fusiongen.cli import app
+from tests.support.build import SPECS
+from tests.support.processes import run, run_process, run_python
 
-ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "specs" / "billing.toml"
-HANDLERS = ROOT / "specs" / "billing_handlers.py"
+SPEC = SPECS / "billing.toml"
+HANDLERS = SPECS / "billing_handlers.py"
 PACKAGE = "billing_server"
 OLD = 1_000_000_000
 OLD_NS = OLD * 10**9
 FUNCTION = ast.FunctionDef | ast.AsyncFunctionDef
-DIAGNOSTIC = re.compile(
-    r"^(?P<file>\S+):(?P<line>\d+):(?P<col>\d+): error\[(?P<code>FG\d+)\]: (?P<message>.*)$", re.M)
+DIAGNOSTIC = re.compile(r"^(?P<file>\S+):(?P<line>\d+):(?P<col>\d+): error\[(?P<code>FG\d+)\]: (?P<message>.*)$", re.M)
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Run:
-    code: int
-    stdout: str
-    stderr: str
-
-
-def run_process(*args: str | Path, cwd: Path) -> Run:
-    """`python -m fusiongen ARGS` in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-m", "fusiongen", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-    return Run(done.returncode, done.stdout, done.stderr)
-
-
-def run(*args: str | Path, cwd: Path) -> Run:
-    """The same command in-process (CliRunner keeps stdout and stderr apart)."""
-    with contextlib.chdir(cwd):
-        result = CliRunner().invoke(app, [str(a) for a in args])
-    return Run(result.exit_code, result.stdout, result.stderr)
 
 
 def handler_names(spec: Path) -> set[str]:
@@ -72,7 +46,7 @@ def without_function(source: str, name: str) -> str:
     lines = source.splitlines(keepends=True)
     start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
     assert node.end_lineno is not None
-    return "".join(lines[:start] + lines[node.end_lineno:])
+    return "".join(lines[:start] + lines[node.end_lineno :])
 
 
 def with_signature(source: str, name: str, signature: str) -> str:
@@ -124,6 +98,7 @@ def built(reference: Path, tmp_path: Path, handlers: str | None = None) -> tuple
 
 # --- scaffold -------------------------------------------------------------------------------------
 
+
 def test_build_scaffolds_a_typed_stub_per_tool_and_the_server_starts_with_it(tmp_path: Path) -> None:
     proj, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
     proj.mkdir()
@@ -159,8 +134,7 @@ def test_build_scaffolds_a_typed_stub_per_tool_and_the_server_starts_with_it(tmp
     # The generated server starts with the scaffold, in a fresh interpreter where only OUT is importable:
     # the generated package finds the handler module beside the spec by itself.
     code = f"import sys\nsys.path.insert(0, sys.argv[1])\nimport {PACKAGE}\n{PACKAGE}.create_server()\n"
-    started = subprocess.run([sys.executable, "-c", code, str(proj / "out")], cwd=elsewhere,
-                             capture_output=True, text=True, timeout=120)
+    started = run_python(["-c", code, proj / "out"], cwd=elsewhere)
     assert started.returncode == 0, started.stderr
     # And `check` accepts the stubs.
     check = run("check", spec, "-o", proj / "out", cwd=elsewhere)
@@ -190,8 +164,7 @@ USER_MODULES = {
 
 
 @pytest.mark.parametrize("user_module", USER_MODULES.values(), ids=USER_MODULES.keys())
-def test_build_appends_the_missing_stub_keeping_every_byte(reference: Path, tmp_path: Path,
-                                                           user_module: str) -> None:
+def test_build_appends_the_missing_stub_keeping_every_byte(reference: Path, tmp_path: Path, user_module: str) -> None:
     spec, handlers = built(reference, tmp_path, user_module)
     result = run("build", spec.name, "-o", "out", cwd=tmp_path)
     assert result.code == 0, result.stderr
@@ -199,7 +172,7 @@ def test_build_appends_the_missing_stub_keeping_every_byte(reference: Path, tmp_
 
     extended = handlers.read_bytes().decode("utf-8")
     assert extended.startswith(user_module)
-    appended = extended[len(user_module):]
+    appended = extended[len(user_module) :]
     functions = [n.name for n in ast.parse(extended).body if isinstance(n, FUNCTION)]
     assert functions.count("get_customer") == 1
     assert re.search(r"^def get_customer\(args: \"?\w+Input\"?\) -> ", appended, re.M), appended
@@ -224,8 +197,8 @@ def test_a_second_build_appends_nothing(reference: Path, tmp_path: Path) -> None
 
 # Handler modules that once broke `build`.
 
-def test_appended_stubs_keep_a_module_without_future_annotations_importable(reference: Path,
-                                                                             tmp_path: Path) -> None:
+
+def test_appended_stubs_keep_a_module_without_future_annotations_importable(reference: Path, tmp_path: Path) -> None:
     user_module = "def get_invoice(args):\n    return {}\n"
     spec, handlers = built(reference, tmp_path, user_module)
     result = run("build", spec.name, "-o", "out", cwd=tmp_path)
@@ -234,11 +207,12 @@ def test_appended_stubs_keep_a_module_without_future_annotations_importable(refe
     runpy.run_path(str(handlers))  # what the server does at start: import the handler module
 
 
-def test_appended_stubs_keep_a_module_using_typing_attributes_importable(reference: Path,
-                                                                         tmp_path: Path) -> None:
-    user_module = ("from __future__ import annotations\n\nimport typing\n\n"
-                   f"if typing.TYPE_CHECKING:\n    from {PACKAGE}.inputs import InvoiceGetInput\n\n\n"
-                   "def get_invoice(args: InvoiceGetInput) -> typing.Any:\n    return {}\n")
+def test_appended_stubs_keep_a_module_using_typing_attributes_importable(reference: Path, tmp_path: Path) -> None:
+    user_module = (
+        "from __future__ import annotations\n\nimport typing\n\n"
+        f"if typing.TYPE_CHECKING:\n    from {PACKAGE}.inputs import InvoiceGetInput\n\n\n"
+        "def get_invoice(args: InvoiceGetInput) -> typing.Any:\n    return {}\n"
+    )
     spec, handlers = built(reference, tmp_path, user_module)
     result = run("build", spec.name, "-o", "out", cwd=tmp_path)
     assert result.code == 0, result.stderr
@@ -259,6 +233,7 @@ def test_build_with_an_unparsable_handler_module_is_a_user_error(tmp_path: Path)
 
 # --- check ----------------------------------------------------------------------------------------
 
+
 def test_check_reports_missing_handlers_and_incompatible_signatures(reference: Path, tmp_path: Path) -> None:
     # The reference handlers, one missing and four that cannot take (args) or (args, ctx).
     source = without_function(HANDLERS.read_text(encoding="utf-8"), "update_invoice")
@@ -274,8 +249,10 @@ def test_check_reports_missing_handlers_and_incompatible_signatures(reference: P
     line, col = spec_position(spec, "invoice.update")
     assert diagnostics(result.stderr) == {
         ("billing.toml", line, col, "FG400"),
-        *(("billing_handlers.py", def_line(source, name), 1, "FG401")
-          for name in ("get_invoice", "list_invoices", "create_invoice", "get_customer")),
+        *(
+            ("billing_handlers.py", def_line(source, name), 1, "FG401")
+            for name in ("get_invoice", "list_invoices", "create_invoice", "get_customer")
+        ),
     }, result.stderr
     messages = [f"{m['code']} {m['message']}" for m in DIAGNOSTIC.finditer(result.stderr)]
     assert any("update_invoice" in m for m in messages if m.startswith("FG400")), messages

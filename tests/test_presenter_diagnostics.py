@@ -12,14 +12,13 @@ names the bug.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import Run, run_process
 
 EXIT_INVALID = 2
 SPEC_NAME = "presenters.toml"
@@ -86,11 +85,9 @@ def at(source: str, needle: str, offset: int = 0, *, nth: int | None = None) -> 
     return f"{line}:{col}"
 
 
-def validate(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+def validate(tmp_path: Path, source: str) -> Run:
     (tmp_path / SPEC_NAME).write_text(source, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "FUSIONGEN_DEBUG"}
-    return subprocess.run([sys.executable, "-m", "fusiongen", "validate", SPEC_NAME], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return run_process("validate", SPEC_NAME, cwd=tmp_path)
 
 
 def printed(stderr: str) -> list[tuple[str, str | None]]:
@@ -125,8 +122,11 @@ def test_the_base_spec_is_valid(tmp_path: Path) -> None:
 
 # --- schema: FG150 FG151 FG152 ---------------------------------------------------------------------------
 
+
 def test_unknown_model_and_bad_fields_and_schema_both_or_neither(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.A]
 model = "Invoyce"
 
@@ -145,28 +145,56 @@ rules = ["No schema at all."]
 fields = ["id"]
 schema = { id = "string" }
 """
-    check(tmp_path, source, [
-        Expected(at(source, '"Invoyce"'), "FG150", 'presenter "A" names unknown model "Invoyce"',
-                 'did you mean "Invoice"?'),
-        Expected(at(source, '"internal_notes", "amont"'), "FG151",
-                 'presenter field "internal_notes" is hidden: it never leaves the server'),
-        Expected(at(source, '"amont"'), "FG151", 'presenter field "amont" is not a field of "Invoice"',
-                 'did you mean "amount"?'),
-        Expected(at(source, 'schema = { id = "string" }\n\n[presenters.D]'), "FG152",
-                 'presenter "C" has both an inline schema and model/fields',
-                 "use either model (and fields) or schema"),
-        Expected(at(source, "[presenters.D]", len("[presenters.")), "FG152",
-                 'presenter "D" needs a model or an inline schema'),
-        Expected(at(source, 'fields = ["id"]\nschema', len('fields = ["id"]\n')), "FG152",
-                 'presenter "E" has both an inline schema and model/fields',
-                 "use either model (and fields) or schema"),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"Invoyce"'),
+                "FG150",
+                'presenter "A" names unknown model "Invoyce"',
+                'did you mean "Invoice"?',
+            ),
+            Expected(
+                at(source, '"internal_notes", "amont"'),
+                "FG151",
+                'presenter field "internal_notes" is hidden: it never leaves the server',
+            ),
+            Expected(
+                at(source, '"amont"'),
+                "FG151",
+                'presenter field "amont" is not a field of "Invoice"',
+                'did you mean "amount"?',
+            ),
+            Expected(
+                at(source, 'schema = { id = "string" }\n\n[presenters.D]'),
+                "FG152",
+                'presenter "C" has both an inline schema and model/fields',
+                "use either model (and fields) or schema",
+            ),
+            Expected(
+                at(source, "[presenters.D]", len("[presenters.")),
+                "FG152",
+                'presenter "D" needs a model or an inline schema',
+            ),
+            Expected(
+                at(source, 'fields = ["id"]\nschema', len('fields = ["id"]\n')),
+                "FG152",
+                'presenter "E" has both an inline schema and model/fields',
+                "use either model (and fields) or schema",
+            ),
+        ],
+    )
 
 
 # --- embeds: FG153 FG154 ------------------------------------------------------------------------------
 
+
 def test_bad_embeds(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.CustomerCard]
 model = "Customer"
 
@@ -182,23 +210,44 @@ model = "Invoice"
 fields = ["id"]
 embed = { customer = "CustomerCard" }
 """
-    check(tmp_path, source, [
-        Expected(at(source, 'amount = "CustomerCard"'), "FG153",
-                 'embed "amount" must name a field of this presenter that holds a model or a list of models'),
-        Expected(at(source, '"CustomerCrad"'), "FG153",
-                 'embed "customer" names unknown presenter "CustomerCrad"',
-                 'did you mean "CustomerCard"?'),
-        Expected(at(source, 'lines = "CustomerCard"', len("lines = ")), "FG153",
-                 'presenter "CustomerCard" shapes model "Customer", but field "lines" holds "LineItem"'),
-        Expected(at(source, 'nope = "LineCard"'), "FG153",
-                 'embed "nope" must name a field of this presenter that holds a model or a list of models'),
-        Expected(at(source, 'customer = "CustomerCard" }\n'), "FG153",  # not among the narrowed fields
-                 'embed "customer" must name a field of this presenter that holds a model or a list of '
-                 "models"),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, 'amount = "CustomerCard"'),
+                "FG153",
+                'embed "amount" must name a field of this presenter that holds a model or a list of models',
+            ),
+            Expected(
+                at(source, '"CustomerCrad"'),
+                "FG153",
+                'embed "customer" names unknown presenter "CustomerCrad"',
+                'did you mean "CustomerCard"?',
+            ),
+            Expected(
+                at(source, 'lines = "CustomerCard"', len("lines = ")),
+                "FG153",
+                'presenter "CustomerCard" shapes model "Customer", but field "lines" holds "LineItem"',
+            ),
+            Expected(
+                at(source, 'nope = "LineCard"'),
+                "FG153",
+                'embed "nope" must name a field of this presenter that holds a model or a list of models',
+            ),
+            Expected(
+                at(source, 'customer = "CustomerCard" }\n'),
+                "FG153",  # not among the narrowed fields
+                'embed "customer" must name a field of this presenter that holds a model or a list of models',
+            ),
+        ],
+    )
 
 
-CYCLES = BASE + """
+CYCLES = (
+    BASE
+    + """
 [models.Node]
 [models.Node.fields]
 id = "string"
@@ -217,10 +266,13 @@ embed = { next = "Ping" }
 model = "Node"
 embed = { prev = "Loop" }
 """
+)
 
 
 def test_an_embed_of_itself_is_a_cycle(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [models.Node]
 [models.Node.fields]
 id = "string"
@@ -230,23 +282,33 @@ prev = { type = "Node", required = false }
 model = "Node"
 embed = { prev = "Loop" }
 """
-    check(tmp_path, source, [
-        Expected(at(source, 'embed = { prev = "Loop" }'), "FG154",
-                 "embedded presenters form a cycle: Loop → Loop"),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(at(source, 'embed = { prev = "Loop" }'), "FG154", "embedded presenters form a cycle: Loop → Loop"),
+        ],
+    )
 
 
 def test_a_cycle_is_reported_once(tmp_path: Path) -> None:
-    check(tmp_path, CYCLES, [
-        Expected(at(CYCLES, 'embed = { next = "Pong" }'), "FG154",
-                 "embedded presenters form a cycle: Ping → Pong → Ping"),
-        Expected(at(CYCLES, 'embed = { prev = "Loop" }'), "FG154",
-                 "embedded presenters form a cycle: Loop → Loop"),
-    ])
+    check(
+        tmp_path,
+        CYCLES,
+        [
+            Expected(
+                at(CYCLES, 'embed = { next = "Pong" }'), "FG154", "embedded presenters form a cycle: Ping → Pong → Ping"
+            ),
+            Expected(at(CYCLES, 'embed = { prev = "Loop" }'), "FG154", "embedded presenters form a cycle: Loop → Loop"),
+        ],
+    )
 
 
 def test_an_inline_schema_embed_cannot_name_a_hidden_field(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.Card]
 schema = { id = "string", ssn = "string" }
 
@@ -254,18 +316,28 @@ schema = { id = "string", ssn = "string" }
 model = "Invoice"
 embed = { customer = "Card" }
 """
-    check(tmp_path, source, [
-        Expected(at(source, '"Card" }'), "FG153",
-                 'presenter "Card" declares "ssn", a hidden field of model "Customer", '
-                 'which field "customer" holds',
-                 "hidden fields never leave the server; remove it from the schema"),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"Card" }'),
+                "FG153",
+                'presenter "Card" declares "ssn", a hidden field of model "Customer", which field "customer" holds',
+                "hidden fields never leave the server; remove it from the schema",
+            ),
+        ],
+    )
 
 
 # --- redaction paths: FG155 -----------------------------------------------------------------------------
 
+
 def test_bad_redaction_paths(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.CustomerCard]
 model = "Customer"
 
@@ -287,31 +359,56 @@ redact_pii = [
   "lines[*].card_number",
 ]
 """
-    check(tmp_path, source, [
-        Expected(at(source, '"lines[*].card_numbr"'), "FG155",
-                 'redaction path "lines[*].card_numbr": no field "card_numbr" here '
-                 '(did you mean "card_number"?)'),
-        Expected(at(source, '"amount[*]"'), "FG155",
-                 'redaction path "amount[*]": "amount" is not a list, so [*] does not apply'),
-        Expected(at(source, '"lines.card_number"'), "FG155",
-                 'redaction path "lines.card_number": "lines" is a list: write lines[*] to reach its items'),
-        Expected(at(source, '"customer[*].email"'), "FG155",
-                 'redaction path "customer[*].email": "customer" is not a list, so [*] does not apply'),
-        Expected(at(source, '"bad-segment"'), "FG155",
-                 'redaction path "bad-segment": "bad-segment" is not a field name, "*" or name[*]'),
-        Expected(at(source, '"nope.email"'), "FG155", 'redaction path "nope.email": no field "nope" here'),
-        Expected(at(source, '"customer.*.x"'), "FG155", 'redaction path "customer.*.x": matches no field'),
-        Expected(at(source, '"customer.emial"'), "FG155",  # through the embed: the child presenter's fields
-                 'redaction path "customer.emial": no field "emial" here (did you mean "email"?)'),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"lines[*].card_numbr"'),
+                "FG155",
+                'redaction path "lines[*].card_numbr": no field "card_numbr" here (did you mean "card_number"?)',
+            ),
+            Expected(
+                at(source, '"amount[*]"'),
+                "FG155",
+                'redaction path "amount[*]": "amount" is not a list, so [*] does not apply',
+            ),
+            Expected(
+                at(source, '"lines.card_number"'),
+                "FG155",
+                'redaction path "lines.card_number": "lines" is a list: write lines[*] to reach its items',
+            ),
+            Expected(
+                at(source, '"customer[*].email"'),
+                "FG155",
+                'redaction path "customer[*].email": "customer" is not a list, so [*] does not apply',
+            ),
+            Expected(
+                at(source, '"bad-segment"'),
+                "FG155",
+                'redaction path "bad-segment": "bad-segment" is not a field name, "*" or name[*]',
+            ),
+            Expected(at(source, '"nope.email"'), "FG155", 'redaction path "nope.email": no field "nope" here'),
+            Expected(at(source, '"customer.*.x"'), "FG155", 'redaction path "customer.*.x": matches no field'),
+            Expected(
+                at(source, '"customer.emial"'),
+                "FG155",  # through the embed: the child presenter's fields
+                'redaction path "customer.emial": no field "emial" here (did you mean "email"?)',
+            ),
+        ],
+    )
 
 
 def test_a_double_star_on_a_list_of_models_names_the_real_problem(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.F]
 model = "Invoice"
 redact_pii = ["lines[*][*].sku"]
 """
+    )
     result = validate(tmp_path, source)
     assert result.returncode == EXIT_INVALID
     [(line, _)] = printed(result.stderr)
@@ -322,8 +419,11 @@ redact_pii = ["lines[*][*].sku"]
 
 # --- limit: FG156 -------------------------------------------------------------------------------------
 
+
 def test_limit_must_be_positive(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.Zero]
 model = "Invoice"
 limit = 0
@@ -332,16 +432,24 @@ limit = 0
 model = "Invoice"
 limit = -3
 """
-    check(tmp_path, source, [
-        Expected(at(source, "limit = 0", len("limit = ")), "FG156", "limit must be at least 1, not 0"),
-        Expected(at(source, "limit = -3", len("limit = ")), "FG156", "limit must be at least 1, not -3"),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(at(source, "limit = 0", len("limit = ")), "FG156", "limit must be at least 1, not 0"),
+            Expected(at(source, "limit = -3", len("limit = ")), "FG156", "limit must be at least 1, not -3"),
+        ],
+    )
 
 
 # --- expressions: FG157, positioned inside the string ---------------------------------------------------
 
+
 def test_expression_errors_point_inside_the_string(tmp_path: Path) -> None:
-    source = BASE + r"""
+    source = (
+        BASE
+        + r"""
 [presenters.G]
 model = "Invoice"
 rules = ["Total {amount +}", "Due {amont}", "Up {upper(amount)}", "First {customer.name.first}"]
@@ -383,44 +491,64 @@ literal {amont}'''
 type = "list"
 item = "{id} of {count()} {totl}"
 """
-    check(tmp_path, source, [
-        Expected(at(source, "{amount +}", len("{amount +")), "FG157", "unexpected end of expression"),
-        Expected(at(source, '"Due {amont}"', len('"Due {')), "FG157",
-                 'unknown field "amont" (did you mean "amount"?)'),
-        Expected(at(source, "upper(amount)", len("upper(")), "FG157", "upper() needs a string, got INTEGER"),
-        Expected(at(source, "name.first", len("name.")), "FG157",
-                 '"customer.name" is STRING; it has no field "first"'),
-        Expected(at(source, "{count} invoices", 1), "FG157",
-                 'unknown field "count" (did you mean "count()"?)'),
-        Expected(at(source, "count(1)"), "FG157", "count() takes no arguments"),
-        Expected(at(source, "status = 'paid'", len("status ")), "FG157",
-                 "unexpected '='; use '==' to compare"),
-        Expected(at(source, 'when = "amount"\n', len('when = "')), "FG157",
-                 "a condition must be true or false, got INTEGER (compare it, e.g. status == 'paid')"),
-        Expected(at(source, "Unclosed {id", len("Unclosed ")), "FG157",
-                 "'{' is never closed; write '{{' for a literal brace"),
-        Expected(at(source, "amount > 'ten'"), "FG157",
-                 "'>' needs two numbers or two strings, got INTEGER and STRING"),
-        Expected(at(source, "Single {count()}", len("Single {")), "FG157",
-                 "count() is only available in collection presenters"),
-        Expected(at(source, "{idd}", 1), "FG157", 'unknown field "idd" (did you mean "id"?)'),
-        Expected(at(source, "len(tags) == 'x'"), "FG157",
-                 "'==' compares INTEGER with STRING: they are never equal"),
-        Expected(at(source, "{custmer.name}", 1), "FG157",
-                 'unknown field "custmer" (did you mean "customer"?)'),
-        Expected(at(source, "{stauts}", 1), "FG157", 'unknown field "stauts" (did you mean "status"?)'),
-        Expected(at(source, "status == 1"), "FG157",
-                 "'==' compares STRING with INTEGER: they are never equal"),
-        Expected(at(source, "literal {amont}", len("literal {")), "FG157",
-                 'unknown field "amont" (did you mean "amount"?)'),
-        Expected(at(source, "{totl}", 1), "FG157", 'unknown field "totl"'),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(at(source, "{amount +}", len("{amount +")), "FG157", "unexpected end of expression"),
+            Expected(
+                at(source, '"Due {amont}"', len('"Due {')), "FG157", 'unknown field "amont" (did you mean "amount"?)'
+            ),
+            Expected(at(source, "upper(amount)", len("upper(")), "FG157", "upper() needs a string, got INTEGER"),
+            Expected(
+                at(source, "name.first", len("name.")), "FG157", '"customer.name" is STRING; it has no field "first"'
+            ),
+            Expected(at(source, "{count} invoices", 1), "FG157", 'unknown field "count" (did you mean "count()"?)'),
+            Expected(at(source, "count(1)"), "FG157", "count() takes no arguments"),
+            Expected(at(source, "status = 'paid'", len("status ")), "FG157", "unexpected '='; use '==' to compare"),
+            Expected(
+                at(source, 'when = "amount"\n', len('when = "')),
+                "FG157",
+                "a condition must be true or false, got INTEGER (compare it, e.g. status == 'paid')",
+            ),
+            Expected(
+                at(source, "Unclosed {id", len("Unclosed ")),
+                "FG157",
+                "'{' is never closed; write '{{' for a literal brace",
+            ),
+            Expected(
+                at(source, "amount > 'ten'"), "FG157", "'>' needs two numbers or two strings, got INTEGER and STRING"
+            ),
+            Expected(
+                at(source, "Single {count()}", len("Single {")),
+                "FG157",
+                "count() is only available in collection presenters",
+            ),
+            Expected(at(source, "{idd}", 1), "FG157", 'unknown field "idd" (did you mean "id"?)'),
+            Expected(
+                at(source, "len(tags) == 'x'"), "FG157", "'==' compares INTEGER with STRING: they are never equal"
+            ),
+            Expected(at(source, "{custmer.name}", 1), "FG157", 'unknown field "custmer" (did you mean "customer"?)'),
+            Expected(at(source, "{stauts}", 1), "FG157", 'unknown field "stauts" (did you mean "status"?)'),
+            Expected(at(source, "status == 1"), "FG157", "'==' compares STRING with INTEGER: they are never equal"),
+            Expected(
+                at(source, "literal {amont}", len("literal {")),
+                "FG157",
+                'unknown field "amont" (did you mean "amount"?)',
+            ),
+            Expected(at(source, "{totl}", 1), "FG157", 'unknown field "totl"'),
+        ],
+    )
 
 
 # --- leaks: FG158 ----------------------------------------------------------------------------------------
 
+
 def test_model_audience_text_cannot_read_redacted_paths(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.CustomerCard]
 model = "Customer"
 redact_pii = ["email"]
@@ -458,58 +586,106 @@ audience = "user"
 type = "list"
 item = "{id}: {status}"
 """
-    redacted_email = ('"customer.email" is redacted (redact_pii "customer.email"): '
-                      "it cannot be shown to the model")
-    check(tmp_path, source, [
-        Expected(at(source, '"Status {status}."'), "FG158",
-                 '"status" is redacted (redact_pii "status"): it cannot be shown to the model', ANY_HINT),
-        Expected(at(source, "\"customer.email == 'x'\""), "FG158", redacted_email, ANY_HINT),
-        Expected(at(source, '"Write to {customer.email}"'), "FG158", redacted_email, ANY_HINT),
-        Expected(at(source, '[[presenters.H.ui]]\ntype = "json"\n\n'), "FG158",
-                 "the whole result holds redacted fields: a json block cannot show it to the model",
-                 'mark the block audience = "user"'),
-        Expected(at(source, 'path = "customer"\n'), "FG158",
-                 '"customer" is redacted (redact_pii "customer.email"): '
-                 "a json block cannot show it to the model",
-                 'mark the block audience = "user"'),
-        Expected(at(source, '"Mail {customer.email}"'), "FG158", redacted_email,
-                 'show it in a UI block with audience = "user", or read another field'),
-        Expected(at(source, '"{id}: {status}"'), "FG158",
-                 '"status" is redacted (redact_pii "status"): it cannot be shown to the model', ANY_HINT),
-    ])
+    )
+    redacted_email = '"customer.email" is redacted (redact_pii "customer.email"): it cannot be shown to the model'
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"Status {status}."'),
+                "FG158",
+                '"status" is redacted (redact_pii "status"): it cannot be shown to the model',
+                ANY_HINT,
+            ),
+            Expected(at(source, "\"customer.email == 'x'\""), "FG158", redacted_email, ANY_HINT),
+            Expected(at(source, '"Write to {customer.email}"'), "FG158", redacted_email, ANY_HINT),
+            Expected(
+                at(source, '[[presenters.H.ui]]\ntype = "json"\n\n'),
+                "FG158",
+                "the whole result holds redacted fields: a json block cannot show it to the model",
+                'mark the block audience = "user"',
+            ),
+            Expected(
+                at(source, 'path = "customer"\n'),
+                "FG158",
+                '"customer" is redacted (redact_pii "customer.email"): a json block cannot show it to the model',
+                'mark the block audience = "user"',
+            ),
+            Expected(
+                at(source, '"Mail {customer.email}"'),
+                "FG158",
+                redacted_email,
+                'show it in a UI block with audience = "user", or read another field',
+            ),
+            Expected(
+                at(source, '"{id}: {status}"'),
+                "FG158",
+                '"status" is redacted (redact_pii "status"): it cannot be shown to the model',
+                ANY_HINT,
+            ),
+        ],
+    )
 
 
 def test_a_leak_names_the_redaction_path_as_written(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.H]
 model = "Invoice"
 redact_pii = ["lines[*].card_number"]
 rules = ["Lines: {lines}"]
 """
-    check(tmp_path, source, [
-        Expected(at(source, '"Lines: {lines}"'), "FG158",
-                 '"lines" is redacted (redact_pii "lines[*].card_number"): it cannot be shown to the model',
-                 ANY_HINT),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"Lines: {lines}"'),
+                "FG158",
+                '"lines" is redacted (redact_pii "lines[*].card_number"): it cannot be shown to the model',
+                ANY_HINT,
+            ),
+        ],
+    )
 
 
 def test_model_audience_text_cannot_read_hidden_paths(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.H]
 model = "Invoice"
 rules = ["Notes: {internal_notes}", "SSN: {customer.ssn}"]
 """
-    check(tmp_path, source, [
-        Expected(at(source, '"Notes: {internal_notes}"'), "FG158",
-                 '"internal_notes" is hidden: hidden fields never leave the server', ANY_HINT),
-        Expected(at(source, '"SSN: {customer.ssn}"'), "FG158",
-                 '"customer.ssn" is hidden: hidden fields never leave the server', ANY_HINT),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"Notes: {internal_notes}"'),
+                "FG158",
+                '"internal_notes" is hidden: hidden fields never leave the server',
+                ANY_HINT,
+            ),
+            Expected(
+                at(source, '"SSN: {customer.ssn}"'),
+                "FG158",
+                '"customer.ssn" is hidden: hidden fields never leave the server',
+                ANY_HINT,
+            ),
+        ],
+    )
 
 
 def test_not_even_a_user_block_can_read_hidden_paths(tmp_path: Path) -> None:
     """Redacted values may be shown to the human (audience = "user"); hidden ones never leave the server."""
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.H]
 model = "Invoice"
 
@@ -518,14 +694,25 @@ type = "markdown"
 audience = "user"
 text = "Notes: {internal_notes}"
 """
-    check(tmp_path, source, [
-        Expected(at(source, '"Notes: {internal_notes}"'), "FG158",
-                 '"internal_notes" is hidden: hidden fields never leave the server', ANY_HINT),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"Notes: {internal_notes}"'),
+                "FG158",
+                '"internal_notes" is hidden: hidden fields never leave the server',
+                ANY_HINT,
+            ),
+        ],
+    )
 
 
 def test_a_user_block_may_be_conditioned_on_a_redacted_path(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.H]
 model = "Invoice"
 redact_pii = ["status"]
@@ -536,6 +723,7 @@ audience = "user"
 text = "Status {status}"
 when = "status == 'overdue'"
 """
+    )
     result = validate(tmp_path, source)
     assert result.returncode == 0, result.stderr
 
@@ -546,7 +734,9 @@ when = "status == 'overdue'"
     "!= null) is refused with FG158, though it reveals nothing redacted",
 )
 def test_a_null_check_of_an_object_holding_a_redacted_field_is_allowed(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.CustomerCard]
 model = "Customer"
 redact_pii = ["email"]
@@ -556,12 +746,15 @@ model = "Invoice"
 embed = { customer = "CustomerCard" }
 suggest = [{ tool = "invoice.get", reason = "Reload {id} for {customer.name}", when = "customer != null" }]
 """
+    )
     result = validate(tmp_path, source)
     assert result.returncode == 0, result.stderr
 
 
 def test_an_embedded_presenter_cannot_show_what_its_parent_redacts(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.CustomerCard]
 model = "Customer"
 rules = ["Customer {name}."]
@@ -575,20 +768,33 @@ model = "Invoice"
 embed = { customer = "CustomerCard", lines = "LineCard" }
 redact_pii = ["customer.name", "lines[*].card_number"]
 """
-    check(tmp_path, source, [  # reported at the parent's redact_pii entry: the child alone cannot know
-        Expected(at(source, '"customer.name"'), "FG158",
-                 'presenter "CustomerCard" (embedded as "customer") shows "customer.name" to the model, '
-                 'which redact_pii "customer.name" masks',
-                 'redact it in "CustomerCard" too, or show it only with audience = "user"'),
-        Expected(at(source, '"lines[*].card_number"'), "FG158",
-                 'presenter "LineCard" (embedded as "lines") shows "lines.card_number" to the model, '
-                 'which redact_pii "lines[*].card_number" masks',
-                 'redact it in "LineCard" too, or show it only with audience = "user"'),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [  # reported at the parent's redact_pii entry: the child alone cannot know
+            Expected(
+                at(source, '"customer.name"'),
+                "FG158",
+                'presenter "CustomerCard" (embedded as "customer") shows "customer.name" to the model, '
+                'which redact_pii "customer.name" masks',
+                'redact it in "CustomerCard" too, or show it only with audience = "user"',
+            ),
+            Expected(
+                at(source, '"lines[*].card_number"'),
+                "FG158",
+                'presenter "LineCard" (embedded as "lines") shows "lines.card_number" to the model, '
+                'which redact_pii "lines[*].card_number" masks',
+                'redact it in "LineCard" too, or show it only with audience = "user"',
+            ),
+        ],
+    )
 
 
 def test_each_parent_redaction_is_blamed_only_for_what_it_masks(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.CustomerCard]
 model = "Customer"
 rules = ["Customer {name}."]
@@ -598,32 +804,56 @@ model = "Invoice"
 embed = { customer = "CustomerCard" }
 redact_pii = ["customer.name", "customer.id"]
 """
-    check(tmp_path, source, [
-        Expected(at(source, '"customer.name"'), "FG158",
-                 'presenter "CustomerCard" (embedded as "customer") shows "customer.name" to the model, '
-                 'which redact_pii "customer.name" masks', ANY_HINT),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"customer.name"'),
+                "FG158",
+                'presenter "CustomerCard" (embedded as "customer") shows "customer.name" to the model, '
+                'which redact_pii "customer.name" masks',
+                ANY_HINT,
+            ),
+        ],
+    )
 
 
 # --- suggestions: FG159 -----------------------------------------------------------------------------------
 
+
 def test_suggestion_naming_an_unknown_tool(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.S]
 model = "Invoice"
 suggest = [{ tool = "invoice.gett", reason = "Reload" }, { tool = "mail.send", reason = "Mail {id}" }]
 """
-    check(tmp_path, source, [
-        Expected(at(source, '"invoice.gett"'), "FG159", 'suggestion names unknown tool "invoice.gett"',
-                 'did you mean "invoice.get"?'),
-        Expected(at(source, '"mail.send"'), "FG159", 'suggestion names unknown tool "mail.send"'),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"invoice.gett"'),
+                "FG159",
+                'suggestion names unknown tool "invoice.gett"',
+                'did you mean "invoice.get"?',
+            ),
+            Expected(at(source, '"mail.send"'), "FG159", 'suggestion names unknown tool "mail.send"'),
+        ],
+    )
 
 
 # --- UI blocks: FG160 -------------------------------------------------------------------------------------
 
+
 def test_ui_blocks_with_missing_or_foreign_keys_and_bad_rows(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.U]
 model = "Invoice"
 
@@ -663,30 +893,44 @@ rows = [["{id}"]]
 type = "list"
 items = ["{id}"]
 """
+    )
+
     def header(n: int) -> str:  # the n-th block's [[...]] header: where a missing key is reported
         return at(source, "\n[[presenters.U.", 1, nth=n)
 
-    check(tmp_path, source, [
-        Expected(header(0), "FG160", 'a table block needs "rows"'),
-        Expected(header(1), "FG160", 'a list block needs "items"'),
-        Expected(at(source, 'item = "{id}"'), "FG160", 'a list block has no "item"', "its keys: items"),
-        Expected(at(source, 'path = "id"'), "FG160",
-                 'a code block has no "path"', "its keys: language, text"),
-        Expected(at(source, 'language = "md"'), "FG160",
-                 'a markdown block has no "language"', "its keys: text"),
-        Expected(at(source, '["a", "b", "c"]'), "FG160", "a table row has 3 cells for 2 columns"),
-        Expected(at(source, '"customer.nme"'), "FG160", 'json block path "customer.nme" is not a field'),
-        Expected(header(6), "FG160", 'a table block needs "row"'),
-        Expected(at(source, 'rows = [["{id}"]]'), "FG160", 'a table block of collection_ui has no "rows"',
-                 "its keys: columns, row"),
-        Expected(header(7), "FG160", 'a list block needs "item"'),
-        Expected(at(source, 'items = ["{id}"]'), "FG160", 'a list block of collection_ui has no "items"',
-                 "its keys: item"),
-    ])
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(header(0), "FG160", 'a table block needs "rows"'),
+            Expected(header(1), "FG160", 'a list block needs "items"'),
+            Expected(at(source, 'item = "{id}"'), "FG160", 'a list block has no "item"', "its keys: items"),
+            Expected(at(source, 'path = "id"'), "FG160", 'a code block has no "path"', "its keys: language, text"),
+            Expected(at(source, 'language = "md"'), "FG160", 'a markdown block has no "language"', "its keys: text"),
+            Expected(at(source, '["a", "b", "c"]'), "FG160", "a table row has 3 cells for 2 columns"),
+            Expected(at(source, '"customer.nme"'), "FG160", 'json block path "customer.nme" is not a field'),
+            Expected(header(6), "FG160", 'a table block needs "row"'),
+            Expected(
+                at(source, 'rows = [["{id}"]]'),
+                "FG160",
+                'a table block of collection_ui has no "rows"',
+                "its keys: columns, row",
+            ),
+            Expected(header(7), "FG160", 'a list block needs "item"'),
+            Expected(
+                at(source, 'items = ["{id}"]'),
+                "FG160",
+                'a list block of collection_ui has no "items"',
+                "its keys: item",
+            ),
+        ],
+    )
 
 
 def test_every_bad_table_row_is_reported(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.U]
 model = "Invoice"
 
@@ -695,16 +939,24 @@ type = "table"
 columns = ["A", "B"]
 rows = [["a", "b", "c"], ["a", "b"], ["d", "e", "f", "g"]]
 """
-    check(tmp_path, source, [
-        Expected(at(source, '["a", "b", "c"]'), "FG160", "a table row has 3 cells for 2 columns"),
-        Expected(at(source, '["d", "e", "f", "g"]'), "FG160", "a table row has 4 cells for 2 columns"),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(at(source, '["a", "b", "c"]'), "FG160", "a table row has 3 cells for 2 columns"),
+            Expected(at(source, '["d", "e", "f", "g"]'), "FG160", "a table row has 4 cells for 2 columns"),
+        ],
+    )
 
 
 # --- returns: FG111 ------------------------------------------------------------------------------------
 
+
 def test_returns_naming_an_unknown_presenter(tmp_path: Path) -> None:
-    source = BASE + """
+    source = (
+        BASE
+        + """
 [presenters.InvoiceView]
 model = "Invoice"
 
@@ -716,10 +968,22 @@ handler = "view_invoice"
 returns = "Nothing[]"
 handler = "list_invoices"
 """
-    check(tmp_path, source, [
-        Expected(at(source, '"InvoiceVeiw"'), "FG111",
-                 'returns names unknown presenter or model "InvoiceVeiw"',
-                 'did you mean "InvoiceView"?'),
-        Expected(at(source, '"Nothing[]"'), "FG111", 'returns names unknown presenter or model "Nothing"',
-                 'name a presenter or a model, "X[]" for a list'),
-    ])
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"InvoiceVeiw"'),
+                "FG111",
+                'returns names unknown presenter or model "InvoiceVeiw"',
+                'did you mean "InvoiceView"?',
+            ),
+            Expected(
+                at(source, '"Nothing[]"'),
+                "FG111",
+                'returns names unknown presenter or model "Nothing"',
+                'name a presenter or a model, "X[]" for a list',
+            ),
+        ],
+    )

@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from tests.conftest import GeneratedServer, build
-from tests.containers import Plain, ReadOnly, Registry
+from tests.support.build import GeneratedServer, build
+from tests.support.containers import Plain, ReadOnly, Registry
 
 MARK = "PII"
 LIMIT = 3
@@ -197,8 +197,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     out = directory / "out"
     with GeneratedServer(build(directory / "pp_props.toml", out), out) as server:
         advertised = {tool.name: tool.output_schema for tool in server.module("server").TOOLS}
-        yield Built(server, server.module("presenters"), validator(advertised["account.get"]),
-                    validator(advertised["account.list"]))
+        yield Built(
+            server,
+            server.module("presenters"),
+            validator(advertised["account.get"]),
+            validator(advertised["account.list"]),
+        )
 
 
 # --- payloads ------------------------------------------------------------------------------------------
@@ -219,28 +223,39 @@ def obj(fields: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str
     """A payload object: the fields (absent ones dropped) plus undeclared keys carrying PII."""
     extras = st.dictionaries(st.sampled_from(EXTRA_KEYS), pii, max_size=2)
     return st.tuples(st.fixed_dictionaries(fields), extras).map(
-        lambda pair: {**{k: v for k, v in pair[0].items() if v is not ABSENT}, **pair[1]})
+        lambda pair: {**{k: v for k, v in pair[0].items() if v is not ABSENT}, **pair[1]}
+    )
 
 
 address = obj({"street": pii, "city": safe, "zip": optional(pii)})
 places = obj({"home": optional(address), "work": optional(address), "label": optional(safe)})
-payment = obj({"card": optional(pii), "amount": st.one_of(st.integers(-10**6, 10**6),
-                                                          st.integers(0, 9999).map(str)),
-               "memo": optional(pii)})
-line = obj({"sku": safe, "payments": st.lists(payment, max_size=2),
-            "codes": optional(st.lists(pii, max_size=2))})
+payment = obj(
+    {
+        "card": optional(pii),
+        "amount": st.one_of(st.integers(-(10**6), 10**6), st.integers(0, 9999).map(str)),
+        "memo": optional(pii),
+    }
+)
+line = obj({"sku": safe, "payments": st.lists(payment, max_size=2), "codes": optional(st.lists(pii, max_size=2))})
 person = obj({"id": safe, "name": pii, "email": optional(pii), "phone": optional(pii), "ssn": optional(pii)})
-account = obj({
-    "id": safe, "tier": st.sampled_from(["basic", "gold"]), "places": optional(places),
-    "lines": st.lists(line, max_size=2), "owner": optional(person),
-    "members": optional(st.lists(person, max_size=2)),
-    "secret": optional(pii), "nickname": optional(pii), "internal": optional(pii), "password": optional(pii),
-    "pin": optional(st.integers(0, 9999)),
-})
+account = obj(
+    {
+        "id": safe,
+        "tier": st.sampled_from(["basic", "gold"]),
+        "places": optional(places),
+        "lines": st.lists(line, max_size=2),
+        "owner": optional(person),
+        "members": optional(st.lists(person, max_size=2)),
+        "secret": optional(pii),
+        "nickname": optional(pii),
+        "internal": optional(pii),
+        "password": optional(pii),
+        "pin": optional(st.integers(0, 9999)),
+    }
+)
 
 
 # How the handler hands the data over: the same values, in every kind of container.
-
 
 
 @functools.cache
@@ -284,6 +299,7 @@ def handed_over(draw: st.DrawFn) -> tuple[list[dict[str, Any]], Any]:
 
 
 # --- checks --------------------------------------------------------------------------------------------
+
 
 def for_user(block: Any) -> bool:
     return bool(block.annotations and block.annotations.audience == ["user"])
@@ -355,8 +371,7 @@ async def through_client(built: Built, tool: str, payload: Any) -> tuple[list[An
 
 @settings(max_examples=25, deadline=None, phases=PHASES, suppress_health_check=[HealthCheck.too_slow])
 @given(payload=handed_over())
-def test_the_same_holds_through_a_real_client(built: Built,
-                                              payload: tuple[list[dict[str, Any]], Any]) -> None:
+def test_the_same_holds_through_a_real_client(built: Built, payload: tuple[list[dict[str, Any]], Any]) -> None:
     accounts, handed = payload
     (legacy, modern), schema = anyio.run(through_client, built, "account.get", handed[0])
     assert schema == built.single.schema  # what is advertised is what the property checks against

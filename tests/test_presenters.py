@@ -26,8 +26,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from fusiongen.diagnostics import SpecError
-from tests.conftest import GeneratedServer, build
-from tests.containers import Plain, ReadOnly, Registry
+from tests.support.build import GeneratedServer, build
+from tests.support.containers import Plain, ReadOnly, Registry
 
 pytestmark = pytest.mark.anyio
 
@@ -35,6 +35,7 @@ MODES = ["legacy", "2026-07-28"]
 
 
 # --- helpers ---------------------------------------------------------------------------------------
+
 
 def server_header(name: str) -> str:
     """A `[server]` table whose package and handler module are unique to one spec."""
@@ -199,8 +200,15 @@ handler = "list_tickets"
 
 
 def ticket(number: int, **changes: Any) -> dict[str, Any]:
-    base = {"id": f"T-{number}", "title": f"Printer {number} on fire", "priority": 7, "status": "open",
-            "owner": None, "tags": ["hw", "urgent"], "sla_breached_by": "undeclared"}
+    base = {
+        "id": f"T-{number}",
+        "title": f"Printer {number} on fire",
+        "priority": 7,
+        "status": "open",
+        "owner": None,
+        "tags": ["hw", "urgent"],
+        "sla_breached_by": "undeclared",
+    }
     return {**base, **changes}
 
 
@@ -214,13 +222,18 @@ def blocks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer
 async def test_each_block_type_renders_exactly(blocks: GeneratedServer, mode: str) -> None:
     result = await call(blocks, "ticket.get", ticket(1), mode)
     assert not result.is_error, result.content[0].text
-    shaped = {"id": "T-1", "title": "Printer 1 on fire", "priority": 7, "status": "open", "owner": None,
-              "tags": ["hw", "urgent"]}
+    shaped = {
+        "id": "T-1",
+        "title": "Printer 1 on fire",
+        "priority": 7,
+        "status": "open",
+        "owner": None,
+        "tags": ["hw", "urgent"],
+    }
     assert result.structured_content == shaped
     assert texts(result) == [
         dumped(shaped),
-        ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-1 |\n| Priority | 70% |\n"
-                    "| Tags | hw, urgent |"),
+        ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-1 |\n| Priority | 70% |\n| Tags | hw, urgent |"),
         ui("markdown", "**OPEN**: Printer 1 on fire"),
         ui("list", "- Owner: \n- Tags: 2"),  # an entry that renders empty ("{owner}" of null) is left out
         ui("mermaid", "```mermaid\ngraph LR; open-->closed\n```"),
@@ -237,27 +250,43 @@ async def test_blocks_whose_when_is_false_are_left_out(blocks: GeneratedServer) 
     types_shown = [b.text.split('"')[1] for b in result.content[1:]]
     assert types_shown == ["table", "markdown", "list", "json", "code", "json"]  # no mermaid, no summary
     assert ui("list", "- Owner: ana\n- ana\n- Tags: 0") in texts(result)
-    assert ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-2 |\n| Priority | 10% |\n"
-                       "| Tags |  |") in texts(result)
+    assert ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-2 |\n| Priority | 10% |\n| Tags |  |") in texts(
+        result
+    )
 
 
 async def test_table_cells_escape_pipes_and_newlines(blocks: GeneratedServer) -> None:
     result = await call(blocks, "ticket.get", ticket(3, tags=["a|b", "c\nd"]))
     assert texts(result)[1] == ui(
-        "table", "| Field | Value |\n| --- | --- |\n| Ticket | T-3 |\n| Priority | 70% |\n"
-                 "| Tags | a\\|b, c d |")
+        "table", "| Field | Value |\n| --- | --- |\n| Ticket | T-3 |\n| Priority | 70% |\n| Tags | a\\|b, c d |"
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: GeneratedServer,
-                                                                        mode: str) -> None:
+async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: GeneratedServer, mode: str) -> None:
     result = await call(blocks, "ticket.list", [ticket(1), ticket(2, status="closed")], mode)
     assert result.structured_content == {
-        "items": [{"id": "T-1", "title": "Printer 1 on fire", "priority": 7, "status": "open",
-                   "owner": None, "tags": ["hw", "urgent"]},
-                  {"id": "T-2", "title": "Printer 2 on fire", "priority": 7, "status": "closed",
-                   "owner": None, "tags": ["hw", "urgent"]}],
-        "total": 2, "shown": 2, "truncated": False,
+        "items": [
+            {
+                "id": "T-1",
+                "title": "Printer 1 on fire",
+                "priority": 7,
+                "status": "open",
+                "owner": None,
+                "tags": ["hw", "urgent"],
+            },
+            {
+                "id": "T-2",
+                "title": "Printer 2 on fire",
+                "priority": 7,
+                "status": "closed",
+                "owner": None,
+                "tags": ["hw", "urgent"],
+            },
+        ],
+        "total": 2,
+        "shown": 2,
+        "truncated": False,
     }
     assert texts(result) == [
         dumped(result.structured_content["items"]),
@@ -269,6 +298,7 @@ async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: 
 
 # --- truncation --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("container", [list, tuple])
 async def test_truncation_notice_facts_and_limit(blocks: GeneratedServer, mode: str, container: type) -> None:
@@ -279,7 +309,8 @@ async def test_truncation_notice_facts_and_limit(blocks: GeneratedServer, mode: 
     assert (data["total"], data["shown"], data["truncated"]) == (5, 2, True)  # total counts every item found
     assert json.loads(result.content[0].text) == data["items"]
     assert texts(result)[1] == ui(
-        "summary", "📊 **Summary**: ⚠️ Dataset truncated. 2 shown, 3 hidden. Use filters to narrow results.")
+        "summary", "📊 **Summary**: ⚠️ Dataset truncated. 2 shown, 3 hidden. Use filters to narrow results."
+    )
     assert texts(result)[2:] == [
         ui("table", "| Ticket | Status |\n| --- | --- |\n| T-1 | open |\n| T-2 | open |"),
         ui("list", "- T-1: Printer 1 on fire\n- T-2: Printer 2 on fire"),
@@ -299,7 +330,10 @@ async def test_items_beyond_the_limit_are_never_read(blocks: GeneratedServer) ->
 async def test_no_truncation_up_to_the_limit(blocks: GeneratedServer, size: int) -> None:
     result = await call(blocks, "ticket.list", [ticket(n) for n in range(size)])
     assert {k: v for k, v in result.structured_content.items() if k != "items"} == {
-        "total": size, "shown": size, "truncated": False}
+        "total": size,
+        "shown": size,
+        "truncated": False,
+    }
     assert len(result.structured_content["items"]) == size
     assert not any("Dataset truncated" in t for t in texts(result))
 
@@ -377,8 +411,14 @@ handler = "track"
 
 
 def shipment(number: int, **changes: Any) -> dict[str, Any]:
-    base = {"id": f"S-{number}", "carrier": "DHL", "weight_kg": 5, "status": "late", "fragile": True,
-            "receiver": {"name": "Bo", "city": "Oslo", "phone": "undeclared"}}
+    base = {
+        "id": f"S-{number}",
+        "carrier": "DHL",
+        "weight_kg": 5,
+        "status": "late",
+        "fragile": True,
+        "receiver": {"name": "Bo", "city": "Oslo", "phone": "undeclared"},
+    }
     return {**base, **changes}
 
 
@@ -391,16 +431,18 @@ def rules(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer]
 @pytest.mark.parametrize("mode", MODES)
 async def test_rule_kinds_order_dedup_and_escaping(rules: GeneratedServer, mode: str) -> None:
     result = await call(rules, "ship.get", shipment(1), mode)
-    assert tagged(result, "domain_rules") == [rules_block(
-        "carrier: Carrier &lt;code> &amp; name",  # field descriptions first, the embedded presenter's too
-        "weight_kg: Kilograms",
-        "name: Receiver's name",
-        "Weights are in kg &amp; &lt;never> pounds.",  # then static rules, each once
-        "Shipments are insured.",
-        "Never call the receiver.",  # (the embedded presenter's duplicate of a parent rule is dropped)
-        "Shipment S-1 is fragile: carry &lt; 2.5 kg at a time.",  # then conditional rules, interpolated
-        "Shipment S-1 is late.",
-    )]
+    assert tagged(result, "domain_rules") == [
+        rules_block(
+            "carrier: Carrier &lt;code> &amp; name",  # field descriptions first, the embedded presenter's too
+            "weight_kg: Kilograms",
+            "name: Receiver's name",
+            "Weights are in kg &amp; &lt;never> pounds.",  # then static rules, each once
+            "Shipments are insured.",
+            "Never call the receiver.",  # (the embedded presenter's duplicate of a parent rule is dropped)
+            "Shipment S-1 is fragile: carry &lt; 2.5 kg at a time.",  # then conditional rules, interpolated
+            "Shipment S-1 is late.",
+        )
+    ]
     assert tagged(result, "ui_passthrough") == [ui("markdown", "DHL &lt;late> &amp; co")]
     assert texts(result)[-1] == suggestions_block(
         "ship.track: Track S-1 with DHL",  # interpolated; the same suggestion from a second `when` is dropped
@@ -411,36 +453,54 @@ async def test_rule_kinds_order_dedup_and_escaping(rules: GeneratedServer, mode:
 
 async def test_conditional_rules_and_suggestions_follow_the_data(rules: GeneratedServer) -> None:
     result = await call(rules, "ship.get", shipment(2, status="delivered", fragile=False, receiver=None))
-    assert tagged(result, "domain_rules") == [rules_block(
-        "carrier: Carrier &lt;code> &amp; name", "weight_kg: Kilograms",
-        "Weights are in kg &amp; &lt;never> pounds.", "Shipments are insured.")]  # no receiver, no child's
+    assert tagged(result, "domain_rules") == [
+        rules_block(
+            "carrier: Carrier &lt;code> &amp; name",
+            "weight_kg: Kilograms",
+            "Weights are in kg &amp; &lt;never> pounds.",
+            "Shipments are insured.",
+        )
+    ]  # no receiver, no child's
     assert tagged(result, "action_suggestions") == [
-        suggestions_block("ship.list: See all &lt;open> &amp; late shipments")]
+        suggestions_block("ship.list: See all &lt;open> &amp; late shipments")
+    ]
     fragile_only = await call(rules, "ship.get", shipment(3, status="delivered", weight_kg=0.3))
     rules_text = tagged(fragile_only, "domain_rules")[0]
     assert "- Shipment S-3 is fragile: carry &lt; 0.2 kg at a time.\n" in rules_text
-    assert tagged(fragile_only, "action_suggestions") == [suggestions_block(  # in the spec's order
-        "ship.list: See all &lt;open> &amp; late shipments", "ship.track: Track S-3 with DHL")]
+    assert tagged(fragile_only, "action_suggestions") == [
+        suggestions_block(  # in the spec's order
+            "ship.list: See all &lt;open> &amp; late shipments", "ship.track: Track S-3 with DHL"
+        )
+    ]
 
 
 async def test_collection_rules_count_and_dedup_across_items(rules: GeneratedServer) -> None:
-    result = await call(rules, "ship.list", [shipment(1), shipment(2, status="delivered", fragile=False),
-                                             shipment(3, fragile=False, receiver=None)])
-    assert tagged(result, "domain_rules") == [rules_block(
-        "carrier: Carrier &lt;code> &amp; name",  # descriptions first, even in a collection
-        "weight_kg: Kilograms",
-        "name: Receiver's name",
-        "3 shipments &amp; counting.",  # then static rules: the collection's (count() is the total found) ...
-        "Shipments are insured.",
-        "Weights are in kg &amp; &lt;never> pounds.",  # ... and the items', each once however many items
-        "Never call the receiver.",
-        "Shipment S-1 is fragile: carry &lt; 2.5 kg at a time.",  # then every item's conditional rules
-        "Shipment S-1 is late.",
-        "Shipment S-3 is late.",
-    )]
-    assert tagged(result, "action_suggestions") == [suggestions_block(
-        "ship.track: Track S-1 with DHL", "ship.list: See all &lt;open> &amp; late shipments",
-        "ship.track: Track S-3 with DHL")]
+    result = await call(
+        rules,
+        "ship.list",
+        [shipment(1), shipment(2, status="delivered", fragile=False), shipment(3, fragile=False, receiver=None)],
+    )
+    assert tagged(result, "domain_rules") == [
+        rules_block(
+            "carrier: Carrier &lt;code> &amp; name",  # descriptions first, even in a collection
+            "weight_kg: Kilograms",
+            "name: Receiver's name",
+            "3 shipments &amp; counting.",  # then static rules: the collection's (count() is the total found) ...
+            "Shipments are insured.",
+            "Weights are in kg &amp; &lt;never> pounds.",  # ... and the items', each once however many items
+            "Never call the receiver.",
+            "Shipment S-1 is fragile: carry &lt; 2.5 kg at a time.",  # then every item's conditional rules
+            "Shipment S-1 is late.",
+            "Shipment S-3 is late.",
+        )
+    ]
+    assert tagged(result, "action_suggestions") == [
+        suggestions_block(
+            "ship.track: Track S-1 with DHL",
+            "ship.list: See all &lt;open> &amp; late shipments",
+            "ship.track: Track S-3 with DHL",
+        )
+    ]
 
 
 # --- redaction, embeds, audiences ------------------------------------------------------------------
@@ -534,23 +594,46 @@ handler = "list_accounts"
 """
 
 # Markers: every value that must never reach the model (redacted, hidden, narrowed out, undeclared).
-PII = ["PII-street-1", "PII-street-2", "PII-card-1", "PII-code-1", "PII-code-2", "PII-secret",
-       "PII-mail-owner", "PII-mail-member", "PII-ssn", "PII-password", "PII-internal", "PII-undeclared"]
+PII = [
+    "PII-street-1",
+    "PII-street-2",
+    "PII-card-1",
+    "PII-code-1",
+    "PII-code-2",
+    "PII-secret",
+    "PII-mail-owner",
+    "PII-mail-member",
+    "PII-ssn",
+    "PII-password",
+    "PII-internal",
+    "PII-undeclared",
+]
 
 
 def account(**changes: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "id": "A-1",
-        "places": {"home": {"street": "PII-street-1", "city": "Oslo", "zip": None, "x": "PII-undeclared"},
-                   "work": {"street": "PII-street-2", "city": "Bergen", "zip": "5003"}, "label": "main"},
-        "lines": [{"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": "12"},
-                                              {"card": None, "amount": 3}],
-                   "codes": ["PII-code-1", "PII-code-2"]},
-                  {"sku": "s-2", "payments": []}],
+        "places": {
+            "home": {"street": "PII-street-1", "city": "Oslo", "zip": None, "x": "PII-undeclared"},
+            "work": {"street": "PII-street-2", "city": "Bergen", "zip": "5003"},
+            "label": "main",
+        },
+        "lines": [
+            {
+                "sku": "s-1",
+                "payments": [{"card": "PII-card-1", "amount": "12"}, {"card": None, "amount": 3}],
+                "codes": ["PII-code-1", "PII-code-2"],
+            },
+            {"sku": "s-2", "payments": []},
+        ],
         "owner": {"id": "p-1", "name": "Ada", "email": "PII-mail-owner", "ssn": "PII-ssn"},
-        "members": [{"id": "p-2", "name": "Bob", "email": "PII-mail-member", "ssn": "PII-ssn"},
-                    {"id": "p-3", "name": "Cy", "email": None}],
-        "secret": "PII-secret", "internal": "PII-internal", "password": "PII-password",
+        "members": [
+            {"id": "p-2", "name": "Bob", "email": "PII-mail-member", "ssn": "PII-ssn"},
+            {"id": "p-3", "name": "Cy", "email": None},
+        ],
+        "secret": "PII-secret",
+        "internal": "PII-internal",
+        "password": "PII-password",
         "extra": "PII-undeclared",
     }
     return {**base, **changes}
@@ -558,14 +641,21 @@ def account(**changes: Any) -> dict[str, Any]:
 
 MASKED_ACCOUNT = {
     "id": "A-1",
-    "places": {"home": {"street": "###", "city": "Oslo", "zip": None},
-               "work": {"street": "###", "city": "Bergen", "zip": "5003"}, "label": "main"},
-    "lines": [{"sku": "s-1", "payments": [{"card": "###", "amount": 12}, {"card": None, "amount": 3}],
-               "codes": ["###", "###"]},
-              {"sku": "s-2", "payments": []}],
+    "places": {
+        "home": {"street": "###", "city": "Oslo", "zip": None},
+        "work": {"street": "###", "city": "Bergen", "zip": "5003"},
+        "label": "main",
+    },
+    "lines": [
+        {
+            "sku": "s-1",
+            "payments": [{"card": "###", "amount": 12}, {"card": None, "amount": 3}],
+            "codes": ["###", "###"],
+        },
+        {"sku": "s-2", "payments": []},
+    ],
     "owner": {"id": "p-1", "name": "Ada", "email": "<hidden>"},
-    "members": [{"id": "p-2", "name": "Bob", "email": "<hidden>"},
-                {"id": "p-3", "name": "Cy", "email": None}],
+    "members": [{"id": "p-2", "name": "Bob", "email": "<hidden>"}, {"id": "p-3", "name": "Cy", "email": None}],
     "secret": "###",
 }
 
@@ -595,20 +685,24 @@ async def test_every_redaction_path_form_is_masked(redact: GeneratedServer, mode
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: GeneratedServer,
-                                                                        mode: str) -> None:
+async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: GeneratedServer, mode: str) -> None:
     result = await call(redact, "account.get", account(), mode)
     assert tagged(result, "domain_rules") == [rules_block("name: Full name", "Account A-1.", "Person rule.")]
     model_blocks = [b.text for b in result.content[1:] if not for_user(b) and b.text.startswith("<ui")]
-    assert model_blocks == [ui("markdown", "Account A-1"),  # then the embedded presenter's, per person
-                            ui("summary", "📊 **Summary**: Person Ada"),
-                            ui("summary", "📊 **Summary**: Person Bob"),
-                            ui("summary", "📊 **Summary**: Person Cy")]
+    assert model_blocks == [
+        ui("markdown", "Account A-1"),  # then the embedded presenter's, per person
+        ui("summary", "📊 **Summary**: Person Ada"),
+        ui("summary", "📊 **Summary**: Person Bob"),
+        ui("summary", "📊 **Summary**: Person Cy"),
+    ]
     schema = await output_schema(redact, "account.get")
     person = {
         "type": "object",
-        "properties": {"id": {"type": "string"}, "name": {"type": "string", "description": "Full name"},
-                       "email": {"anyOf": [{"const": "<hidden>"}, {"type": "null"}]}},
+        "properties": {
+            "id": {"type": "string"},
+            "name": {"type": "string", "description": "Full name"},
+            "email": {"anyOf": [{"const": "<hidden>"}, {"type": "null"}]},
+        },
         "required": ["id", "name"],
         "additionalProperties": False,
     }
@@ -624,17 +718,31 @@ async def test_user_blocks_are_annotated_and_may_show_real_values(redact: Genera
     result = await call(redact, "account.get", account())
     user = [b for b in result.content if for_user(b)]
     assert [b.annotations.audience for b in user] == [["user"], ["user"]]
-    lines = ('{"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": 12}, '
-             '{"card": null, "amount": 3}], "codes": ["PII-code-1", "PII-code-2"]}, '
-             '{"sku": "s-2", "payments": []}')
+    lines = (
+        '{"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": 12}, '
+        '{"card": null, "amount": 3}], "codes": ["PII-code-1", "PII-code-2"]}, '
+        '{"sku": "s-2", "payments": []}'
+    )
     assert user[0].text == ui("list", f"- Secret: PII-secret\n- Owner mail: PII-mail-owner\n- Card: {lines}")
-    unmasked = {**MASKED_ACCOUNT, "secret": "PII-secret", "places": account()["places"], "lines": [
-        {"sku": "s-1", "payments": [{"card": "PII-card-1", "amount": 12}, {"card": None, "amount": 3}],
-         "codes": ["PII-code-1", "PII-code-2"]}, {"sku": "s-2", "payments": []}]}
+    unmasked = {
+        **MASKED_ACCOUNT,
+        "secret": "PII-secret",
+        "places": account()["places"],
+        "lines": [
+            {
+                "sku": "s-1",
+                "payments": [{"card": "PII-card-1", "amount": 12}, {"card": None, "amount": 3}],
+                "codes": ["PII-code-1", "PII-code-2"],
+            },
+            {"sku": "s-2", "payments": []},
+        ],
+    }
     del unmasked["places"]["home"]["x"]
     unmasked["owner"] = {"id": "p-1", "name": "Ada", "email": "PII-mail-owner"}
-    unmasked["members"] = [{"id": "p-2", "name": "Bob", "email": "PII-mail-member"},
-                           {"id": "p-3", "name": "Cy", "email": None}]
+    unmasked["members"] = [
+        {"id": "p-2", "name": "Bob", "email": "PII-mail-member"},
+        {"id": "p-3", "name": "Cy", "email": None},
+    ]
     assert user[1].text == ui("json", "```json\n" + dumped(unmasked) + "\n```")
     for hidden in ("PII-ssn", "PII-password", "PII-internal", "PII-undeclared"):  # not even for the user
         assert hidden not in user[0].text + user[1].text
@@ -646,29 +754,52 @@ async def test_user_blocks_are_annotated_and_may_show_real_values(redact: Genera
 
 NULLS = [
     pytest.param({"id": "A-2", "lines": []}, {"id": "A-2", "lines": []}, id="only-required"),
-    pytest.param({"id": "A-2", "lines": [], "places": None, "owner": None, "members": [], "secret": None},
-                 {"id": "A-2", "places": None, "lines": [], "owner": None, "members": []}, id="nulls"),
-    pytest.param({"id": "A-2", "lines": [], "places": {}}, {"id": "A-2", "places": {}, "lines": []},
-                 id="empty-parent"),
-    pytest.param({"id": "A-2", "lines": [], "places": {"home": None, "work": None}},
-                 {"id": "A-2", "places": {"home": None}, "lines": []}, id="null-children"),
-    pytest.param({"id": "A-2", "places": {"work": {"street": "PII-street-2", "city": "c"}},
-                  "lines": [{"sku": "s", "payments": [{"amount": 1}, {"card": None, "amount": 2}],
-                             "codes": None}]},
-                 {"id": "A-2", "places": {"work": {"street": "###", "city": "c"}},
-                  "lines": [{"sku": "s", "payments": [{"amount": 1}, {"card": None, "amount": 2}]}]},
-                 id="missing-and-null-leaves"),
-    pytest.param({"id": "A-2", "lines": [{"sku": "s", "payments": [], "codes": []}],
-                  "owner": {"id": "p", "name": "N"}, "members": [{"id": "m", "name": "M", "email": None}]},
-                 {"id": "A-2", "lines": [{"sku": "s", "payments": [], "codes": []}],
-                  "owner": {"id": "p", "name": "N"}, "members": [{"id": "m", "name": "M", "email": None}]},
-                 id="embeds-without-pii"),
+    pytest.param(
+        {"id": "A-2", "lines": [], "places": None, "owner": None, "members": [], "secret": None},
+        {"id": "A-2", "places": None, "lines": [], "owner": None, "members": []},
+        id="nulls",
+    ),
+    pytest.param({"id": "A-2", "lines": [], "places": {}}, {"id": "A-2", "places": {}, "lines": []}, id="empty-parent"),
+    pytest.param(
+        {"id": "A-2", "lines": [], "places": {"home": None, "work": None}},
+        {"id": "A-2", "places": {"home": None}, "lines": []},
+        id="null-children",
+    ),
+    pytest.param(
+        {
+            "id": "A-2",
+            "places": {"work": {"street": "PII-street-2", "city": "c"}},
+            "lines": [{"sku": "s", "payments": [{"amount": 1}, {"card": None, "amount": 2}], "codes": None}],
+        },
+        {
+            "id": "A-2",
+            "places": {"work": {"street": "###", "city": "c"}},
+            "lines": [{"sku": "s", "payments": [{"amount": 1}, {"card": None, "amount": 2}]}],
+        },
+        id="missing-and-null-leaves",
+    ),
+    pytest.param(
+        {
+            "id": "A-2",
+            "lines": [{"sku": "s", "payments": [], "codes": []}],
+            "owner": {"id": "p", "name": "N"},
+            "members": [{"id": "m", "name": "M", "email": None}],
+        },
+        {
+            "id": "A-2",
+            "lines": [{"sku": "s", "payments": [], "codes": []}],
+            "owner": {"id": "p", "name": "N"},
+            "members": [{"id": "m", "name": "M", "email": None}],
+        },
+        id="embeds-without-pii",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("payload", "expected"), NULLS)
-async def test_null_and_missing_values_along_paths(redact: GeneratedServer, payload: dict[str, Any],
-                                                   expected: dict[str, Any]) -> None:
+async def test_null_and_missing_values_along_paths(
+    redact: GeneratedServer, payload: dict[str, Any], expected: dict[str, Any]
+) -> None:
     result = await call(redact, "account.get", payload)
     assert not result.is_error, result.content[0].text
     assert result.structured_content == expected  # nothing invented: a censor only where a value was
@@ -677,7 +808,6 @@ async def test_null_and_missing_values_along_paths(redact: GeneratedServer, payl
 
 # Handler return types: the same data as a dict, a Mapping subclass, any Mapping, a pydantic model, a
 # dataclass or a plain object (recursively), with lists as lists or tuples.
-
 
 
 def convert(value: Any, kind: str, sequence: type) -> Any:
@@ -707,8 +837,7 @@ KINDS = ["dict", "mapping-subclass", "mapping", "object", "dataclass", "pydantic
 
 @pytest.mark.parametrize("sequence", [list, tuple])
 @pytest.mark.parametrize("kind", KINDS)
-async def test_every_handler_return_type_is_masked_the_same(redact: GeneratedServer, kind: str,
-                                                            sequence: type) -> None:
+async def test_every_handler_return_type_is_masked_the_same(redact: GeneratedServer, kind: str, sequence: type) -> None:
     reference = await call(redact, "account.get", account())
     result = await call(redact, "account.get", convert(account(), kind, sequence))
     assert not result.is_error, result.content[0].text
@@ -723,28 +852,41 @@ async def test_a_tuple_of_items_is_masked_like_a_list(redact: GeneratedServer, k
     found = (convert(account(), kind, tuple), convert(account(id="A-9"), kind, tuple))
     result = await call(redact, "account.list", found, mode)
     assert not result.is_error, result.content[0].text
-    assert result.structured_content == {"items": [MASKED_ACCOUNT, {**MASKED_ACCOUNT, "id": "A-9"}],
-                                         "total": 2, "shown": 2, "truncated": False}
+    assert result.structured_content == {
+        "items": [MASKED_ACCOUNT, {**MASKED_ACCOUNT, "id": "A-9"}],
+        "total": 2,
+        "shown": 2,
+        "truncated": False,
+    }
     assert_no_pii(result)
 
 
 WRONG_SHAPES = [
     pytest.param(account(lines="PII-card-1"), "result.lines", id="string-for-list"),
-    pytest.param(account(lines=[{"sku": "s", "payments": {"card": "PII-card-1", "amount": 1}}]),
-                 "result.lines[0].payments", id="dict-for-list"),
-    pytest.param(account(lines=[{"sku": "s", "payments": ["PII-card-1"]}]), "result.lines[0].payments[0]",
-                 id="string-for-item"),
+    pytest.param(
+        account(lines=[{"sku": "s", "payments": {"card": "PII-card-1", "amount": 1}}]),
+        "result.lines[0].payments",
+        id="dict-for-list",
+    ),
+    pytest.param(
+        account(lines=[{"sku": "s", "payments": ["PII-card-1"]}]), "result.lines[0].payments[0]", id="string-for-item"
+    ),
     pytest.param(account(places="PII-street-1"), "result.places", id="string-for-object"),
-    pytest.param(account(members=[{"id": "m", "name": "M", "email": ["PII-mail-member"]}]),
-                 "result.members[0].email", id="list-for-string"),
-    pytest.param(account(lines=[{"sku": "s", "payments": [], "codes": {"PII-code-1"}}]),
-                 "result.lines[0].codes", id="set-for-list"),
+    pytest.param(
+        account(members=[{"id": "m", "name": "M", "email": ["PII-mail-member"]}]),
+        "result.members[0].email",
+        id="list-for-string",
+    ),
+    pytest.param(
+        account(lines=[{"sku": "s", "payments": [], "codes": {"PII-code-1"}}]),
+        "result.lines[0].codes",
+        id="set-for-list",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("payload", "where"), WRONG_SHAPES)
-async def test_data_of_the_wrong_shape_fails_closed(redact: GeneratedServer, payload: Any,
-                                                    where: str) -> None:
+async def test_data_of_the_wrong_shape_fails_closed(redact: GeneratedServer, payload: Any, where: str) -> None:
     result = await call(redact, "account.get", payload)
     assert result.is_error and result.structured_content is None
     assert len(result.content) == 1 and 'code="OUTPUT_INVALID"' in result.content[0].text
@@ -778,15 +920,20 @@ async def test_every_result_validates_against_the_advertised_output_schema(
 # --- the billing reference server ----------------------------------------------------------------------
 
 DESCRIPTIONS = ("amount_cents: CENTS, divide by 100", "name: Full name")  # the invoice's, the customer's
-STATIC = ("CRITICAL: amount_cents is in CENTS. Divide by 100.",
-          "Address customers by name; never ask them for their email here.")
+STATIC = (
+    "CRITICAL: amount_cents is in CENTS. Divide by 100.",
+    "Address customers by name; never ask them for their email here.",
+)
 OVERDUE = "Invoice inv-1 is overdue: offer a reminder before anything else."
 LIFECYCLE = ui("mermaid", "```mermaid\ngraph LR; draft-->review-->approved-->paid\n```")
 
 
 def invoice_table(number: str, amount: str, status: str, due: str) -> str:
-    return ui("table", f"| Field | Value |\n| --- | --- |\n| Invoice | {number} |\n| Amount | {amount} |\n"
-                       f"| Status | {status} |\n| Due | {due} |")
+    return ui(
+        "table",
+        f"| Field | Value |\n| --- | --- |\n| Invoice | {number} |\n| Amount | {amount} |\n"
+        f"| Status | {status} |\n| Due | {due} |",
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -839,26 +986,35 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
     jsonschema.validate(result.structured_content, schema)
     assert (result.structured_content["total"], result.structured_content["shown"]) == (5, 3)
     assert tagged(result, "ui_passthrough") == [
-        ui("summary",
-           "📊 **Summary**: ⚠️ Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results."),
-        ui("table", "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-1 | overdue | 1234 |\n"
-                    "| inv-2 | draft | 50 |\n| inv-3 | approved | 720 |"),
+        ui("summary", "📊 **Summary**: ⚠️ Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results."),
+        ui(
+            "table",
+            "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-1 | overdue | 1234 |\n"
+            "| inv-2 | draft | 50 |\n| inv-3 | approved | 720 |",
+        ),
         ui("markdown", "**5 invoices** match."),
     ]
-    assert tagged(result, "domain_rules") == [rules_block(
-        *DESCRIPTIONS, "Sorted by due date, oldest first.", *STATIC, OVERDUE)]
-    assert tagged(result, "action_suggestions") == [suggestions_block(
-        "billing.remind: Send a payment reminder for inv-1",
-        "invoice.update: Move the draft to review when it is complete")]
+    assert tagged(result, "domain_rules") == [
+        rules_block(*DESCRIPTIONS, "Sorted by due date, oldest first.", *STATIC, OVERDUE)
+    ]
+    assert tagged(result, "action_suggestions") == [
+        suggestions_block(
+            "billing.remind: Send a payment reminder for inv-1",
+            "invoice.update: Move the draft to review when it is complete",
+        )
+    ]
     assert not any(for_user(b) for b in result.content)  # collection_ui has no user block
     assert tagged(drafts, "ui_passthrough") == [
-        ui("table", "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-2 | draft | 50 |\n"
-                    "| inv-4 | draft | 15 |"),
+        ui(
+            "table",
+            "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-2 | draft | 50 |\n| inv-4 | draft | 15 |",
+        ),
         ui("markdown", "**2 invoices** match."),
     ]
     assert drafts.structured_content["truncated"] is False
-    assert tagged(drafts, "action_suggestions") == [suggestions_block(
-        "invoice.update: Move the draft to review when it is complete")]
+    assert tagged(drafts, "action_suggestions") == [
+        suggestions_block("invoice.update: Move the draft to review when it is complete")
+    ]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -913,8 +1069,11 @@ def embed_paths(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedS
         yield server
 
 
-TEAM = {"id": "t", "lead": {"id": "p-1", "name": "PII-lead-name", "email": "PII-lead-mail"},
-        "members": [{"id": "p-2", "name": "PII-member-name", "email": "PII-member-mail"}]}
+TEAM = {
+    "id": "t",
+    "lead": {"id": "p-1", "name": "PII-lead-name", "email": "PII-lead-mail"},
+    "members": [{"id": "p-2", "name": "PII-member-name", "email": "PII-member-mail"}],
+}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -923,8 +1082,11 @@ async def test_a_parent_path_into_an_embed_uses_the_parent_censor_and_fits_the_s
 ) -> None:
     # Was: masked with the parent's censor, but the schema admitted only the child's (the client refused it).
     result = await call(embed_paths, "team.get", {**TEAM, "members": []}, mode)
-    assert result.structured_content == {"id": "t", "lead": {"id": "p-1", "name": "###", "email": "<hidden>"},
-                                         "members": []}
+    assert result.structured_content == {
+        "id": "t",
+        "lead": {"id": "p-1", "name": "###", "email": "<hidden>"},
+        "members": [],
+    }
     assert "PII" not in model_view(result)
 
 
@@ -1159,6 +1321,9 @@ async def test_a_star_path_does_not_silently_skip_list_fields(tmp_path: Path) ->
         assert built == ["FG155"]
         return
     with built as server:
-        result = await call(server, "account.get", {"id": "a", "places": {
-            "home": {"street": "PII-home"}, "others": [{"street": "PII-other"}]}})
+        result = await call(
+            server,
+            "account.get",
+            {"id": "a", "places": {"home": {"street": "PII-home"}, "others": [{"street": "PII-other"}]}},
+        )
     assert "PII" not in model_view(result)

@@ -4,8 +4,6 @@ that builds, runs its own tests and passes them as created."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -13,15 +11,17 @@ import pytest
 import tomli
 
 from fusiongen.load.spec import json_schema
+from tests.support.build import ROOT
+from tests.support.processes import run_process, run_python
 
-ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "docs" / "fusiongen.schema.json"
 
 
 def test_committed_schema_is_current() -> None:
     expected = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
     assert COMMITTED.read_text(encoding="utf-8") == expected, (
-        "docs/fusiongen.schema.json is stale: run `fusiongen schema -o docs/fusiongen.schema.json`")
+        "docs/fusiongen.schema.json is stale: run `fusiongen schema -o docs/fusiongen.schema.json`"
+    )
 
 
 @pytest.mark.parametrize("spec", sorted((ROOT / "specs").glob("*.toml")), ids=lambda p: p.name)
@@ -36,7 +36,7 @@ def test_schema_rejects_an_unknown_key_as_editors_would() -> None:
 
 
 def test_schema_command_prints_the_committed_schema() -> None:
-    result = subprocess.run([sys.executable, "-m", "fusiongen", "schema"], capture_output=True, text=True, cwd=ROOT)
+    result = run_process("schema", cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout == COMMITTED.read_text(encoding="utf-8")
 
@@ -44,16 +44,13 @@ def test_schema_command_prints_the_committed_schema() -> None:
 @pytest.mark.timeout(300)
 def test_init_project_builds_and_passes_its_own_tests(tmp_path: Path) -> None:
     project = tmp_path / "my-notes"
-    created = subprocess.run([sys.executable, "-m", "fusiongen", "init", str(project)], capture_output=True,
-                             text=True, cwd=tmp_path)
+    created = run_process("init", project, cwd=tmp_path)
     assert created.returncode == 0, created.stderr
     assert (project / "my-notes.toml").is_file() and (project / "my_notes_server" / "server.py").is_file()
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project,
-                           capture_output=True, text=True)
+    tests = run_python(["-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project, timeout=240)
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "3 passed" in tests.stdout
-    check = subprocess.run([sys.executable, "-m", "fusiongen", "check", "my-notes.toml", "-o", "."], cwd=project,
-                           capture_output=True, text=True)
+    check = run_process("check", "my-notes.toml", "-o", ".", cwd=project)
     assert check.returncode == 0, check.stdout + check.stderr
-    again = subprocess.run([sys.executable, "-m", "fusiongen", "init", str(project)], capture_output=True, text=True)
+    again = run_process("init", project, cwd=tmp_path)
     assert again.returncode == 2 and "already exists" in again.stderr

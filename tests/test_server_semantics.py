@@ -13,14 +13,25 @@ import pytest
 from mcp import Client
 from pydantic import BaseModel
 
-from tests.conftest import GeneratedServer
+from tests.support.build import GeneratedServer
 
 pytestmark = pytest.mark.anyio
 
 MODES = ["legacy", "2026-07-28"]
 # Values in the seed that must never reach an agent: hidden fields and undeclared keys.
-SECRETS = ["legal says hold", "800.5", "078-05-1120", "219-09-9999", "790", "B-17", "created by an agent",
-           "4111111111111111", "5500000000000004", "ada@example.com", "alan@example.com"]
+SECRETS = [
+    "legal says hold",
+    "800.5",
+    "078-05-1120",
+    "219-09-9999",
+    "790",
+    "B-17",
+    "created by an agent",
+    "4111111111111111",
+    "5500000000000004",
+    "ada@example.com",
+    "alan@example.com",
+]
 HIDDEN_KEYS = ["internal_notes", "cost_basis", "ssn", "credit_score", "warehouse_bin"]
 
 
@@ -48,8 +59,11 @@ async def test_tools_are_listed_with_schemas_and_hints(billing: GeneratedServer,
         tools = await tool_schemas(client)
     core = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
     # In the handshake era the session is in the workflow's initial state ("draft"); 2026-07-28 lists all.
-    bound = ["invoice.submit"] if mode == "legacy" else [
-        "invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"]
+    bound = (
+        ["invoice.submit"]
+        if mode == "legacy"
+        else ["invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"]
+    )
     assert list(tools) == [*core, *bound, "invoice.start", "invoice.status"]
     assert tools["invoice.get"].annotations.read_only_hint is True
     assert tools["invoice.create"].annotations.destructive_hint is True
@@ -103,8 +117,10 @@ async def test_every_argument_is_validated_before_the_handler_runs(billing: Gene
         wrong_type = await client.call_tool("invoice.get", {"id": 42})
         missing = await client.call_tool("invoice.get", {})
         unknown = await client.call_tool("invoice.get", {"id": "inv-1", "idd": "x"})
-        several = await client.call_tool("invoice.create", {"customer_id": 1, "amount_cents": "12", "due_date":
-                                                            "31/12/2026", "id": "mine", "created_at": "now"})
+        several = await client.call_tool(
+            "invoice.create",
+            {"customer_id": 1, "amount_cents": "12", "due_date": "31/12/2026", "id": "mine", "created_at": "now"},
+        )
     assert calls == []
     for result in (wrong_type, missing, unknown, several):
         assert result.is_error and result.structured_content is None
@@ -140,8 +156,9 @@ async def test_create_passes_typed_arguments(billing: GeneratedServer) -> None:
 
     billing.handlers.create_invoice = spy
     async with Client(billing.create_server(), mode="2026-07-28", cache=None) as client:
-        result = await client.call_tool("invoice.create",
-                                        {"customer_id": "c-2", "amount_cents": 990, "due_date": "2027-01-31"})
+        result = await client.call_tool(
+            "invoice.create", {"customer_id": "c-2", "amount_cents": 990, "due_date": "2027-01-31"}
+        )
     assert not result.is_error, result.content[0].text
     import datetime
 
@@ -217,8 +234,17 @@ class PlainObject:
 @pytest.mark.parametrize("shape", ["pydantic", "dataclass-customer", "object", "mapping-subclass"])
 async def test_any_handler_return_type_is_shaped_the_same(billing: GeneratedServer, shape: str) -> None:
     line = {"sku": "S", "description": "d", "quantity": 1, "unit_price_cents": 5, "card_number": "4111"}
-    base = dict(id="inv-9", customer_id="c-1", lines=(line,), amount_cents=7, status="paid", due_date="2026-01-02",
-                created_at="2026-01-01T00:00:00", internal_notes="secret pydantic notes", cost_basis=800.5)
+    base = dict(
+        id="inv-9",
+        customer_id="c-1",
+        lines=(line,),
+        amount_cents=7,
+        status="paid",
+        due_date="2026-01-02",
+        created_at="2026-01-01T00:00:00",
+        internal_notes="secret pydantic notes",
+        cost_basis=800.5,
+    )
 
     class Registry(dict):  # a Mapping subclass, as ORMs return
         pass
@@ -230,8 +256,17 @@ async def test_any_handler_return_type_is_shaped_the_same(billing: GeneratedServ
         "mapping-subclass": lambda: Registry(base),
     }[shape]()
     handlers = types.ModuleType("replacement_handlers")
-    for name in ("list_invoices", "create_invoice", "update_invoice", "get_customer", "send_reminder",
-                 "submit_invoice", "approve_invoice", "reject_invoice", "discharge_invoice"):
+    for name in (
+        "list_invoices",
+        "create_invoice",
+        "update_invoice",
+        "get_customer",
+        "send_reminder",
+        "submit_invoice",
+        "approve_invoice",
+        "reject_invoice",
+        "discharge_invoice",
+    ):
         setattr(handlers, name, getattr(billing.handlers, name))
     handlers.get_invoice = lambda args: value
     async with Client(billing.create_server(handlers), mode="legacy", cache=None) as client:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from fusiongen.runtime import state_store
-from tests.redis_server import start_redis
+from tests.support.redis_server import start_redis
 
 SOURCE = Path(state_store.__file__)
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -513,9 +513,7 @@ def kill_normal_clients_blocking(redis_url: str) -> int:
     return int(reply[1:].strip())
 
 
-async def test_redis_store_reconnects_after_its_connections_are_killed(
-    ss: ModuleType, redis_url: str
-) -> None:
+async def test_redis_store_reconnects_after_its_connections_are_killed(ss: ModuleType, redis_url: str) -> None:
     store = ss.RedisStore(redis_url, prefix=f"test:{uuid.uuid4().hex}:")
     admin = ss.RespClient(redis_url)
     await store.create("h", "wf", "s0")

@@ -15,7 +15,6 @@ generated server.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -27,25 +26,36 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SPECS, build
+from tests.support.build import SPECS, build
+from tests.support.processes import server_env
 
 START_TIMEOUT = 60.0  # the first answer includes the interpreter's start-up and imports
 TIMEOUT = 20.0
 QUIET = 0.5  # how long to wait for a reply to a malformed line that may get none
 
-SECRETS = ("legal says hold", "078-05-1120", "219-09-9999", "4111111111111111", "5500000000000004",
-           "4000056655665556", "ada@example.com", "alan@example.com")
+SECRETS = (
+    "legal says hold",
+    "078-05-1120",
+    "219-09-9999",
+    "4111111111111111",
+    "5500000000000004",
+    "4000056655665556",
+    "ada@example.com",
+    "alan@example.com",
+)
 
 
 class StdioServer:
     """A server subprocess with a reader thread per pipe, so reads can time out."""
 
     def __init__(self, out: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env["PYTHONPATH"] = str(out)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "billing_server"], cwd=out, env=env,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "billing_server"],
+            cwd=out,
+            env=server_env(out),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr: list[bytes] = []
@@ -123,8 +133,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServer]:
     build(SPECS / "billing.toml", out)
     process = StdioServer(out)
     try:
-        init = process.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                              "clientInfo": {"name": "fuzz", "version": "1"}})
+        init = process.request(
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "1"}},
+        )
         reply, _ = process.response(init, START_TIMEOUT)
         assert reply["result"]["serverInfo"]["name"] == "billing", reply
         process.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
@@ -146,8 +158,7 @@ def check_invoice(reply: dict[str, Any]) -> None:
 
 def valid_call(server: StdioServer) -> list[dict[str, Any]]:
     """A valid tools/call answered correctly; returns what else arrived before it (all JSON-RPC messages)."""
-    reply, others = server.response(server.request("tools/call", {"name": "invoice.get",
-                                                                  "arguments": {"id": "inv-1"}}))
+    reply, others = server.response(server.request("tools/call", {"name": "invoice.get", "arguments": {"id": "inv-1"}}))
     check_invoice(reply)
     return others
 
@@ -190,55 +201,72 @@ MALFORMED: dict[str, bytes | str] = {
     "arguments is a list": r(18, "tools/call", {"name": "invoice.get", "arguments": [{"id": "inv-1"}]}),
     "arguments is a string": r(19, "tools/call", {"name": "invoice.get", "arguments": "inv-1"}),
     "_meta is a string": r(20, "tools/call", {"name": "invoice.get", "arguments": {"id": "inv-1"}, "_meta": "x"}),
-    "progress token is an object": r(21, "tools/call", {"name": "invoice.get", "arguments": {"id": "inv-1"},
-                                                        "_meta": {"progressToken": {"x": 1}}}),
+    "progress token is an object": r(
+        21, "tools/call", {"name": "invoice.get", "arguments": {"id": "inv-1"}, "_meta": {"progressToken": {"x": 1}}}
+    ),
     "unknown tool": r(22, "tools/call", {"name": "invoice.delete", "arguments": {}}),
     "tools/list with a bad cursor": r(23, "tools/list", {"cursor": 12}),
     "ping with junk params": r(24, "ping", [1]),
-    "initialize again": r(25, "initialize", {"protocolVersion": "1999-01-01", "capabilities": {},
-                                             "clientInfo": {"name": "x", "version": "1"}}),
+    "initialize again": r(
+        25,
+        "initialize",
+        {"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+    ),
     "initialize with nothing": r(26, "initialize", {}),
     "unsolicited result": json.dumps({"jsonrpc": "2.0", "id": 999, "result": {}}),
     "unsolicited error": json.dumps({"jsonrpc": "2.0", "id": 998, "error": {"code": 1, "message": "x"}}),
     "error without code": json.dumps({"jsonrpc": "2.0", "id": 997, "error": {"message": "x"}}),
     "unknown notification": json.dumps({"jsonrpc": "2.0", "method": "notifications/nope", "params": [1]}),
-    "cancel an unknown request": json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                             "params": {"requestId": "nope"}}),
+    "cancel an unknown request": json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "nope"}}
+    ),
     "cancel with junk": json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "x"}),
-    "progress with junk": json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
-                                      "params": {"progressToken": [], "progress": "a lot"}}),
-    "lone surrogate escape": r(27, "tools/call", {"name": "invoice.list", "arguments": {"limit": "LONE"}})
-    .replace("LONE", "\\ud800"),
-    "NaN and Infinity": r(28, "tools/call", {"name": "invoice.list", "arguments": {"limit": 1}})
-    .replace('"limit": 1', '"limit": NaN, "x": -Infinity'),
+    "progress with junk": json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": [], "progress": "a lot"}}
+    ),
+    "lone surrogate escape": r(27, "tools/call", {"name": "invoice.list", "arguments": {"limit": "LONE"}}).replace(
+        "LONE", "\\ud800"
+    ),
+    "NaN and Infinity": r(28, "tools/call", {"name": "invoice.list", "arguments": {"limit": 1}}).replace(
+        '"limit": 1', '"limit": NaN, "x": -Infinity'
+    ),
     "duplicate keys": '{"jsonrpc": "2.0", "id": 29, "id": 30, "method": "ping", "method": "tools/list"}',
-    "1000 levels of nesting": r(31, "tools/call", {"name": "invoice.get", "arguments": {"id": "DEEP"}})
-    .replace('"DEEP"', "[" * 1000 + "]" * 1000),
+    "1000 levels of nesting": r(31, "tools/call", {"name": "invoice.get", "arguments": {"id": "DEEP"}}).replace(
+        '"DEEP"', "[" * 1000 + "]" * 1000
+    ),
     "byte order mark": "\ufeff" + r(32, "ping"),
     "NUL bytes": b"\x00\x00" + r(33, "ping").encode() + b"\x00",
     "binary garbage": bytes(range(256)) * 4,
     "invalid UTF-8": b"\xff\xfe\xc3\x28\xa0\xa1\xe2\x28\xa1\xf0\x28\x8c\xbc",
     "invalid UTF-8 inside a request": r(34, "tools/call", {"name": "invoice.get", "arguments": {"id": "BAD"}})
-    .encode().replace(b"BAD", b"\xff\xfe"),
+    .encode()
+    .replace(b"BAD", b"\xff\xfe"),
     "carriage return only": r(35, "ping") + "\r",
     "whitespace": " \t ",
     "empty line": "",
     "huge garbage line": "x" * MEGABYTES,
     "huge JSON string argument": r(36, "tools/call", {"name": "invoice.get", "arguments": {"id": "x" * MEGABYTES}}),
     "huge unknown key": r(37, "tools/call", {"name": "invoice.get", "arguments": {"k" * MEGABYTES: 1}}),
-    "many arguments": r(38, "tools/call", {"name": "invoice.get",
-                                           "arguments": {f"k{i}": i for i in range(100_000)}}),
-    "bound tool with a junk handle": r(39, "tools/call", {"name": "invoice.submit",
-                                                          "arguments": {"invoice_id": "inv-2", "workflow_id": [1]}}),
+    "many arguments": r(38, "tools/call", {"name": "invoice.get", "arguments": {f"k{i}": i for i in range(100_000)}}),
+    "bound tool with a junk handle": r(
+        39, "tools/call", {"name": "invoice.submit", "arguments": {"invoice_id": "inv-2", "workflow_id": [1]}}
+    ),
 }
 # Lines above that hold a request the SDK accepts after all, so a (non-error) result is the correct reply.
 VALID_AFTER_ALL = {"initialize again", "duplicate keys", "carriage return only"}
 # Malformed requests that carry an id and that the SDK parses: the JSON-RPC error code they must get.
 ERRORS_EXPECTED = {
-    "unknown method": -32601, "unknown method with params": -32601, "params without name": -32602,
-    "name is a number": -32602, "name is null": -32602, "arguments is a list": -32602,
-    "arguments is a string": -32602, "_meta is a string": -32602, "progress token is an object": -32602,
-    "tools/list with a bad cursor": -32602, "initialize with nothing": -32602,
+    "unknown method": -32601,
+    "unknown method with params": -32601,
+    "params without name": -32602,
+    "name is a number": -32602,
+    "name is null": -32602,
+    "arguments is a list": -32602,
+    "arguments is a string": -32602,
+    "_meta is a string": -32602,
+    "progress token is an object": -32602,
+    "tools/list with a bad cursor": -32602,
+    "initialize with nothing": -32602,
     "unknown tool": -32602,  # by design: templates/server.py.j2 raises "Unknown tool" as invalid params
 }
 
@@ -268,8 +296,7 @@ def test_tool_errors_stay_results(server: StdioServer) -> None:
     cases = [
         ({"name": "invoice.get", "arguments": {"id": 1}}, "<validation_error"),
         ({"name": "invoice.get", "arguments": {"id": "nope"}}, 'code="INTERNAL_ERROR"'),
-        ({"name": "invoice.create", "arguments": {"id": "x", "created_at": "y", "internal_notes": "z"}},
-         "guarded"),
+        ({"name": "invoice.create", "arguments": {"id": "x", "created_at": "y", "internal_notes": "z"}}, "guarded"),
         ({"name": "invoice.status", "arguments": {"workflow_id": "junk"}}, 'code="FORBIDDEN"'),
         ({"name": "invoice.start", "arguments": {"x": 1}}, "<validation_error"),
         ({"name": "invoice.list", "arguments": {"limit": "x" * 100_000}}, "<validation_error"),
@@ -286,8 +313,16 @@ def test_interleaved_in_one_write(server: StdioServer) -> None:
     ids = [f"interleaved-{i}" for i in range(40)]
     chunk: list[bytes] = []
     for index, request_id in enumerate(ids):
-        chunk.append(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                                 "params": {"name": "invoice.get", "arguments": {"id": "inv-1"}}}).encode())
+        chunk.append(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "tools/call",
+                    "params": {"name": "invoice.get", "arguments": {"id": "inv-1"}},
+                }
+            ).encode()
+        )
         junk = list(MALFORMED.values())[index % len(MALFORMED)]
         if len(junk) < 100_000:
             chunk.append(junk if isinstance(junk, bytes) else junk.encode("utf-8", "surrogatepass"))

@@ -390,7 +390,7 @@ def test_multiline_literal() -> None:
 
 
 def test_strings_hide_comment_and_bracket_characters() -> None:
-    source_map = scan_ok("a = \"# not ] a comment\" # real\nb = '[x]' \nc = \"\"\"\n[d]\ne = 1\n\"\"\"\n")
+    source_map = scan_ok('a = "# not ] a comment" # real\nb = \'[x]\' \nc = """\n[d]\ne = 1\n"""\n')
     assert source_map.key(("b",)) == S(2, 1)
     assert source_map.key(("c",)) == S(3, 1)
     assert source_map.key(("d",)) is None
@@ -699,9 +699,7 @@ def test_property_every_path_is_located(document: dict[str, Any], rnd: random.Ra
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document_st, st.randoms(use_true_random=False), st.data())
-def test_property_mutations_never_crash(
-    document: dict[str, Any], rnd: random.Random, data: st.DataObject
-) -> None:
+def test_property_mutations_never_crash(document: dict[str, Any], rnd: random.Random, data: st.DataObject) -> None:
     """Near-valid text: whatever tomli accepts is located exactly, anything else fails cleanly."""
     text = Dumper(rnd).dump(document)
     at = data.draw(st.integers(0, len(text)))

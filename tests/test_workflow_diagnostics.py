@@ -12,15 +12,13 @@ test below states what is wrong.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.processes import Run, run_process
+
 EXIT_OK, EXIT_INVALID = 0, 2
 pytestmark = pytest.mark.timeout(60)
 
@@ -116,8 +114,9 @@ class Case:
     partial: bool = False
 
 
-def json_case(name: str, replacements: dict[int, str], stderr: list[str], *, exit: int = EXIT_INVALID,
-              partial: bool = False) -> Case:
+def json_case(
+    name: str, replacements: dict[int, str], stderr: list[str], *, exit: int = EXIT_INVALID, partial: bool = False
+) -> Case:
     """A case importing BASE's workflow from invoice.machine.json, with some of MACHINE's lines replaced."""
     return Case(name, MACHINE_SPEC, exit, stderr, machine=machine(replacements), partial=partial)
 
@@ -133,18 +132,25 @@ JSON = "invoice.machine.json"
 
 def state_feature(at: str, state: str, what: str) -> list[str]:
     """FG172 for a state-level XState feature (`what` is '"entry"' or 'nested states'), with its hint."""
-    return [f'{at}: error[FG172]: state "{state}" uses {what}, an XState feature fusiongen does not compile',
-            HINT_STATE]
+    return [
+        f'{at}: error[FG172]: state "{state}" uses {what}, an XState feature fusiongen does not compile',
+        HINT_STATE,
+    ]
 
 
 def guarded(at: str, state: str, event: str) -> list[str]:
-    return [f'{at}: error[FG172]: transition {state} --{event}--> uses "guard", an XState feature fusiongen '
-            "does not compile", HINT_TRANSITION]
+    return [
+        f'{at}: error[FG172]: transition {state} --{event}--> uses "guard", an XState feature fusiongen '
+        "does not compile",
+        HINT_TRANSITION,
+    ]
 
 
 def several(at: str, state: str, event: str) -> list[str]:
-    return [f'{at}: error[FG172]: event "{event}" of state "{state}" has several (guarded) transitions; '
-            "fusiongen compiles one target per event"]
+    return [
+        f'{at}: error[FG172]: event "{event}" of state "{state}" has several (guarded) transitions; '
+        "fusiongen compiles one target per event"
+    ]
 
 
 def unreachable(at: str, state: str) -> list[str]:
@@ -153,9 +159,10 @@ def unreachable(at: str, state: str) -> list[str]:
 
 def unfired(state: str, event: str, target: str) -> list[str]:
     """FG176: reported at the workflow's table header, [workflows.invoice]."""
-    return [f"spec.toml:4:12: warning[FG176]: no tool fires {state} --{event}--> {target} in workflow "
-            '"invoice"',
-            f'  hint: bind a tool with transition = "{event}" to state "{state}"']
+    return [
+        f'spec.toml:4:12: warning[FG176]: no tool fires {state} --{event}--> {target} in workflow "invoice"',
+        f'  hint: bind a tool with transition = "{event}" to state "{state}"',
+    ]
 
 
 def no_state(at: str, state: str, states: str = "draft, review, approved") -> list[str]:
@@ -163,9 +170,10 @@ def no_state(at: str, state: str, states: str = "draft, review, approved") -> li
 
 
 def clash(at: str, tool: str) -> list[str]:
-    return [f'{at}: error[FG177]: tool "{tool}" clashes with the tool fusiongen generates for workflow '
-            '"invoice"',
-            "  hint: rename the tool"]
+    return [
+        f'{at}: error[FG177]: tool "{tool}" clashes with the tool fusiongen generates for workflow "invoice"',
+        "  hint: rename the tool",
+    ]
 
 
 NO_WORKFLOW = 'error[FG174]: bind_state needs "workflow" when the spec does not have exactly one'
@@ -188,184 +196,364 @@ CASES = [
     Case("valid", spec(), EXIT_OK, []),
     Case("valid-machine", MACHINE_SPEC, EXIT_OK, [], machine=MACHINE),
     # --- states and transitions -----------------------------------------------------------------------
-    Case("unknown-initial-state", spec({5: 'initial = "drafts"'}), EXIT_INVALID, [
-        'spec.toml:5:1: error[FG170]: workflow "invoice" needs "initial" naming one of its states '
-        '("drafts" is not one)',
-        summary(1),
-    ]),
-    Case("missing-initial-state", spec({5: ""}), EXIT_INVALID, [
-        'spec.toml:4:12: error[FG170]: workflow "invoice" needs "initial" naming one of its states',
-        summary(1),
-    ]),
-    Case("unknown-transition-target",
-         spec({8: 'review = { on = { APPROVE = "aproved", REJECT = "draft" } }'}), EXIT_INVALID, [
-             'spec.toml:8:19: error[FG170]: transition review --APPROVE--> "aproved": no such state',
-             *unreachable("spec.toml:9:1", "approved"),
-         ], partial=True),
-    Case("final-state-with-transitions",
-         spec({9: 'approved = { type = "final", on = { REOPEN = "draft" } }'}), EXIT_INVALID, [
-             'spec.toml:9:30: error[FG174]: final state "approved" cannot have transitions',
-             summary(1),
-         ]),
+    Case(
+        "unknown-initial-state",
+        spec({5: 'initial = "drafts"'}),
+        EXIT_INVALID,
+        [
+            'spec.toml:5:1: error[FG170]: workflow "invoice" needs "initial" naming one of its states '
+            '("drafts" is not one)',
+            summary(1),
+        ],
+    ),
+    Case(
+        "missing-initial-state",
+        spec({5: ""}),
+        EXIT_INVALID,
+        [
+            'spec.toml:4:12: error[FG170]: workflow "invoice" needs "initial" naming one of its states',
+            summary(1),
+        ],
+    ),
+    Case(
+        "unknown-transition-target",
+        spec({8: 'review = { on = { APPROVE = "aproved", REJECT = "draft" } }'}),
+        EXIT_INVALID,
+        [
+            'spec.toml:8:19: error[FG170]: transition review --APPROVE--> "aproved": no such state',
+            *unreachable("spec.toml:9:1", "approved"),
+        ],
+        partial=True,
+    ),
+    Case(
+        "final-state-with-transitions",
+        spec({9: 'approved = { type = "final", on = { REOPEN = "draft" } }'}),
+        EXIT_INVALID,
+        [
+            'spec.toml:9:30: error[FG174]: final state "approved" cannot have transitions',
+            summary(1),
+        ],
+    ),
     # --- warnings: they never fail a valid spec --------------------------------------------------------
     Case("unreachable-state", spec({9: LIMBO}), EXIT_OK, unreachable("spec.toml:10:1", "limbo")),
-    Case("transition-no-tool-fires", spec({21: 'bind_state = { workflow = "invoice", states = ["review"] }'}),
-         EXIT_OK, unfired("review", "REJECT", "draft")),
-    Case("warnings-beside-an-error",
-         spec({9: LIMBO, 21: 'bind_state = { workflow = "invoice", states = ["reveiw"] }'}), EXIT_INVALID, [
-             *unfired("review", "REJECT", "draft"),
-             *unreachable("spec.toml:10:1", "limbo"),
-             *no_state("spec.toml:22:48", "reveiw", "draft, review, approved, limbo"),
-             summary(1),
-         ]),
+    Case(
+        "transition-no-tool-fires",
+        spec({21: 'bind_state = { workflow = "invoice", states = ["review"] }'}),
+        EXIT_OK,
+        unfired("review", "REJECT", "draft"),
+    ),
+    Case(
+        "warnings-beside-an-error",
+        spec({9: LIMBO, 21: 'bind_state = { workflow = "invoice", states = ["reveiw"] }'}),
+        EXIT_INVALID,
+        [
+            *unfired("review", "REJECT", "draft"),
+            *unreachable("spec.toml:10:1", "limbo"),
+            *no_state("spec.toml:22:48", "reveiw", "draft, review, approved, limbo"),
+            summary(1),
+        ],
+    ),
     # --- bind_state -----------------------------------------------------------------------------------
-    Case("unknown-bound-state", spec({17: 'bind_state = { states = ["reveiw"], transition = "APPROVE" }'}),
-         EXIT_INVALID, [
-             *unfired("review", "APPROVE", "approved"),
-             *no_state("spec.toml:17:26", "reveiw"),
-             summary(1),
-         ]),
-    Case("unknown-bound-event", spec({17: 'bind_state = { states = ["review"], transition = "APPROVED" }'}),
-         EXIT_INVALID, [
-             *unfired("review", "APPROVE", "approved"),
-             'spec.toml:17:50: error[FG171]: no state of workflow "invoice" accepts event "APPROVED"',
-             summary(1),
-         ]),
-    Case("bound-event-not-accepted-in-the-tools-states",
-         spec({13: 'bind_state = { states = ["draft"], transition = "APPROVE" }'}), EXIT_INVALID, [
-             *unfired("draft", "SUBMIT", "review"),
-             'spec.toml:13:49: error[FG171]: event "APPROVE" is accepted only in review, not in the states '
-             "this tool runs in",
-             summary(1),
-         ]),
-    Case("bind-state-without-workflow-when-there-are-two", spec(extra=REFUND), EXIT_INVALID, [
-        *unfired("draft", "SUBMIT", "review"),
-        *unfired("review", "APPROVE", "approved"),
-        f"spec.toml:13:1: {NO_WORKFLOW}",
-        f"spec.toml:17:1: {NO_WORKFLOW}",
-        summary(2),
-    ]),
-    Case("compact-description-without-bind-state", spec(extra="""
+    Case(
+        "unknown-bound-state",
+        spec({17: 'bind_state = { states = ["reveiw"], transition = "APPROVE" }'}),
+        EXIT_INVALID,
+        [
+            *unfired("review", "APPROVE", "approved"),
+            *no_state("spec.toml:17:26", "reveiw"),
+            summary(1),
+        ],
+    ),
+    Case(
+        "unknown-bound-event",
+        spec({17: 'bind_state = { states = ["review"], transition = "APPROVED" }'}),
+        EXIT_INVALID,
+        [
+            *unfired("review", "APPROVE", "approved"),
+            'spec.toml:17:50: error[FG171]: no state of workflow "invoice" accepts event "APPROVED"',
+            summary(1),
+        ],
+    ),
+    Case(
+        "bound-event-not-accepted-in-the-tools-states",
+        spec({13: 'bind_state = { states = ["draft"], transition = "APPROVE" }'}),
+        EXIT_INVALID,
+        [
+            *unfired("draft", "SUBMIT", "review"),
+            'spec.toml:13:49: error[FG171]: event "APPROVE" is accepted only in review, not in the states '
+            "this tool runs in",
+            summary(1),
+        ],
+    ),
+    Case(
+        "bind-state-without-workflow-when-there-are-two",
+        spec(extra=REFUND),
+        EXIT_INVALID,
+        [
+            *unfired("draft", "SUBMIT", "review"),
+            *unfired("review", "APPROVE", "approved"),
+            f"spec.toml:13:1: {NO_WORKFLOW}",
+            f"spec.toml:17:1: {NO_WORKFLOW}",
+            summary(2),
+        ],
+    ),
+    Case(
+        "compact-description-without-bind-state",
+        spec(
+            extra="""
 [tools."invoice.peek"]
 description = "Peek at the invoice."
 compact_description = "Peek."
-"""), EXIT_INVALID, [
-        "spec.toml:27:1: error[FG174]: compact_description needs bind_state: it is shown while the bound "
-        "workflow is in its initial state",
-        summary(1),
-    ]),
+"""
+        ),
+        EXIT_INVALID,
+        [
+            "spec.toml:27:1: error[FG174]: compact_description needs bind_state: it is shown while the bound "
+            "workflow is in its initial state",
+            summary(1),
+        ],
+    ),
     # --- names fusiongen generates ----------------------------------------------------------------------
-    Case("user-tool-named-like-the-generated-start", spec(extra="""
+    Case(
+        "user-tool-named-like-the-generated-start",
+        spec(
+            extra="""
 [tools."invoice.start"]
 description = "My own start."
 
 [tools."invoice.status"]
 description = "My own status."
-"""), EXIT_INVALID, [
-        *clash("spec.toml:25:8", "invoice.start"),
-        *clash("spec.toml:28:8", "invoice.status"),
-        summary(2),
-    ]),
-    Case("bound-tool-input-named-like-the-handle", spec({23: 'workflow_id = "string"'}), EXIT_INVALID, [
-        'error[FG177]: tool "invoice.reject" has an input "workflow_id", the workflow handle argument',
-        "  hint: rename the input or set [server] state_handle_key",
-    ], partial=True),
-    Case("input-named-workflow-id-is-fine-with-another-handle-key",
-         spec({2: 'name = "shop"\nstate_handle_key = "ticket"', 23: 'workflow_id = "string"'}), EXIT_OK, []),
+"""
+        ),
+        EXIT_INVALID,
+        [
+            *clash("spec.toml:25:8", "invoice.start"),
+            *clash("spec.toml:28:8", "invoice.status"),
+            summary(2),
+        ],
+    ),
+    Case(
+        "bound-tool-input-named-like-the-handle",
+        spec({23: 'workflow_id = "string"'}),
+        EXIT_INVALID,
+        [
+            'error[FG177]: tool "invoice.reject" has an input "workflow_id", the workflow handle argument',
+            "  hint: rename the input or set [server] state_handle_key",
+        ],
+        partial=True,
+    ),
+    Case(
+        "input-named-workflow-id-is-fine-with-another-handle-key",
+        spec({2: 'name = "shop"\nstate_handle_key = "ticket"', 23: 'workflow_id = "string"'}),
+        EXIT_OK,
+        [],
+    ),
     # --- XState features in TOML ---------------------------------------------------------------------
-    Case("toml-always", spec({7: 'draft = { on = { SUBMIT = "review" }, always = "review" }'}), EXIT_INVALID,
-         [*state_feature("spec.toml:7:39", "draft", '"always"'), summary(1)]),
-    Case("toml-after", spec({7: 'draft = { on = { SUBMIT = "review" }, after = { 5000 = "review" } }'}),
-         EXIT_INVALID, [*state_feature("spec.toml:7:39", "draft", '"after"'), summary(1)]),
-    Case("toml-invoke", spec({7: 'draft = { on = { SUBMIT = "review" }, invoke = { src = "fetch" } }'}),
-         EXIT_INVALID, [*state_feature("spec.toml:7:39", "draft", '"invoke"'), summary(1)]),
-    Case("toml-entry", spec({7: 'draft = { on = { SUBMIT = "review" }, entry = ["notify"] }'}), EXIT_INVALID,
-         [*state_feature("spec.toml:7:39", "draft", '"entry"'), summary(1)]),
-    Case("toml-nested-states", spec({7: 'draft = { on = { SUBMIT = "review" }, states = { editing = {} } }'}),
-         EXIT_INVALID, [*state_feature("spec.toml:7:39", "draft", "nested states"), summary(1)]),
-    Case("toml-nested-states-with-initial",
-         spec({7: 'draft = { on = { SUBMIT = "review" }, initial = "editing", states = { editing = {} } }'}),
-         EXIT_INVALID, [*state_feature("spec.toml:7:39", "draft", "nested states")], partial=True),
-    Case("toml-guard",
-         spec({8: 'review = { on = { APPROVE = "approved", REJECT = { target = "draft", guard = "ok" } } }'}),
-         EXIT_INVALID, guarded("spec.toml:8:70", "review", "REJECT"), partial=True),
-    Case("toml-guarded-transitions-array",
-         spec({8: 'review = { on = { APPROVE = "approved", REJECT = [{ target = "draft", guard = "ok" }, '
-                  '{ target = "review" }] } }'}),
-         EXIT_INVALID, several("spec.toml:8:41", "review", "REJECT"), partial=True),
-    Case("toml-wildcard-event",
-         spec({8: 'review = { on = { APPROVE = "approved", REJECT = "draft", "*" = "review" } }'}),
-         EXIT_INVALID, [
-             'spec.toml:8:59: error[FG172]: wildcard event "*" in state "review" is not compiled',
-             summary(1),
-         ]),
+    Case(
+        "toml-always",
+        spec({7: 'draft = { on = { SUBMIT = "review" }, always = "review" }'}),
+        EXIT_INVALID,
+        [*state_feature("spec.toml:7:39", "draft", '"always"'), summary(1)],
+    ),
+    Case(
+        "toml-after",
+        spec({7: 'draft = { on = { SUBMIT = "review" }, after = { 5000 = "review" } }'}),
+        EXIT_INVALID,
+        [*state_feature("spec.toml:7:39", "draft", '"after"'), summary(1)],
+    ),
+    Case(
+        "toml-invoke",
+        spec({7: 'draft = { on = { SUBMIT = "review" }, invoke = { src = "fetch" } }'}),
+        EXIT_INVALID,
+        [*state_feature("spec.toml:7:39", "draft", '"invoke"'), summary(1)],
+    ),
+    Case(
+        "toml-entry",
+        spec({7: 'draft = { on = { SUBMIT = "review" }, entry = ["notify"] }'}),
+        EXIT_INVALID,
+        [*state_feature("spec.toml:7:39", "draft", '"entry"'), summary(1)],
+    ),
+    Case(
+        "toml-nested-states",
+        spec({7: 'draft = { on = { SUBMIT = "review" }, states = { editing = {} } }'}),
+        EXIT_INVALID,
+        [*state_feature("spec.toml:7:39", "draft", "nested states"), summary(1)],
+    ),
+    Case(
+        "toml-nested-states-with-initial",
+        spec({7: 'draft = { on = { SUBMIT = "review" }, initial = "editing", states = { editing = {} } }'}),
+        EXIT_INVALID,
+        [*state_feature("spec.toml:7:39", "draft", "nested states")],
+        partial=True,
+    ),
+    Case(
+        "toml-guard",
+        spec({8: 'review = { on = { APPROVE = "approved", REJECT = { target = "draft", guard = "ok" } } }'}),
+        EXIT_INVALID,
+        guarded("spec.toml:8:70", "review", "REJECT"),
+        partial=True,
+    ),
+    Case(
+        "toml-guarded-transitions-array",
+        spec(
+            {
+                8: 'review = { on = { APPROVE = "approved", REJECT = [{ target = "draft", guard = "ok" }, '
+                '{ target = "review" }] } }'
+            }
+        ),
+        EXIT_INVALID,
+        several("spec.toml:8:41", "review", "REJECT"),
+        partial=True,
+    ),
+    Case(
+        "toml-wildcard-event",
+        spec({8: 'review = { on = { APPROVE = "approved", REJECT = "draft", "*" = "review" } }'}),
+        EXIT_INVALID,
+        [
+            'spec.toml:8:59: error[FG172]: wildcard event "*" in state "review" is not compiled',
+            summary(1),
+        ],
+    ),
     # --- XState features in a JSON machine: positions point into the JSON --------------------------------
-    json_case("json-always", {5: DRAFT + '"always": [{ "target": "review" }] },'},
-              [*state_feature(f"{JSON}:5:46", "draft", '"always"'), summary(1)]),
-    json_case("json-after", {5: DRAFT + '"after": { "5000": "review" } },'},
-              [*state_feature(f"{JSON}:5:46", "draft", '"after"'), summary(1)]),
-    json_case("json-invoke", {5: DRAFT + '"invoke": { "src": "fetchInvoice" } },'},
-              [*state_feature(f"{JSON}:5:46", "draft", '"invoke"'), summary(1)]),
-    json_case("json-entry", {5: DRAFT + '"entry": ["notify"] },'},
-              [*state_feature(f"{JSON}:5:46", "draft", '"entry"'), summary(1)]),
-    Case("json-exit", MACHINE_SPEC, EXIT_INVALID,  # "tags" are metadata: accepted
-         [*state_feature(f"{JSON}:7:54", "approved", '"exit"'), summary(1)],
-         machine=machine({7: '    "approved": { "type": "final", "tags": ["done"], "exit": ["log"] }'})),
-    Case("json-nested-states", MACHINE_SPEC, EXIT_INVALID,
-         [*state_feature(f"{JSON}:5:46", "draft", "nested states"), summary(1)],
-         machine=machine({5: DRAFT + '"states": { "editing": {} } },'})),
-    Case("json-guard", MACHINE_SPEC, EXIT_INVALID, guarded(f"{JSON}:6:79", "review", "REJECT"), partial=True,
-         machine=machine({6: REVIEW + '{ "target": "draft", "guard": "hasReason" } } },'})),
-    json_case("json-guarded-transitions-array",
-              {6: REVIEW + '[{ "target": "draft", "guard": "ok" }, { "target": "review" }] } },'},
-              several(f"{JSON}:6:48", "review", "REJECT"), partial=True),
-    Case("json-wildcard-event", MACHINE_SPEC, EXIT_INVALID, [
-        f'{JSON}:6:67: error[FG172]: wildcard event "*" in state "review" is not compiled',
-        summary(1),
-    ], machine=machine({6: REVIEW + '"draft", "*": "review" } },'})),
-    Case("json-parallel-machine", MACHINE_SPEC, EXIT_INVALID, [
-        f'{JSON}:3:3: error[FG172]: machine key "type" is an XState feature fusiongen does not compile',
-        summary(1),
-    ], machine=machine({2: '  "id": "invoice",\n  "type": "parallel",'})),
-    Case("json-final-state-with-transitions", MACHINE_SPEC, EXIT_INVALID, [
-        f'{JSON}:7:36: error[FG174]: final state "approved" cannot have transitions',
-        summary(1),
-    ], machine=machine({7: '    "approved": { "type": "final", "on": { "REOPEN": "draft" } }'})),
-    Case("json-unreachable-state", MACHINE_SPEC, EXIT_OK, unreachable(f"{JSON}:8:5", "limbo"),
-         machine=machine({7: '    "approved": { "type": "final" },\n    "limbo": { "type": "final" }'})),
-    json_case("json-entry-in-two-states",
-              {5: DRAFT + '"entry": ["notify"] },', 6: REVIEW + '"draft" }, "entry": ["audit"] },'},
-              state_feature(f"{JSON}:5:46", "draft", '"entry"'), partial=True),
-    json_case("json-unknown-initial-state", {3: '  "initial": "drafts",'}, [
-        f'{JSON}:3:3: error[FG170]: workflow "invoice" needs "initial" naming one of its states ("drafts" is '
-        "not one)",
-        summary(1),
-    ]),
-    json_case("json-context-is-only-a-warning", {2: '  "id": "invoice",\n  "context": { "count": 0 },'}, [
-        f'{JSON}:3:3: warning[FG172]: machine "context" has no effect here (no actions run)',
-    ], exit=EXIT_OK),
+    json_case(
+        "json-always",
+        {5: DRAFT + '"always": [{ "target": "review" }] },'},
+        [*state_feature(f"{JSON}:5:46", "draft", '"always"'), summary(1)],
+    ),
+    json_case(
+        "json-after",
+        {5: DRAFT + '"after": { "5000": "review" } },'},
+        [*state_feature(f"{JSON}:5:46", "draft", '"after"'), summary(1)],
+    ),
+    json_case(
+        "json-invoke",
+        {5: DRAFT + '"invoke": { "src": "fetchInvoice" } },'},
+        [*state_feature(f"{JSON}:5:46", "draft", '"invoke"'), summary(1)],
+    ),
+    json_case(
+        "json-entry",
+        {5: DRAFT + '"entry": ["notify"] },'},
+        [*state_feature(f"{JSON}:5:46", "draft", '"entry"'), summary(1)],
+    ),
+    Case(
+        "json-exit",
+        MACHINE_SPEC,
+        EXIT_INVALID,  # "tags" are metadata: accepted
+        [*state_feature(f"{JSON}:7:54", "approved", '"exit"'), summary(1)],
+        machine=machine({7: '    "approved": { "type": "final", "tags": ["done"], "exit": ["log"] }'}),
+    ),
+    Case(
+        "json-nested-states",
+        MACHINE_SPEC,
+        EXIT_INVALID,
+        [*state_feature(f"{JSON}:5:46", "draft", "nested states"), summary(1)],
+        machine=machine({5: DRAFT + '"states": { "editing": {} } },'}),
+    ),
+    Case(
+        "json-guard",
+        MACHINE_SPEC,
+        EXIT_INVALID,
+        guarded(f"{JSON}:6:79", "review", "REJECT"),
+        partial=True,
+        machine=machine({6: REVIEW + '{ "target": "draft", "guard": "hasReason" } } },'}),
+    ),
+    json_case(
+        "json-guarded-transitions-array",
+        {6: REVIEW + '[{ "target": "draft", "guard": "ok" }, { "target": "review" }] } },'},
+        several(f"{JSON}:6:48", "review", "REJECT"),
+        partial=True,
+    ),
+    Case(
+        "json-wildcard-event",
+        MACHINE_SPEC,
+        EXIT_INVALID,
+        [
+            f'{JSON}:6:67: error[FG172]: wildcard event "*" in state "review" is not compiled',
+            summary(1),
+        ],
+        machine=machine({6: REVIEW + '"draft", "*": "review" } },'}),
+    ),
+    Case(
+        "json-parallel-machine",
+        MACHINE_SPEC,
+        EXIT_INVALID,
+        [
+            f'{JSON}:3:3: error[FG172]: machine key "type" is an XState feature fusiongen does not compile',
+            summary(1),
+        ],
+        machine=machine({2: '  "id": "invoice",\n  "type": "parallel",'}),
+    ),
+    Case(
+        "json-final-state-with-transitions",
+        MACHINE_SPEC,
+        EXIT_INVALID,
+        [
+            f'{JSON}:7:36: error[FG174]: final state "approved" cannot have transitions',
+            summary(1),
+        ],
+        machine=machine({7: '    "approved": { "type": "final", "on": { "REOPEN": "draft" } }'}),
+    ),
+    Case(
+        "json-unreachable-state",
+        MACHINE_SPEC,
+        EXIT_OK,
+        unreachable(f"{JSON}:8:5", "limbo"),
+        machine=machine({7: '    "approved": { "type": "final" },\n    "limbo": { "type": "final" }'}),
+    ),
+    json_case(
+        "json-entry-in-two-states",
+        {5: DRAFT + '"entry": ["notify"] },', 6: REVIEW + '"draft" }, "entry": ["audit"] },'},
+        state_feature(f"{JSON}:5:46", "draft", '"entry"'),
+        partial=True,
+    ),
+    json_case(
+        "json-unknown-initial-state",
+        {3: '  "initial": "drafts",'},
+        [
+            f'{JSON}:3:3: error[FG170]: workflow "invoice" needs "initial" naming one of its states ("drafts" is '
+            "not one)",
+            summary(1),
+        ],
+    ),
+    json_case(
+        "json-context-is-only-a-warning",
+        {2: '  "id": "invoice",\n  "context": { "count": 0 },'},
+        [
+            f'{JSON}:3:3: warning[FG172]: machine "context" has no effect here (no actions run)',
+        ],
+        exit=EXIT_OK,
+    ),
     # --- machine files that cannot be used ---------------------------------------------------------------
-    Case("invalid-machine-json", MACHINE_SPEC, EXIT_INVALID, [
-        f"{JSON}:8:3: error[FG173]: machine is not valid JSON: Expecting property name enclosed in double "
-        "quotes",
-        summary(1),
-    ], machine=machine({7: '    "approved": { "type": "final" },'})),  # a trailing comma
-    Case("missing-machine-file", MACHINE_SPEC, EXIT_INVALID, [
-        f'spec.toml:5:11: error[FG173]: cannot read machine "{JSON}": No such file or directory',
-        summary(1),
-    ], machine=NO_MACHINE),
+    Case(
+        "invalid-machine-json",
+        MACHINE_SPEC,
+        EXIT_INVALID,
+        [
+            f"{JSON}:8:3: error[FG173]: machine is not valid JSON: Expecting property name enclosed in double quotes",
+            summary(1),
+        ],
+        machine=machine({7: '    "approved": { "type": "final" },'}),
+    ),  # a trailing comma
+    Case(
+        "missing-machine-file",
+        MACHINE_SPEC,
+        EXIT_INVALID,
+        [
+            f'spec.toml:5:11: error[FG173]: cannot read machine "{JSON}": No such file or directory',
+            summary(1),
+        ],
+        machine=NO_MACHINE,
+    ),
 ]
 BY_ID = {case.id: case for case in CASES}
 
 
-def validate(directory: Path, case: Case) -> subprocess.CompletedProcess[str]:
+def validate(directory: Path, case: Case) -> Run:
     directory.mkdir()
     (directory / "spec.toml").write_text(case.spec, encoding="utf-8")
     if case.machine is not None and case.machine != NO_MACHINE:
         (directory / "invoice.machine.json").write_text(case.machine, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "fusiongen", "validate", "spec.toml"]
-    return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=50)
+    return run_process("validate", "spec.toml", cwd=directory)
 
 
 class Results:
@@ -373,9 +561,9 @@ class Results:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.done: dict[str, subprocess.CompletedProcess[str]] = {}
+        self.done: dict[str, Run] = {}
 
-    def __getitem__(self, case_id: str) -> subprocess.CompletedProcess[str]:
+    def __getitem__(self, case_id: str) -> Run:
         if case_id not in self.done:
             self.done[case_id] = validate(self.root / case_id, BY_ID[case_id])
         return self.done[case_id]
@@ -419,9 +607,17 @@ def test_diagnostics(results: Results, case: Case) -> None:
 
 # --- regressions: things fusiongen once got wrong ------------------------------------------------------
 
-@pytest.mark.parametrize("case_id", ["unknown-transition-target", "toml-guard",
-                                     "toml-guarded-transitions-array", "json-guard",
-                                     "json-guarded-transitions-array"])
+
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        "unknown-transition-target",
+        "toml-guard",
+        "toml-guarded-transitions-array",
+        "json-guard",
+        "json-guarded-transitions-array",
+    ],
+)
 def test_a_rejected_transition_does_not_cascade_into_fg171(results: Results, case_id: str) -> None:
     result = results[case_id]
     assert result.returncode == EXIT_INVALID
@@ -443,8 +639,7 @@ def test_json_position_of_a_feature_in_a_later_state(results: Results) -> None:
 def test_handle_named_input_points_at_the_input(results: Results) -> None:
     result = results["bound-tool-input-named-like-the-handle"]
     assert result.stderr.splitlines() == [
-        'spec.toml:23:1: error[FG177]: tool "invoice.reject" has an input "workflow_id", the workflow handle '
-        "argument",
+        'spec.toml:23:1: error[FG177]: tool "invoice.reject" has an input "workflow_id", the workflow handle argument',
         "  hint: rename the input or set [server] state_handle_key",
         summary(1),
     ]

@@ -6,16 +6,12 @@ around specs/billing_handlers.py whose `discharge_invoice` is slow (so that two 
 overlap) and appends a line to a file each time it runs (so that handler runs can be counted across
 processes).
 
-A missing redis-server fails the module (tests/redis_server.py): it never skips.
+A missing redis-server fails the module (tests/support/redis_server.py): it never skips.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,14 +24,14 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import SPECS, build
-from tests.redis_server import start_redis
+from tests.support.build import SPECS, build
+from tests.support.client import LEGACY, MODERN, connect
+from tests.support.processes import http_server, server_env
+from tests.support.redis_server import start_redis
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
-LEGACY, MODERN = "legacy", "2026-07-28"
-UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get",
-           "billing.remind"]
+UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
 GENERATED = ["invoice.start", "invoice.status"]
 ALLOWED = {
     "draft": ["invoice.submit"],
@@ -45,6 +41,7 @@ ALLOWED = {
 }
 WALK = [("invoice.submit", "review"), ("invoice.approve", "approved"), ("invoice.discharge", "discharged")]
 DISCHARGE_DELAY = 0.3
+SETTLE_TIMEOUT = 30.0  # seconds to wait for an expected notification, however loaded the machine
 
 SHIM = '''\
 """Test shim: the real billing handlers, with a slow discharge that logs every run."""
@@ -78,26 +75,6 @@ class Replicas:
         return self.log.read_text().splitlines() if self.log.exists() else []
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_listening(process: subprocess.Popen[bytes], port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-            raise AssertionError(f"replica exited with {process.returncode}: {stderr}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"replica did not listen on {port} within 30 s")
-
-
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port, stop = start_redis(tmp_path_factory.mktemp("redis"))  # pytest.fail if redis-server is missing
@@ -115,34 +92,20 @@ def replicas(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterat
     shim.mkdir()
     (shim / "billing_handlers.py").write_text(SHIM, encoding="utf-8")
     log = root / "discharges.log"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(PYTHONPATH=os.pathsep.join([str(out), str(shim)]), FG_DISCHARGE_LOG=str(log),
-               FG_REAL_HANDLERS=str(SPECS / "billing_handlers.py"), FG_DISCHARGE_DELAY=str(DISCHARGE_DELAY))
-    processes: list[subprocess.Popen[bytes]] = []
-    urls: list[str] = []
-    try:
-        for _ in range(2):
-            port = free_port()
-            command = [sys.executable, "-m", "billing_server", "--http", "--port", str(port),
-                       "--state-store", redis_url]
-            process = subprocess.Popen(command, cwd=out, env=env, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.PIPE)
-            processes.append(process)
-            wait_listening(process, port)
-            urls.append(f"http://127.0.0.1:{port}/mcp")
-        yield Replicas(urls[0], urls[1], log)
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    env = server_env(
+        out,
+        shim,
+        FG_DISCHARGE_LOG=str(log),
+        FG_REAL_HANDLERS=str(SPECS / "billing_handlers.py"),
+        FG_DISCHARGE_DELAY=str(DISCHARGE_DELAY),
+    )
+    with contextlib.ExitStack() as stack:
+        a, b = (stack.enter_context(http_server(out, "--state-store", redis_url, env=env)) for _ in range(2))
+        yield Replicas(a, b, log)
 
 
 # --- helpers ---------------------------------------------------------------------------------------
+
 
 def text(result: types.CallToolResult) -> str:
     block = result.content[0]
@@ -151,7 +114,7 @@ def text(result: types.CallToolResult) -> str:
 
 
 def modern(url: str) -> Client:
-    return Client(url, mode=MODERN, cache=None)
+    return connect(url, MODERN)
 
 
 async def start(c: Client) -> str:
@@ -183,16 +146,22 @@ async def ok(c: Client, tool: str, handle: str | None, invoice: str = "inv-2") -
 
 def wrong_state(tool: str, state: str, required: str) -> str:
     allowed = "".join(f"<action>{t}</action>" for t in ALLOWED[state])
-    recovery = ("Call one of the available actions first." if ALLOWED[state] else
-                'Workflow "invoice" is in its final state: nothing more can be done with it.')
-    return (f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>Tool "{tool}" is not '
-            f'available in the current state ("{state}") of workflow "invoice".</message>'
-            f"<recovery>{recovery}</recovery><available_actions>{allowed}</available_actions>"
-            f'<details><detail key="workflow">invoice</detail><detail key="currentState">{state}</detail>'
-            f'<detail key="requiredStates">{required}</detail></details></tool_error>')
+    recovery = (
+        "Call one of the available actions first."
+        if ALLOWED[state]
+        else 'Workflow "invoice" is in its final state: nothing more can be done with it.'
+    )
+    return (
+        f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>Tool "{tool}" is not '
+        f'available in the current state ("{state}") of workflow "invoice".</message>'
+        f"<recovery>{recovery}</recovery><available_actions>{allowed}</available_actions>"
+        f'<details><detail key="workflow">invoice</detail><detail key="currentState">{state}</detail>'
+        f'<detail key="requiredStates">{required}</detail></details></tool_error>'
+    )
 
 
 # --- 2026-07-28: explicit handles shared by the replicas ------------------------------------------------
+
 
 async def test_a_handle_moves_across_replicas(replicas: Replicas) -> None:
     async with modern(replicas.a) as a, modern(replicas.b) as b:
@@ -201,8 +170,13 @@ async def test_a_handle_moves_across_replicas(replicas: Replicas) -> None:
         await ok(b, "invoice.submit", handle)  # advanced on B
         again = await call(a, "invoice.submit", handle)  # so refused on A, with what is allowed now
         assert again.is_error and text(again) == wrong_state("invoice.submit", "review", "draft")
-        assert await status(a, handle) == {"workflow_id": handle, "workflow": "invoice", "state": "review",
-                                           "allowed_tools": ALLOWED["review"], "final": False}
+        assert await status(a, handle) == {
+            "workflow_id": handle,
+            "workflow": "invoice",
+            "state": "review",
+            "allowed_tools": ALLOWED["review"],
+            "final": False,
+        }
         await ok(a, "invoice.approve", handle)
         assert (await status(b, handle))["state"] == "approved"
         unknown = await call(b, "invoice.discharge", handle[::-1])
@@ -239,8 +213,13 @@ async def test_fifty_concurrent_clients_walk_their_own_workflows(replicas: Repli
     assert failures == []
     assert len(finals) == 50  # 50 distinct handles
     for handle, final in finals.items():
-        assert final == {"workflow_id": handle, "workflow": "invoice", "state": "discharged",
-                         "allowed_tools": [], "final": True}
+        assert final == {
+            "workflow_id": handle,
+            "workflow": "invoice",
+            "state": "discharged",
+            "allowed_tools": [],
+            "final": True,
+        }
     assert len(replicas.discharges()) - before == 50  # one handler run per workflow
 
 
@@ -274,6 +253,7 @@ async def test_concurrent_double_discharge_across_replicas_runs_once(replicas: R
 
 # --- handshake era: session state per Mcp-Session-Id ------------------------------------------------
 
+
 class Session:
     """A legacy client over HTTP that also records its Mcp-Session-Id and its notifications."""
 
@@ -295,15 +275,14 @@ class Session:
 
     async def settled(self, expected: int) -> int:
         """The list_changed count, after waiting (bounded) for `expected` and a little for any extra one."""
-        with anyio.move_on_after(5):
+        with anyio.move_on_after(SETTLE_TIMEOUT):
             while self.list_changed < expected:
                 await anyio.sleep(0.02)
         await anyio.sleep(0.2)
         return self.list_changed
 
     def client(self, http: httpx2.AsyncClient) -> Client:
-        return Client(streamable_http_client(self.url, http_client=http), mode=LEGACY, cache=None,
-                      message_handler=self._message)
+        return connect(streamable_http_client(self.url, http_client=http), LEGACY, message_handler=self._message)
 
     def http(self) -> httpx2.AsyncClient:
         timeout = httpx2.Timeout(30, read=300)
@@ -322,8 +301,14 @@ def legacy_list(state: str) -> list[str]:
 
 async def test_handshake_sessions_have_their_own_state_and_list(replicas: Replicas) -> None:
     one, two, three = Session(replicas.a), Session(replicas.a), Session(replicas.b)
-    async with one.http() as h1, two.http() as h2, three.http() as h3, \
-            one.client(h1) as c1, two.client(h2) as c2, three.client(h3) as c3:
+    async with (
+        one.http() as h1,
+        two.http() as h2,
+        three.http() as h3,
+        one.client(h1) as c1,
+        two.client(h2) as c2,
+        three.client(h3) as c3,
+    ):
         for c in (c1, c2, c3):
             tools = c.server_capabilities.tools
             assert tools is not None and tools.list_changed is True

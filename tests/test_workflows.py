@@ -30,14 +30,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from fusiongen.api import Generation
-from tests.conftest import SPECS, GeneratedServer, build
+from tests.support.build import SPECS, GeneratedServer, build
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 LEGACY, MODERN = "legacy", "2026-07-28"
 MODES = [LEGACY, MODERN]
-UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get",
-           "billing.remind"]
+UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
 BOUND = ["invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"]
 GENERATED = ["invoice.start", "invoice.status"]
 ALLOWED = {
@@ -64,6 +63,7 @@ def billing(billing_build: tuple[Generation, Path]) -> Iterator[GeneratedServer]
 
 
 # --- helpers ---------------------------------------------------------------------------------------
+
 
 class Notifications:
     """A message_handler that keeps what the server sent; counts tools/list_changed."""
@@ -112,13 +112,16 @@ def spy(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str) -> list[
     calls: list[Any] = []
     original = getattr(module, name)
     if inspect.iscoroutinefunction(original):
+
         async def wrapper(args: Any) -> Any:
             calls.append(args)
             return await original(args)
     else:
+
         def wrapper(args: Any) -> Any:  # type: ignore[misc]
             calls.append(args)
             return original(args)
+
     monkeypatch.setattr(module, name, wrapper)
     return calls
 
@@ -153,30 +156,43 @@ async def ok(c: Client, tool: str, arguments: dict[str, Any], handle: str | None
 
 def wrong_state(tool: str, state: str, required: str) -> str:
     allowed = "".join(f"<action>{t}</action>" for t in ALLOWED[state])
-    recovery = ("Call one of the available actions first." if ALLOWED[state] else
-                'Workflow "invoice" is in its final state: nothing more can be done with it.')
-    return (f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>Tool "{tool}" is not '
-            f'available in the current state ("{state}") of workflow "invoice".</message>'
-            f"<recovery>{recovery}</recovery><available_actions>{allowed}</available_actions>"
-            f'<details><detail key="workflow">invoice</detail><detail key="currentState">{state}</detail>'
-            f'<detail key="requiredStates">{required}</detail></details></tool_error>')
+    recovery = (
+        "Call one of the available actions first."
+        if ALLOWED[state]
+        else 'Workflow "invoice" is in its final state: nothing more can be done with it.'
+    )
+    return (
+        f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>Tool "{tool}" is not '
+        f'available in the current state ("{state}") of workflow "invoice".</message>'
+        f"<recovery>{recovery}</recovery><available_actions>{allowed}</available_actions>"
+        f'<details><detail key="workflow">invoice</detail><detail key="currentState">{state}</detail>'
+        f'<detail key="requiredStates">{required}</detail></details></tool_error>'
+    )
 
 
 def to_start(tool: str, message: str, recovery: str) -> str:
     """A refusal whose one way forward is invoice.start."""
-    return (f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>{message}</message>'
-            f"<recovery>{recovery}</recovery><available_actions><action>invoice.start</action>"
-            '</available_actions><details><detail key="workflow">invoice</detail></details></tool_error>')
+    return (
+        f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>{message}</message>'
+        f"<recovery>{recovery}</recovery><available_actions><action>invoice.start</action>"
+        '</available_actions><details><detail key="workflow">invoice</detail></details></tool_error>'
+    )
 
 
 def unknown_handle(tool: str) -> str:
-    return to_start(tool, 'Unknown or expired workflow_id for workflow "invoice".',
-                    "Call invoice.start for a new one; handles are never created implicitly.")
+    return to_start(
+        tool,
+        'Unknown or expired workflow_id for workflow "invoice".',
+        "Call invoice.start for a new one; handles are never created implicitly.",
+    )
 
 
 def needs_handle(tool: str) -> str:
-    return to_start(tool, f'Tool "{tool}" needs a workflow handle: pass "workflow_id".',
-                    "Call invoice.start to get a workflow_id, then call this tool with it.")
+    return to_start(
+        tool,
+        f'Tool "{tool}" needs a workflow handle: pass "workflow_id".',
+        "Call invoice.start to get a workflow_id, then call this tool with it.",
+    )
 
 
 async def session_or_handle(c: Client, mode: str) -> str | None:
@@ -209,6 +225,7 @@ class RecordingStore:
 
 
 # --- tools/list ------------------------------------------------------------------------------------
+
 
 async def test_handshake_list_shows_what_the_session_state_allows(billing: GeneratedServer) -> None:
     notes = Notifications()
@@ -270,9 +287,11 @@ async def test_2026_list_is_every_tool_and_never_changes(billing: GeneratedServe
 
 # --- refusals --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_out_of_state_call_is_forbidden_and_changes_nothing(
-        billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
     approvals = spy(monkeypatch, billing.handlers, "approve_invoice")
     discharges = spy(monkeypatch, billing.handlers, "discharge_invoice")
     notes = Notifications()
@@ -297,15 +316,21 @@ async def test_out_of_state_call_is_forbidden_and_changes_nothing(
     assert both_wrong.is_error and text(both_wrong) == text(approve)
     assert approvals == [] and discharges == [] and billing.handlers.DISCHARGED == []
     assert billing.handlers.INVOICES["inv-2"]["status"] == "draft"
-    assert after == {"workflow_id": handle, "workflow": "invoice", "state": "draft",
-                     "allowed_tools": ["invoice.submit"], "final": False}
+    assert after == {
+        "workflow_id": handle,
+        "workflow": "invoice",
+        "state": "draft",
+        "allowed_tools": ["invoice.submit"],
+        "final": False,
+    }
     assert listing == (legacy_list("draft") if mode == LEGACY else [*UNBOUND, *BOUND, *GENERATED])
     assert await notes.settled() == 0
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_failing_handler_leaves_the_state(
-        billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
     approvals = spy(monkeypatch, billing.handlers, "approve_invoice")
     notes = Notifications()
     async with client(make_server(billing), mode, notes) as c:
@@ -338,11 +363,15 @@ async def test_final_state_has_no_way_out(billing: GeneratedServer, mode: str) -
         for tool, _ in WALK:
             await ok(c, tool, {"invoice_id": "inv-3"}, handle)
         final = await status(c, handle)
-        refused = {tool: await c.call_tool(tool, with_handle(arguments_for(tool, "inv-3"), handle))
-                   for tool in BOUND}
+        refused = {tool: await c.call_tool(tool, with_handle(arguments_for(tool, "inv-3"), handle)) for tool in BOUND}
         listing = await names(c)
-    assert final == {"workflow_id": handle, "workflow": "invoice", "state": "discharged", "allowed_tools": [],
-                     "final": True}
+    assert final == {
+        "workflow_id": handle,
+        "workflow": "invoice",
+        "state": "discharged",
+        "allowed_tools": [],
+        "final": True,
+    }
     assert text(refused["invoice.discharge"]) == (
         '<tool_error tool="invoice.discharge" code="FORBIDDEN" severity="error"><message>Tool '
         '"invoice.discharge" is not available in the current state ("discharged") of workflow "invoice".'
@@ -375,7 +404,8 @@ async def test_unknown_handle_is_refused_and_never_created(billing: GeneratedSer
         if mode == LEGACY:
             assert (await status(c))["state"] == "draft"  # the session's own state did not move either
     assert wrong_type.is_error and text(wrong_type).startswith(
-        '<validation_error tool="invoice.submit"><field name="workflow_id">expected a string handle')
+        '<validation_error tool="invoice.submit"><field name="workflow_id">expected a string handle'
+    )
     assert billing.handlers.INVOICES["inv-2"]["status"] == "draft"
 
 
@@ -412,14 +442,20 @@ async def test_session_style_handles_are_refused(billing: GeneratedServer, mode:
 
 # --- handles ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_start_mints_a_fresh_handle_in_the_initial_state(billing: GeneratedServer, mode: str) -> None:
     async with client(make_server(billing), mode) as c:
         handles = [await start(c) for _ in range(5)]
         refused = await c.call_tool("invoice.start", {"workflow_id": handles[0]})
         for handle in handles:
-            assert await status(c, handle) == {"workflow_id": handle, "workflow": "invoice", "state": "draft",
-                                               "allowed_tools": ["invoice.submit"], "final": False}
+            assert await status(c, handle) == {
+                "workflow_id": handle,
+                "workflow": "invoice",
+                "state": "draft",
+                "allowed_tools": ["invoice.submit"],
+                "final": False,
+            }
     assert len(set(handles)) == 5
     assert refused.is_error and text(refused) == (
         '<validation_error tool="invoice.start"><field name="workflow_id">unknown field; this tool takes '
@@ -447,14 +483,24 @@ async def test_explicit_handle_in_the_handshake_era(billing: GeneratedServer) ->
     notes = Notifications()
     async with client(make_server(billing), LEGACY, notes) as c:
         handle = await start(c)
-        assert await status(c, handle) == {"workflow_id": handle, "workflow": "invoice", "state": "draft",
-                                           "allowed_tools": ["invoice.submit"], "final": False}
+        assert await status(c, handle) == {
+            "workflow_id": handle,
+            "workflow": "invoice",
+            "state": "draft",
+            "allowed_tools": ["invoice.submit"],
+            "final": False,
+        }
         await ok(c, "invoice.submit", {"invoice_id": "inv-2"}, handle)
         await ok(c, "invoice.approve", {"invoice_id": "inv-2"}, handle)
         assert (await status(c, handle))["state"] == "approved"
         # The session's own workflow did not move, so neither did its list, and nothing was announced.
-        assert await status(c) == {"workflow_id": None, "workflow": "invoice", "state": "draft",
-                                   "allowed_tools": ["invoice.submit"], "final": False}
+        assert await status(c) == {
+            "workflow_id": None,
+            "workflow": "invoice",
+            "state": "draft",
+            "allowed_tools": ["invoice.submit"],
+            "final": False,
+        }
         assert await names(c) == legacy_list("draft")
         assert await notes.settled() == 0
         # The handle's state gates a call even where the session's list would not show the tool.
@@ -579,9 +625,13 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
         await ok(c, "ticket.peek", {})  # bound without a transition
         assert await notes.settled() == 1
         working = await c.call_tool("ticket.status", {})
-        assert working.structured_content == {"ticket_id": None, "workflow": "ticket", "state": "working",
-                                              "allowed_tools": ["ticket.note", "ticket.peek", "ticket.close"],
-                                              "final": False}
+        assert working.structured_content == {
+            "ticket_id": None,
+            "workflow": "ticket",
+            "state": "working",
+            "allowed_tools": ["ticket.note", "ticket.peek", "ticket.close"],
+            "final": False,
+        }
         await ok(c, "ticket.close", {})
         assert await notes.settled() == 2
         in_closed = [t.name for t in (await c.list_tools()).tools]
@@ -592,8 +642,10 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
         taken = await c.call_tool("ticket.status", {"ticket_id": handle})
         anonymous = await c.call_tool("ticket.take", {})
     assert taken.structured_content["ticket_id"] == handle and taken.structured_content["state"] == "working"
-    assert anonymous.is_error and '<message>Tool "ticket.take" needs a workflow handle: pass "ticket_id".' \
-        "</message>" in text(anonymous)
+    assert (
+        anonymous.is_error
+        and '<message>Tool "ticket.take" needs a workflow handle: pass "ticket_id".</message>' in text(anonymous)
+    )
     assert list(in_open) == ["ticket.note", "ticket.take", "ticket.start", "ticket.status"]
     assert in_open["ticket.note"] == "Note."
     assert in_open["ticket.take"] == "Take the ticket and start working on it."
@@ -602,13 +654,14 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
     # A compact form is for the initial state only.
     assert in_working["ticket.peek"] == "Look at the work in progress."
     assert in_closed == ["ticket.start", "ticket.status"]
-    assert modern["ticket.note"] == ('Add a note to the ticket; it stays where it is. (Workflow "ticket": '
-                                     "runs only in state open, working; pass ticket_id from ticket.start.)")
+    assert modern["ticket.note"] == (
+        'Add a note to the ticket; it stays where it is. (Workflow "ticket": '
+        "runs only in state open, working; pass ticket_id from ticket.start.)"
+    )
     assert ticket.handlers.CALLS == ["note", "take", "note", "peek", "close", "take"]
 
 
-async def test_billing_compact_description_is_not_shown_outside_the_initial_state(
-        billing: GeneratedServer) -> None:
+async def test_billing_compact_description_is_not_shown_outside_the_initial_state(billing: GeneratedServer) -> None:
     async with client(make_server(billing), LEGACY) as c:
         for tool, _ in WALK[:2]:
             await ok(c, tool, {"invoice_id": "inv-2"})
@@ -668,8 +721,14 @@ def desk(tmp_path: Path) -> Iterator[GeneratedServer]:
 async def test_two_workflows_keep_their_states_and_handles_apart(desk: GeneratedServer) -> None:
     notes = Notifications()
     async with Client(desk.create_server(), mode=LEGACY, cache=None, message_handler=notes) as c:
-        assert await names(c) == ["ticket.take", "refund.grant", "ticket.start", "ticket.status",
-                                  "refund.start", "refund.status"]
+        assert await names(c) == [
+            "ticket.take",
+            "refund.grant",
+            "ticket.start",
+            "ticket.status",
+            "refund.start",
+            "refund.status",
+        ]
         await ok(c, "ticket.take", {})
         assert await notes.settled() == 1
         generated = ["ticket.start", "ticket.status", "refund.start", "refund.status"]
@@ -679,28 +738,34 @@ async def test_two_workflows_keep_their_states_and_handles_apart(desk: Generated
     async with Client(desk.create_server(), mode=MODERN, cache=None) as c:
         ticket = await start(c, "ticket")
         refund = await start(c, "refund")
-        crossed = [await c.call_tool("refund.grant", {"workflow_id": ticket}),
-                   await c.call_tool("ticket.take", {"workflow_id": refund}),
-                   await c.call_tool("ticket.status", {"workflow_id": refund})]
+        crossed = [
+            await c.call_tool("refund.grant", {"workflow_id": ticket}),
+            await c.call_tool("ticket.take", {"workflow_id": refund}),
+            await c.call_tool("ticket.status", {"workflow_id": refund}),
+        ]
         await ok(c, "refund.grant", {}, refund)
         assert (await status(c, ticket, "ticket"))["state"] == "open"
         assert (await status(c, refund, "refund"))["state"] == "granted"
-    for result, tool, workflow in zip(crossed, ["refund.grant", "ticket.take", "ticket.status"],
-                                      ["refund", "ticket", "ticket"], strict=True):
+    for result, tool, workflow in zip(
+        crossed, ["refund.grant", "ticket.take", "ticket.status"], ["refund", "ticket", "ticket"], strict=True
+    ):
         assert result.is_error
         assert text(result) == (
             f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>Unknown or expired '
             f'workflow_id for workflow "{workflow}".</message><recovery>Call {workflow}.start for a new one; '
             f"handles are never created implicitly.</recovery><available_actions><action>{workflow}.start"
             f'</action></available_actions><details><detail key="workflow">{workflow}</detail></details>'
-            "</tool_error>")
+            "</tool_error>"
+        )
 
 
 # --- concurrency -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_concurrent_double_discharge_runs_the_handler_once(
-        billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
     original = billing.handlers.discharge_invoice
     started: list[float] = []
 
@@ -781,8 +846,14 @@ async def test_approval_machine_from_xstate_json(approval: GeneratedServer, mode
         if mode == MODERN:
             result = await c.call_tool("expense.start", {})
             handle = result.structured_content["workflow_id"]
-        walk = [("expense.submit", "pending"), ("expense.reject", "rejected"), ("expense.revise", "draft"),
-                ("expense.submit", "pending"), ("expense.approve", "approved"), ("expense.pay", "paid")]
+        walk = [
+            ("expense.submit", "pending"),
+            ("expense.reject", "rejected"),
+            ("expense.revise", "draft"),
+            ("expense.submit", "pending"),
+            ("expense.approve", "approved"),
+            ("expense.pay", "paid"),
+        ]
         early = await c.call_tool("expense.pay", with_handle({"expense_id": expense}, handle))
         assert early.is_error and 'code="FORBIDDEN"' in text(early)
         assert "<available_actions><action>expense.submit</action></available_actions>" in text(early)
@@ -804,6 +875,7 @@ async def test_approval_machine_from_xstate_json(approval: GeneratedServer, mode
 
 # --- SQLite: state survives the server -------------------------------------------------------------
 
+
 async def test_sqlite_store_is_seen_by_a_new_server(billing: GeneratedServer, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'state' / 'x.db'}"
     async with client(make_server(billing, url), MODERN) as c:
@@ -811,8 +883,13 @@ async def test_sqlite_store_is_seen_by_a_new_server(billing: GeneratedServer, tm
         await ok(c, "invoice.submit", {"invoice_id": "inv-2"}, handle)
         await ok(c, "invoice.approve", {"invoice_id": "inv-2"}, handle)
     async with client(make_server(billing, url), MODERN) as c:
-        assert await status(c, handle) == {"workflow_id": handle, "workflow": "invoice", "state": "approved",
-                                           "allowed_tools": ["invoice.discharge"], "final": False}
+        assert await status(c, handle) == {
+            "workflow_id": handle,
+            "workflow": "invoice",
+            "state": "approved",
+            "allowed_tools": ["invoice.discharge"],
+            "final": False,
+        }
         refused = await c.call_tool("invoice.submit", {"invoice_id": "inv-2", "workflow_id": handle})
         assert refused.is_error and text(refused) == wrong_state("invoice.submit", "approved", "draft")
         await ok(c, "invoice.discharge", {"invoice_id": "inv-2"}, handle)
@@ -823,9 +900,11 @@ async def test_sqlite_store_is_seen_by_a_new_server(billing: GeneratedServer, tm
 
 
 # Runs `python -m billing_server ARGS...` after writing its pid to a file, so the test can SIGKILL it.
-BOOT = ("import os, runpy, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
-        "sys.argv = ['billing_server', *sys.argv[2:]]; "
-        "runpy.run_module('billing_server', run_name='__main__')")
+BOOT = (
+    "import os, runpy, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
+    "sys.argv = ['billing_server', *sys.argv[2:]]; "
+    "runpy.run_module('billing_server', run_name='__main__')"
+)
 
 
 def stdio_params(out: Path, pidfile: Path, url: str) -> StdioServerParameters:
@@ -847,7 +926,8 @@ def wait_dead(pid: int) -> None:
 
 
 async def test_sqlite_stdio_server_sigkilled_loses_no_committed_transition(
-        billing_build: tuple[Generation, Path], tmp_path: Path) -> None:
+    billing_build: tuple[Generation, Path], tmp_path: Path
+) -> None:
     out = billing_build[1]
     url = f"sqlite:///{tmp_path / 'state.db'}"
     first_pid = tmp_path / "first.pid"
@@ -865,8 +945,13 @@ async def test_sqlite_stdio_server_sigkilled_loses_no_committed_transition(
         await anyio.to_thread.run_sync(wait_dead, pid)
     second_pid = tmp_path / "second.pid"
     async with Client(stdio_params(out, second_pid, url), mode=MODERN, cache=None) as c:
-        assert await status(c, handle) == {"workflow_id": handle, "workflow": "invoice", "state": "approved",
-                                           "allowed_tools": ["invoice.discharge"], "final": False}
+        assert await status(c, handle) == {
+            "workflow_id": handle,
+            "workflow": "invoice",
+            "state": "approved",
+            "allowed_tools": ["invoice.discharge"],
+            "final": False,
+        }
         await ok(c, "invoice.discharge", {"invoice_id": "inv-2"}, handle)
         assert (await status(c, handle))["final"] is True
     assert int(second_pid.read_text()) != pid

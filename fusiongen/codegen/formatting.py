@@ -41,8 +41,11 @@ def _run_ruff(arguments: list[str], path: str, text: str) -> str:
 
 
 def prune_imports(path: str, text: str) -> str:
-    """`text` without the imports it does not use (ruff's F401 fix)."""
-    return _run_ruff(["check", "--select", "F401", "--fix", "--exit-zero", "--quiet"], path, text)
+    """`text` without the imports it does not use (ruff's F401 fix), then with its import block sorted
+    again (I001): removing a whole import can leave a gap isort would not. Two passes, because in one
+    isort would wrap the long, unpruned line first and keep it wrapped."""
+    text = _run_ruff(["check", "--select", "F401", "--fix", "--exit-zero", "--quiet"], path, text)
+    return _run_ruff(["check", "--select", "I001", "--fix", "--exit-zero", "--quiet"], path, text)
 
 
 def format_source(path: str, text: str) -> str:

@@ -36,6 +36,7 @@ class InputFieldView:
     nullable: bool
     expected: str  # what a missing required field should have been
     absent: str  # literal used when an optional field is absent
+    absent_is_none: bool  # optional with no default: absent and null both mean None
     convert: str  # expression validating `value`, recording errors in `errors`
 
 
@@ -122,6 +123,7 @@ class InputViews:
             nullable=field.nullable,
             expected=py_string(_expected(field.type)),
             absent=_default_literal(field) if field.has_default else "None",
+            absent_is_none=not field.required and not field.has_default,
             convert=self.input_convert(field, field.type, "value", name),
         )
 

@@ -1,0 +1,1 @@
+"""The package holding the handler module `impl.ops` of the my-tools MCP server."""
