@@ -375,7 +375,7 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
     if shutil.which("redis-server") is None:
         notes.append("redis: skipped, redis-server is not on PATH (make redis-server installs it)")
     else:
-        from tests.redis_server import start_redis
+        from tests.support.redis_server import start_redis
 
         try:
             port, stop = start_redis(work)

@@ -40,6 +40,7 @@ __all__ = [
     "publish",
     "schema_text",
     "validate",
+    "write_schema",
 ]
 
 
@@ -164,6 +165,11 @@ def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
 def schema_text() -> str:
     """The JSON Schema of the spec language, as `fusiongen schema` prints it and `init` writes it."""
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def write_schema(path: Path) -> None:
+    """Write the spec language's JSON Schema to `path` (atomically, like every file fusiongen writes)."""
+    write_user_file(path, schema_text())
 
 
 def init_project(directory: Path, name: str | None) -> list[str]:

@@ -189,14 +189,13 @@ def schema(
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Print the JSON Schema of the spec language (for editors: taplo / Even Better TOML `#:schema`)."""
-    from fusiongen.api import schema_text
+    from fusiongen.api import schema_text, write_schema
 
     def run() -> int:
-        text = schema_text()
         if out is None:
-            sys.stdout.write(text)
+            sys.stdout.write(schema_text())
         else:
-            out.write_text(text, encoding="utf-8", newline="\n")
+            write_schema(out)
         return EXIT_OK
 
     _guarded(run)
