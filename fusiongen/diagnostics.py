@@ -142,4 +142,5 @@ CODES: dict[str, str] = {
     "FG407": "stale generated file (check)",
     "FG408": "init would overwrite a file",
     "FG409": "output directory unusable",
+    "FG410": "handler is a generator function (check)",
 }

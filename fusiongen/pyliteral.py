@@ -18,8 +18,8 @@ class PyName(str):
 
 
 def docstring_text(text: str) -> str:
-    """User text made safe between triple quotes: backslashes, quotes and control characters escaped,
-    line breaks kept."""
+    """User text made safe between triple quotes: backslashes, quotes and the unsafe characters (control
+    characters, other line breaks, bidirectional controls) escaped, `\\n` kept."""
     out = []
     for char in text:
         if char == "\\":
@@ -28,21 +28,94 @@ def docstring_text(text: str) -> str:
             out.append('\\"')
         elif char == "\n":
             out.append(char)
-        elif ord(char) < 0x20 or char == "\x7f":
-            out.append(f"\\x{ord(char):02x}")
+        elif _is_unsafe(char):  # \r, NUL, U+2028, bidirectional controls...
+            out.append(_escape(char))
         else:
             out.append(char)
     return "".join(out)
 
 
+# Characters never written raw outside a string literal: every line break Python, editors or Markdown know
+# (a path or text holding one would end a comment), the other control characters, lone surrogates (a path
+# that is not UTF-8) and the bidirectional controls (they reorder what a reviewer sees). A fixed set, not
+# `str.isprintable`, so the same text encodes the same way under every Python's Unicode database.
+_UNSAFE = frozenset(
+    [chr(c) for c in range(0x20)]
+    + [chr(c) for c in range(0x7F, 0xA0)]
+    + ["\u2028", "\u2029", "\ufeff", "\u200e", "\u200f", "\u061c"]
+    + [chr(c) for c in range(0x202A, 0x202F)]
+    + [chr(c) for c in range(0x2066, 0x206A)]
+)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _is_unsafe(char: str) -> bool:
+    return char in _UNSAFE or "\ud800" <= char <= "\udfff"
+
+
+def comment_text(text: str) -> str:
+    """Text (a path) made safe on one line of a `#` comment, an HTML comment or a Markdown code span,
+    reversibly: backslashes and the unsafe characters become Python-style escapes, and so do `<`, `>`
+    (`-->` would end an HTML comment) and backticks. Ordinary paths do not change."""
+    return "".join(_escape(c) if _is_unsafe(c) or c in "<>`" else "\\\\" if c == "\\" else c for c in text)
+
+
+# Markdown: escaped everywhere (emphasis, code, links, tables, strikethrough, backslash itself) ...
+_MARKDOWN_PUNCTUATION = frozenset("\\`*_[]|~")
+# ... and at the start of a line, where they open a heading, a list, a quote or a setext underline.
+_MARKDOWN_LINE_START = frozenset("#+-=")
+_LINE_BREAKS = ("\r\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c")
+
+
+def markdown_text(text: str, *, inline: bool = False) -> str:
+    """User text as Markdown that shows exactly that text: no HTML (`<`, `>`, `&` become entities), no
+    links, emphasis, code or tables, no block structure from what a line starts with (leading spaces
+    dropped: they would start a code block). Line breaks stay line breaks (`inline`: spaces, for a table
+    cell); other control characters, lone surrogates and bidirectional controls become visible escapes."""
+    for brk in _LINE_BREAKS:
+        text = text.replace(brk, "\n")
+    lines = []
+    for line in text.split("\n"):
+        out = []
+        for char in line.lstrip(" \t"):
+            if char == "&":
+                out.append("&amp;")
+            elif char == "<":
+                out.append("&lt;")
+            elif char == ">":
+                out.append("&gt;")
+            elif char in _MARKDOWN_PUNCTUATION or (not out and char in _MARKDOWN_LINE_START):
+                out.append("\\" + char)
+            elif _is_unsafe(char):
+                out.append("\\" + _escape(char))
+            elif char in ".)" and out and all(o.isdigit() for o in out):
+                out.append("\\" + char)  # "1." or "1)" opens an ordered list
+            else:
+                out.append(char)
+        lines.append("".join(out))
+    return (" " if inline else "\n").join(lines)
+
+
 def toml_string(text: str) -> str:
-    """A TOML basic string: JSON's escapes, plus DEL, which TOML forbids raw and JSON leaves alone."""
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+    """A TOML basic string: JSON's escapes, plus DEL (TOML forbids it raw, JSON leaves it alone) and the other
+    unsafe characters."""
+    literal = json.dumps(text, ensure_ascii=False)  # DEL, C1 and line/bidirectional controls escaped too
+    return "".join(f"\\u{ord(c):04x}" if _is_unsafe(c) else c for c in literal)
 
 
 def py_string(text: str) -> str:
-    """A double-quoted Python string literal (JSON's escapes are valid Python escapes)."""
-    return json.dumps(text, ensure_ascii=False)
+    """A double-quoted Python string literal (JSON's escapes are valid Python escapes). The unsafe characters
+    JSON leaves raw are escaped too: a lone surrogate (a path that is not UTF-8, decoded with
+    surrogateescape) cannot be written to a UTF-8 file, and U+2028, C1 controls or bidirectional controls
+    would break or reorder the line for editors and reviewers. The program gets the same string."""
+    literal = json.dumps(text, ensure_ascii=False)
+    if any(_is_unsafe(c) for c in literal):
+        literal = "".join(f"\\u{ord(c):04x}" if _is_unsafe(c) else c for c in literal)
+    return literal
 
 
 def py_literal(value: object, level: int = 0, prefix_width: int = 0) -> str:

@@ -141,11 +141,6 @@ def test_in_number_refuses(value: object, shown: str) -> None:
     assert refusal(rt.in_number, value) == f"expected a number; you sent {shown}."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: in_number passes NaN and ±inf through to the handler; the mcp transports parse JSON with "
-    "pydantic, which turns NaN/Infinity into floats, and they are not JSON numbers (out_number refuses them)",
-)
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
 def test_in_number_refuses_non_finite(value: float) -> None:
     assert refusal(rt.in_number, value).startswith("expected a number; you sent ")
@@ -314,6 +309,16 @@ def test_check_keys() -> None:
     errors = []
     rt.check_keys({"a": 1}, allowed, guarded, "", errors)
     assert errors == []
+
+
+def test_check_keys_inside_a_hidden_field_does_not_name_the_keys_sent() -> None:
+    errors: list[FieldError] = []
+    allowed, guarded = frozenset({"b", "a"}), frozenset({"id"})
+    rt.check_keys({"a": 1, SECRET: 2, "id": 3, "x": 5}, allowed, guarded, "home", errors, secret=True)
+    assert errors == [
+        FieldError("home.id", "this field is guarded: it is set by the server and cannot be written."),
+        FieldError("home", "this object holds unknown fields. Accepted fields: a, b."),
+    ]
 
 
 def test_check_keys_nested_path_and_no_accepted_fields() -> None:
@@ -490,11 +495,6 @@ def test_cast_string() -> None:
         assert str(output_error(rt.cast_string, bad)) == "result.amount: expected a value that can be cast to a string"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cast_string(an int over 4300 digits) raises ValueError from str(), not OutputError "
-    "(so the call ends INTERNAL_ERROR instead of OUTPUT_INVALID)",
-)
 def test_cast_string_of_an_integer_too_long_for_str() -> None:
     assert str(output_error(rt.cast_string, 10**5000)) == "result.amount: expected a value that can be cast to a string"
 
@@ -800,11 +800,6 @@ def test_table_text() -> None:
     assert rt.table_text(("Only",), []) == "| Only |\n| --- |"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: table_text turns '\\n' into a space but leaves '\\r', also a Markdown line ending, so a cell "
-    "value with a carriage return ends its row and can forge rows of its own",
-)
 def test_table_text_keeps_a_carriage_return_inside_its_cell() -> None:
     text = rt.table_text(("Name",), [("ok\r| forged |",)])
     assert len(text.splitlines()) == 3
@@ -813,6 +808,22 @@ def test_table_text_keeps_a_carriage_return_inside_its_cell() -> None:
 def test_list_text() -> None:
     assert rt.list_text(["a", "", "b"]) == "- a\n- b"
     assert rt.list_text([]) == ""
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r", "\r\n", "\v", "\f", "\x85", "\u2028", "\u2029"])
+def test_line_breaks_cannot_forge_list_entries_or_table_rows(brk: str) -> None:
+    assert rt.list_text([f"a{brk}- forged", "b"]) == "- a - forged\n- b"
+    assert rt.table_text(("N",), [(f"a{brk}| x |",)]).splitlines()[2] == "| a \\| x \\| |"
+
+
+def test_table_text_escapes_backslashes_before_pipes() -> None:
+    # "\\|" must not read as an escaped backslash followed by a cell-ending pipe.
+    assert rt.table_text(("N",), [("a\\| b",)]).splitlines()[2] == "| a\\\\\\| b |"
+
+
+def test_fenced_outgrows_every_backtick_run_in_its_text() -> None:
+    assert rt.fenced("sql", "a\n```\n# forged") == "````sql\na\n```\n# forged\n````"
+    assert rt.fenced("", "`````") == "``````\n`````\n``````"
 
 
 def test_json_text_and_fenced() -> None:
@@ -915,11 +926,6 @@ async def test_bind_handler(function: Callable[..., Any], expected: object) -> N
     assert await handler("A", CTX) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: bind_handler treats an object with `async def __call__` as sync (inspect.iscoroutinefunction "
-    "is False for it), so the handler 'returns' an un-awaited coroutine instead of its value",
-)
 @pytest.mark.parametrize(
     ("function", "expected"),
     [(AsyncCallable(), ("AsyncCallable", "A")), (AsyncCallableCtx(), ("AsyncCallableCtx", "A", CTX))],
@@ -931,6 +937,49 @@ async def test_bind_handler_awaits_async_callable_objects(function: object, expe
     if inspect.iscoroutine(result):
         result.close()  # what the bug hands the presenter: a coroutine nobody awaits
     assert result == expected
+
+
+def sync_wrapper_of_async(args: Any) -> object:
+    return async_one(args)  # a sync decorator around an async function returns its coroutine
+
+
+def generator_handler(args: Any) -> Any:
+    yield args
+
+
+async def async_generator_handler(args: Any) -> Any:
+    yield args
+
+
+async def test_bind_handler_awaits_what_a_sync_wrapper_returns() -> None:
+    handler = rt.bind_handler(handlers_module(h=sync_wrapper_of_async), "h", "t")
+    assert await handler("A", CTX) == ("async_one", "A")
+
+
+@pytest.mark.parametrize("function", [generator_handler, async_generator_handler])
+async def test_bind_handler_refuses_a_generator(function: Callable[..., Any]) -> None:
+    handler = rt.bind_handler(handlers_module(h=function), "h", "t")
+    with pytest.raises(rt.NotAHandler):
+        await handler("A", CTX)
+
+
+@pytest.mark.parametrize("function", [generator_handler, async_generator_handler])
+async def test_run_tool_with_a_generator_handler_is_internal_error(
+    function: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR)
+    handler = rt.bind_handler(handlers_module(h=function), "h", "invoice.get")
+    result = await rt.run_tool("invoice.get", parse_ok, None, handler, {}, CTX)
+    assert (result.is_error, text_of(result)) == (True, INTERNAL_ERROR)
+    assert "instead of its result, so its body never ran" in caplog.text
+
+
+async def test_run_tool_awaits_a_coroutine_an_async_ctx_handler_returns() -> None:
+    async def handler(args: Any, ctx: Any) -> object:
+        return async_one(args)
+
+    result = await rt.run_tool("t", parse_ok, present_ok, handler, {"a": 1}, CTX)
+    assert result.structured_content == {"result": ("async_one", {"a": 1})}
 
 
 async def test_bind_handler_returns_async_ctx_function_itself() -> None:
@@ -1057,6 +1106,30 @@ async def test_run_tool_without_presenter_shows_nothing_returned() -> None:
     assert (result.is_error, text_of(result), result.structured_content) == (False, "invoice.void: done.", None)
 
 
+class CustomBase(BaseException):
+    pass
+
+
+@pytest.mark.parametrize(
+    "exc", [SystemExit(SECRET), KeyboardInterrupt(SECRET), GeneratorExit(SECRET), CustomBase(SECRET)], ids=repr
+)
+async def test_run_tool_base_exception_ends_only_the_call(exc: BaseException, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    async def handler(args: Any, ctx: Any) -> object:
+        raise exc
+
+    def present(raw: object) -> types.CallToolResult:
+        raise exc
+
+    async def fine(args: Any, ctx: Any) -> object:
+        return {}
+
+    assert text_of(await rt.run_tool("invoice.get", parse_ok, present_ok, handler, {}, CTX)) == INTERNAL_ERROR
+    assert text_of(await rt.run_tool("invoice.get", parse_ok, present, fine, {}, CTX)) == INTERNAL_ERROR
+    assert SECRET not in caplog.text
+
+
 async def test_run_tool_lets_cancellation_through() -> None:
     async def handler(args: Any, ctx: Any) -> object:
         raise asyncio.CancelledError
@@ -1117,12 +1190,6 @@ def test_import_handlers_missing_dependency_is_not_hidden(tmp_path: Path, clean_
     assert info.value.name == "fg_rt_no_such_dependency"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: import_handlers compares names with str.startswith, so a missing dependency whose name is a "
-    'prefix of the handler module ("billing" for "billing_handlers") is reported as the handler module '
-    "not being importable, hiding the real missing module",
-)
 def test_import_handlers_missing_dependency_with_a_prefix_name(tmp_path: Path, clean_imports: None) -> None:
     (tmp_path / "fg_rt_dep_handlers.py").write_text("import fg_rt_dep\n")
     with pytest.raises(ModuleNotFoundError) as info:

@@ -96,18 +96,21 @@ class InputViews:
             self.input_models.append(model)
         return f"parse_{self.server.model(model).snake}_fields"
 
-    def input_convert(self, field: FieldIR, type_ir: TypeIR, value: str, name: str) -> str:
-        secret = ", secret=True" if field.hidden else ""
+    def input_convert(self, field: FieldIR, type_ir: TypeIR, value: str, name: str, nested: bool = False) -> str:
+        """The check of one value. A hidden field's value is never echoed, and neither is anything inside
+        it: its nested model's fields and its list items are checked as secret too. Inside a nested parse
+        function (`nested`), whether the object itself sits in a hidden field arrives as its `secret`."""
+        secret = ", secret=True" if field.hidden else ", secret=secret" if nested else ""
         kind = type_ir.kind
         if kind == "enum":
             constant = enum_constant(self.input_constants, field.name, type_ir.enum_values, as_set=False)
             return f"in_enum({value}, {constant}, {name}, errors{secret})"
         if kind == "model":
             assert type_ir.model is not None
-            return f"{self.want_nested_input(type_ir.model)}({value}, {name}, errors)"
+            return f"{self.want_nested_input(type_ir.model)}({value}, {name}, errors{secret})"
         if kind == "list":
             assert type_ir.items is not None
-            item = self.input_convert(field, type_ir.items, "item", _indexed(name))
+            item = self.input_convert(field, type_ir.items, "item", _indexed(name), nested)
             return f"[{item} for index, item in enumerate(in_list({value}, {name}, errors{secret}) or ())]"
         return f"in_{'string' if kind == 'text' else kind}({value}, {name}, errors{secret})"
 
@@ -124,7 +127,7 @@ class InputViews:
             expected=py_string(_expected(field.type)),
             absent=_default_literal(field) if field.has_default else "None",
             absent_is_none=not field.required and not field.has_default,
-            convert=self.input_convert(field, field.type, "value", name),
+            convert=self.input_convert(field, field.type, "value", name, nested=bool(prefix)),
         )
 
     def annotation(self, field: FieldIR) -> str:

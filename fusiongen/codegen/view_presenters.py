@@ -138,12 +138,16 @@ def _block(block: UIBlockIR, collection: bool, constants: dict[str, str], owner:
         )
     else:
         assert block.text is not None
-        wrap = {
-            "mermaid": 'fenced("mermaid", {})',
-            "code": f"fenced({py_string(block.language)}, {{}})",
-            "summary": "summary_text({})",
-        }.get(block.type, "{}")
-        text = wrap.format(block.text.python)
+        # Built by concatenation: the language is user text and never part of a format string.
+        python = block.text.python
+        if block.type == "mermaid":
+            text = f'fenced("mermaid", {python})'
+        elif block.type == "code":
+            text = f"fenced({py_string(block.language)}, {python})"
+        elif block.type == "summary":
+            text = f"summary_text({python})"
+        else:
+            text = python
     return BlockView(block.when.python if block.when else None, py_string(block.type), text, block.for_user)
 
 

@@ -172,7 +172,7 @@ def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
         spec = checked
     machines = {
         w.machine: read_machine(
-            path.parent / w.machine, Path(display_path).parent.joinpath(w.machine).as_posix(), w.machine
+            path.parent / w.machine, Path(display_path).parent.joinpath(w.machine).as_posix(), w.machine, path.parent
         )
         for w in spec.workflows.values()
         if w.machine is not None

@@ -15,6 +15,7 @@ from fusiongen.load.loader import Loc
 from fusiongen.load.spec import UIBlockSpec
 from fusiongen.lower.context import LowerContext
 from fusiongen.lower.scope import PresenterScope
+from fusiongen.names import CODE_LANGUAGE
 
 _EXPR_TYPES = {
     "string": expr.ExprType.STRING,
@@ -238,6 +239,16 @@ class PresenterExpressions:
                     hint='mark the block audience = "user"',
                 )
                 return None
+        if spec.language is not None and not CODE_LANGUAGE.match(spec.language):
+            # It opens the fence (```language): a line break or a backtick there would end the block early.
+            self.ctx.error(
+                "FG160",
+                f'code block language "{spec.language}" is not a language name',
+                (*loc, "language"),
+                value=True,
+                hint='one line of at most 100 characters without backticks, such as "python" or "{r}"',
+            )
+            return None
         if (spec.text is not None and text is None) or any(e is None for e in entries):
             return None
         return UIBlockIR(

@@ -237,13 +237,19 @@ class _PresenterLowering:
                     value=True,
                 )
                 continue
-            model = self.scope.models.get(target.model or "")
-            leaking = [f for f in (child_spec.schema_ or {}) if model and (m := model.field(f)) and m.hidden]
-            if leaking:  # an inline schema would read the hidden field straight from the handler's data
+            # An inline schema (or one it embeds, or a model it types a field with) would read a hidden
+            # field straight from the handler's data, at whatever depth the model hides it.
+            leak = self.scope.hidden_leak(child, target.model or "")
+            if leak is not None:
+                path, owner = leak
+                where = (
+                    f'"{target.model}", which field "{field_name}" holds'
+                    if len(path) == 1
+                    else f'"{owner}", inside field "{field_name}" (model "{target.model}")'
+                )
                 self.ctx.error(
                     "FG153",
-                    f'presenter "{child}" declares "{leaking[0]}", a hidden field of model '
-                    f'"{target.model}", which field "{field_name}" holds',
+                    f'presenter "{child}" declares "{".".join(path)}", a hidden field of model {where}',
                     at,
                     value=True,
                     hint="hidden fields never leave the server; remove it from the schema",

@@ -11,6 +11,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 from fusiongen.ir import FieldIR, ModelIR, RedactionPath
 from fusiongen.load.spec import PresenterSpec
@@ -23,6 +24,10 @@ class PresenterScope:
     models: Mapping[str, ModelIR]
     schemas: Mapping[str, tuple[FieldIR, ...]]  # presenter → its schema
     specs: Mapping[str, PresenterSpec]
+    # hidden_leak's answers by (source kind, source, model): every embed edge asks about its subtree.
+    _leaks: dict[tuple[str, str, str], tuple[tuple[str, ...], str] | None] = dataclass_field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def children(self, field: FieldIR, embed: str | None) -> tuple[FieldIR, ...] | None:
         """The fields inside a model-typed field (through an embed: the child presenter's schema)."""
@@ -43,6 +48,72 @@ class PresenterScope:
         if model is not None:
             return tuple(f for f in model.fields if f.hidden)
         return ()
+
+    def hidden_leak(self, presenter: str, model: str) -> tuple[tuple[str, ...], str] | None:
+        """Whether presenter `presenter`, shaping data of model `model`, would show a field that model
+        hides, at any depth: (the path it shows, the model hiding its last segment), or None.
+
+        An inline schema is a declaration of its own, so its fields, the models it types them with and
+        the presenters it embeds are checked against the real model's fields, all the way down (a hidden
+        field of a nested model would otherwise be read straight from the handler's data)."""
+        return self._leak(("presenter", presenter), model, set())
+
+    def _outputs(self, source: tuple[str, str]) -> tuple[tuple[FieldIR, tuple[str, str] | None], ...]:
+        """What a presenter's schema or a model's shape writes: each field and how its inside is shaped."""
+        kind, name = source
+        if kind == "presenter":
+            fields, embeds = self.schemas.get(name, ()), dict(self.specs[name].embed) if name in self.specs else {}
+        else:
+            fields, embeds = (m.visible_fields if (m := self.models.get(name)) else ()), {}
+        found = []
+        for field in fields:
+            inner: tuple[str, str] | None = None
+            if field.name in embeds and embeds[field.name] in self.specs:
+                inner = ("presenter", embeds[field.name])
+            elif field.type.models:
+                inner = ("model", field.type.models[0])
+            found.append((field, inner))
+        return tuple(found)
+
+    def _leak(
+        self, source: tuple[str, str], model: str, active: set[tuple[str, str, str]]
+    ) -> tuple[tuple[str, ...], str] | None:
+        found, _ = self._leak_walk(source, model, active)
+        return found
+
+    def _leak_walk(
+        self, source: tuple[str, str], model: str, active: set[tuple[str, str, str]]
+    ) -> tuple[tuple[tuple[str, ...], str] | None, bool]:
+        """(the leak, whether the answer is complete): a walk cut short by a pair already on the stack
+        (recursive models) is not memoized, so a later question about that pair is answered in full."""
+        key = (*source, model)
+        real = self.models.get(model)
+        if real is None or source == ("model", model):  # a model's own shape is safe
+            return None, True
+        if key in self._leaks:
+            return self._leaks[key], True
+        if key in active:  # being checked further up: anything found through it is found there
+            return None, False
+        active.add(key)
+        complete = True
+        result: tuple[tuple[str, ...], str] | None = None
+        for field, inner in self._outputs(source):
+            declared = real.field(field.name)
+            if declared is None:
+                continue
+            if declared.hidden:
+                result = (field.name,), model
+                break
+            if inner is not None and declared.type.models:
+                found, whole = self._leak_walk(inner, declared.type.models[0], active)
+                complete = complete and whole
+                if found is not None:
+                    result = (field.name, *found[0]), found[1]
+                    break
+        active.discard(key)
+        if result is not None or complete:
+            self._leaks[key] = result
+        return result, result is not None or complete
 
     def expand(
         self, path: str, fields: tuple[FieldIR, ...], embeds: dict[str, str]

@@ -13,11 +13,12 @@ from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
 from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec
 from fusiongen.lower.context import LowerContext
+from fusiongen.lower.generated_names import check_generated_names
 from fusiongen.lower.models import lower_models
 from fusiongen.lower.presenters import lower_presenters, with_implicit_presenters
 from fusiongen.lower.tools import check_collisions, check_workflow_names, lower_tool
 from fusiongen.lower.workflows import lower_workflows
-from fusiongen.names import MODULE, RESERVED_PACKAGES, SERVER_NAME, snake_case
+from fusiongen.names import MODULE, RESERVED_PACKAGES, SERVER_NAME, STDLIB_MODULES, snake_case
 
 
 def lower(loaded: LoadedSpec) -> tuple[ServerIR, list[Diagnostic]]:
@@ -45,6 +46,15 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
                 ("server", "package"),
                 value=True,
             )
+        elif package_ok and package in STDLIB_MODULES:
+            package_ok = False
+            ctx.error(
+                "FG141",
+                f'package name "{package}" is the name of a standard-library module: one would shadow the other',
+                ("server", "package"),
+                value=True,
+                hint="rename it, e.g. with a _server suffix",
+            )
     handlers = server.handlers or f"{package}_handlers"
     # A default derived from a name already reported as invalid would only repeat that mistake.
     if (server.handlers is not None or package_ok) and (
@@ -62,6 +72,15 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
             f'handler module "{handlers}" would shadow "{handlers.split(".")[0]}", which generated servers import',
             ("server", "handlers"),
             value=True,
+        )
+    elif handlers.split(".")[0] in STDLIB_MODULES:
+        ctx.error(
+            "FG141",
+            f'handler module "{handlers}" would shadow or be shadowed by the standard-library module '
+            f'"{handlers.split(".")[0]}"',
+            ("server", "handlers"),
+            value=True,
+            hint="give the handler module its own name",
         )
     elif handlers.split(".")[0] == package:
         ctx.error(
@@ -82,6 +101,7 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     check_workflow_names(ctx, server.state_handle_key, tools)
     presenters = with_implicit_presenters(ctx, presenters, models, tools)
     check_collisions(ctx, models, tools)
+    check_generated_names(ctx, models, presenters, tools, tuple(workflows.values()))
     return ServerIR(
         name=server.name,
         version=server.version,

@@ -61,6 +61,31 @@ def foreign_files(bundle: Bundle, out_dir: Path) -> list[Diagnostic]:
     return found
 
 
+def linked_folders(bundle: Bundle, out_dir: Path) -> list[Diagnostic]:
+    """Folders inside OUT, on the way to a generated file, that are symbolic links: never written through.
+
+    A symlinked *file* is replaced by the rename that publishes it (the file it points to is never
+    written, and FG404 guards one that fusiongen did not generate). A folder has no header to say whose
+    it is, and replacing the link would drop from OUT whatever the linked folder holds; writing through it
+    would write outside OUT. So the build stops and says so."""
+    found: dict[Path, Diagnostic] = {}
+    for path in sorted(bundle.files):
+        folder = out_dir
+        for part in Path(path).parts[:-1]:
+            folder = folder / part
+            if folder in found or not folder.is_symlink():
+                continue
+            shown = f"{display_path(out_dir)}/{folder.relative_to(out_dir).as_posix()}"  # the link, not its target
+            found[folder] = Diagnostic(
+                "FG409",
+                f"{shown} is a symbolic link; fusiongen does not write through it",
+                bundle.spec_file,
+                bundle.spec_position,
+                hint="replace the link with a real folder, or build into another directory with -o",
+            )
+    return list(found.values())
+
+
 def publish_bundle(bundle: Bundle, out_dir: Path) -> Published:
     """Write the generated files; raise SpecError (writing nothing) if that would overwrite a foreign file."""
     if out_dir.exists() and not out_dir.is_dir():
@@ -75,6 +100,9 @@ def publish_bundle(bundle: Bundle, out_dir: Path) -> Published:
                 )
             ]
         )
+    linked = linked_folders(bundle, out_dir)
+    if linked:
+        raise SpecError(linked)
     foreign = foreign_files(bundle, out_dir)
     if foreign:
         raise SpecError(foreign)

@@ -198,7 +198,52 @@ def check_handlers(
                         hint="a handler takes (args) or (args, ctx)",
                     )
                 )
+            if _yields(definition.function):
+                kind = "an async generator" if definition.function.asynchronous else "a generator"
+                found.append(
+                    Diagnostic(
+                        "FG410",
+                        f'handler "{tool.handler}" of tool "{tool.name}" is {kind} function: '
+                        "calling it would not run its body",
+                        handler_file,
+                        definition.position,
+                        hint="return the result instead of yielding it (use `async def` for async code)",
+                    )
+                )
     return found
+
+
+class _YieldFinder(libcst.CSTVisitor):
+    """Finds a `yield` of the function itself, not of a function, lambda or class nested in it."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Yield(self, node: libcst.Yield) -> bool:
+        self.found = True
+        return False
+
+    def visit_FunctionDef(self, node: libcst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: libcst.Lambda) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: libcst.ClassDef) -> bool:
+        return False
+
+
+def _yields(function: libcst.FunctionDef) -> bool:
+    """Whether the handler is a generator (or async generator) function: its body holds a `yield`.
+
+    A decorated one is not judged: the decorator may well turn the generator into a result (the run-time
+    check in `_runtime.settle` still refuses a generator that reaches it).
+    """
+    if function.decorators:
+        return False
+    finder = _YieldFinder()
+    function.body.visit(finder)
+    return finder.found
 
 
 def _signature_problem(function: libcst.FunctionDef) -> str | None:

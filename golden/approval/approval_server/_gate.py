@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INTERNAL_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._runtime import FieldError, Route, data_result, error_result, escape_attribute, escape_text, validation_error
@@ -71,6 +73,16 @@ def forbidden(
     )
 
 
+def store_failed(tool: str, workflow: str, exc: Exception) -> types.CallToolResult:
+    """The state store raised (Redis down, a broken database): the details go to the log, never to the client."""
+    logger.error("tool %s: the state store of workflow %s failed: %s: %s", tool, workflow, type(exc).__name__, exc)
+    return error_result(
+        f'<tool_error tool="{escape_attribute(tool)}" code="UNAVAILABLE" severity="error"><message>The state of '
+        f'workflow "{escape_text(workflow)}" cannot be read or saved right now.</message><recovery>Retry in a '
+        "moment; if it keeps failing, tell the user the tool is unavailable.</recovery></tool_error>"
+    )
+
+
 class Gate:
     def __init__(
         self, store: StateStore, machines: Mapping[str, Machine], bindings: Mapping[str, Binding], handle_key: str
@@ -96,7 +108,12 @@ class Gate:
         states: dict[str, str] = {}
         for name, machine in self.machines.items():
             handle = self.session_handle(ctx, name)
-            record = await self.store.load(handle) if handle else None
+            try:
+                record = await self.store.load(handle) if handle else None
+            except Exception as exc:  # the store failed: say so without its details, which go to the log
+                logger.error("tools/list: the state store of workflow %s failed: %s: %s", name, type(exc).__name__, exc)
+                message = "The workflow state cannot be read right now; retry in a moment."
+                raise MCPError(INTERNAL_ERROR, message) from None
             states[name] = record.state if record is not None and record.workflow == name else machine.initial
         return states
 
@@ -156,6 +173,7 @@ class Gate:
             if handle is None:
                 return self.needs_handle(tool, machine)
         changed: Record | None = None
+        routing = False  # whether an exception comes from the route (it propagates) or from the store
         try:
             async with self.store.lock(handle):
                 record = await self.store.load(handle)
@@ -165,7 +183,9 @@ class Gate:
                     return self.unknown_handle(tool, machine)
                 if record.state not in binding.states:
                     return self.wrong_state(tool, machine, binding, record.state)
+                routing = True
                 result = await route(rest, ctx)
+                routing = False
                 if result.is_error or binding.event is None:
                     return result
                 target = machine.transitions.get((record.state, binding.event))
@@ -184,6 +204,10 @@ class Gate:
                 f'<tool_error tool="{escape_attribute(tool)}" code="BUSY" severity="error"><message>Another call '
                 "on this workflow is still running.</message><recovery>Retry in a moment.</recovery></tool_error>"
             )
+        except Exception as exc:
+            if routing:
+                raise
+            return store_failed(tool, machine.name, exc)
         if changed is not None and implicit:
             await ctx.session.send_tool_list_changed()
         return result
@@ -206,7 +230,10 @@ class Gate:
                 f"{machine.name}.start", [FieldError(names, "unknown field; this tool takes no arguments.")]
             )
         handle = secrets.token_urlsafe(24)
-        record = await self.store.create(handle, machine.name, machine.initial)
+        try:
+            record = await self.store.create(handle, machine.name, machine.initial)
+        except Exception as exc:
+            return store_failed(f"{machine.name}.start", machine.name, exc)
         return self.describe(machine, handle, record)
 
     async def status(self, machine: Machine, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -225,10 +252,16 @@ class Gate:
             handle = self.session_handle(ctx, machine.name)
             if handle is None:
                 return self.needs_handle(tool, machine)
-            record = await self.store.load(handle)
+            try:
+                record = await self.store.load(handle)
+            except Exception as exc:
+                return store_failed(tool, machine.name, exc)
             # The session's own state has no handle to show; before its first call it is the initial state.
             return self.describe(machine, None, record or Record(machine.name, machine.initial, 0))
-        record = None if ":" in handle else await self.store.load(handle)
+        try:
+            record = None if ":" in handle else await self.store.load(handle)
+        except Exception as exc:
+            return store_failed(tool, machine.name, exc)
         if record is None or record.workflow != machine.name:
             return self.unknown_handle(tool, machine)
         return self.describe(machine, handle, record)

@@ -39,27 +39,27 @@ __all__ = [
 
 _EXPENSE_CREATE_KEYS: Final[frozenset[str]] = frozenset({"amount", "purpose"})
 
-_EXPENSE_CREATE_GUARDED: Final[frozenset[str]] = frozenset()
+_EXPENSE_CREATE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _EXPENSE_SUBMIT_KEYS: Final[frozenset[str]] = frozenset({"expense_id"})
 
-_EXPENSE_SUBMIT_GUARDED: Final[frozenset[str]] = frozenset()
+_EXPENSE_SUBMIT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _EXPENSE_APPROVE_KEYS: Final[frozenset[str]] = frozenset({"expense_id"})
 
-_EXPENSE_APPROVE_GUARDED: Final[frozenset[str]] = frozenset()
+_EXPENSE_APPROVE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _EXPENSE_REJECT_KEYS: Final[frozenset[str]] = frozenset({"expense_id"})
 
-_EXPENSE_REJECT_GUARDED: Final[frozenset[str]] = frozenset()
+_EXPENSE_REJECT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _EXPENSE_REVISE_KEYS: Final[frozenset[str]] = frozenset({"expense_id"})
 
-_EXPENSE_REVISE_GUARDED: Final[frozenset[str]] = frozenset()
+_EXPENSE_REVISE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _EXPENSE_PAY_KEYS: Final[frozenset[str]] = frozenset({"expense_id"})
 
-_EXPENSE_PAY_GUARDED: Final[frozenset[str]] = frozenset()
+_EXPENSE_PAY_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ class ExpenseCreateInput:
 def parse_expense_create(arguments: Mapping[str, Any]) -> ExpenseCreateInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _EXPENSE_CREATE_KEYS:
-        check_keys(arguments, _EXPENSE_CREATE_KEYS, _EXPENSE_CREATE_GUARDED, "", errors)
+        check_keys(arguments, _EXPENSE_CREATE_KEYS, _EXPENSE_CREATE_GUARDED_INPUTS, "", errors)
     value = arguments.get("amount", MISSING)
     amount_ = missing(errors, "amount", "a number") if value is MISSING else in_number(value, "amount", errors)
     value = arguments.get("purpose", MISSING)
@@ -99,7 +99,7 @@ class ExpenseSubmitInput:
 def parse_expense_submit(arguments: Mapping[str, Any]) -> ExpenseSubmitInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _EXPENSE_SUBMIT_KEYS:
-        check_keys(arguments, _EXPENSE_SUBMIT_KEYS, _EXPENSE_SUBMIT_GUARDED, "", errors)
+        check_keys(arguments, _EXPENSE_SUBMIT_KEYS, _EXPENSE_SUBMIT_GUARDED_INPUTS, "", errors)
     value = arguments.get("expense_id", MISSING)
     expense_id_ = (
         missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)
@@ -123,7 +123,7 @@ class ExpenseApproveInput:
 def parse_expense_approve(arguments: Mapping[str, Any]) -> ExpenseApproveInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _EXPENSE_APPROVE_KEYS:
-        check_keys(arguments, _EXPENSE_APPROVE_KEYS, _EXPENSE_APPROVE_GUARDED, "", errors)
+        check_keys(arguments, _EXPENSE_APPROVE_KEYS, _EXPENSE_APPROVE_GUARDED_INPUTS, "", errors)
     value = arguments.get("expense_id", MISSING)
     expense_id_ = (
         missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)
@@ -147,7 +147,7 @@ class ExpenseRejectInput:
 def parse_expense_reject(arguments: Mapping[str, Any]) -> ExpenseRejectInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _EXPENSE_REJECT_KEYS:
-        check_keys(arguments, _EXPENSE_REJECT_KEYS, _EXPENSE_REJECT_GUARDED, "", errors)
+        check_keys(arguments, _EXPENSE_REJECT_KEYS, _EXPENSE_REJECT_GUARDED_INPUTS, "", errors)
     value = arguments.get("expense_id", MISSING)
     expense_id_ = (
         missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)
@@ -171,7 +171,7 @@ class ExpenseReviseInput:
 def parse_expense_revise(arguments: Mapping[str, Any]) -> ExpenseReviseInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _EXPENSE_REVISE_KEYS:
-        check_keys(arguments, _EXPENSE_REVISE_KEYS, _EXPENSE_REVISE_GUARDED, "", errors)
+        check_keys(arguments, _EXPENSE_REVISE_KEYS, _EXPENSE_REVISE_GUARDED_INPUTS, "", errors)
     value = arguments.get("expense_id", MISSING)
     expense_id_ = (
         missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)
@@ -195,7 +195,7 @@ class ExpensePayInput:
 def parse_expense_pay(arguments: Mapping[str, Any]) -> ExpensePayInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _EXPENSE_PAY_KEYS:
-        check_keys(arguments, _EXPENSE_PAY_KEYS, _EXPENSE_PAY_GUARDED, "", errors)
+        check_keys(arguments, _EXPENSE_PAY_KEYS, _EXPENSE_PAY_GUARDED_INPUTS, "", errors)
     value = arguments.get("expense_id", MISSING)
     expense_id_ = (
         missing(errors, "expense_id", "a string") if value is MISSING else in_string(value, "expense_id", errors)

@@ -25,6 +25,7 @@ Handles are credentials of sorts, so no message raised here ever contains one.
 import asyncio
 import contextlib
 import hashlib
+import os
 import random
 import secrets
 import sqlite3
@@ -232,21 +233,45 @@ CREATE TABLE IF NOT EXISTS workflow_locks (handle TEXT PRIMARY KEY, token TEXT N
 """
 
 
+def _private_file(path: str) -> None:
+    """Create the database file (and the folders missing above it) readable by this user only.
+
+    It holds every live handle.  SQLite creates ``-wal`` and ``-shm`` with the database file's mode, so
+    they are private too.  An existing file keeps its mode: sharing it with a group was someone's choice.
+    """
+    missing = [p for p in [Path(path).parent, *Path(path).parent.parents] if not p.exists()]
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # Another process may create it at the same moment.
+            folder.mkdir(mode=0o700)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+
+
 class SQLiteStore(_LockingStore):
     """One SQLite file: survives restarts, and processes sharing the file share state and locks.
 
     WAL with ``synchronous=FULL`` makes every write durable before the call returns, even across
     power loss.  All calls run on one worker thread with one connection, so the event loop never
     blocks and the connection is never used concurrently.  Expiry times are wall-clock, because
-    a monotonic clock means nothing to another process or after a reboot.
+    a monotonic clock means nothing to another process or after a reboot.  A new file (and any
+    folder created for it) is private to this user: 0600 (0700).
+
+    ``namespace`` (the server's name, from :func:`open_store`) keeps servers that share one file
+    apart: a handle is stored as ``<namespace>:<handle>``, so one server never sees another's.
     """
 
     def __init__(
-        self, path: str, *, idle_ttl: float = 86400.0, lock_ttl: float = 30.0, lock_wait: float = 10.0
+        self,
+        path: str,
+        *,
+        namespace: str = "",
+        idle_ttl: float = 86400.0,
+        lock_ttl: float = 30.0,
+        lock_wait: float = 10.0,
     ) -> None:
         super().__init__(idle_ttl, lock_ttl, lock_wait)
+        self._namespace = f"{namespace}:" if namespace else ""
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            _private_file(path)
         # Connected now, not lazily, so that a bad path fails at start-up rather than mid-request;
         # isolation_level=None because _transaction() opens every transaction itself.
         self._db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
@@ -275,6 +300,8 @@ class SQLiteStore(_LockingStore):
         return await asyncio.get_running_loop().run_in_executor(self._worker, run)
 
     async def create(self, handle: str, workflow: str, state: str) -> Record:
+        handle = self._namespace + handle
+
         def run(db: sqlite3.Connection, now: float) -> bool:
             if now >= self._next_sweep:  # Otherwise handles nobody loads again would pile up.
                 self._next_sweep = now + _SWEEP_INTERVAL
@@ -293,6 +320,8 @@ class SQLiteStore(_LockingStore):
         return Record(workflow, state, 1)
 
     async def load(self, handle: str) -> Record | None:
+        handle = self._namespace + handle
+
         def run(db: sqlite3.Connection, now: float) -> Record | None:
             row = db.execute(
                 "SELECT workflow, state, version FROM workflow_records WHERE handle = ? AND expires_at > ?",
@@ -306,6 +335,8 @@ class SQLiteStore(_LockingStore):
         return await self._transaction(run)
 
     async def compare_and_set(self, handle: str, expected_version: int, state: str) -> Record | None:
+        handle = self._namespace + handle
+
         def run(db: sqlite3.Connection, now: float) -> Record | None:
             row = db.execute(
                 "SELECT workflow FROM workflow_records WHERE handle = ? AND version = ? AND expires_at > ?",
@@ -322,6 +353,8 @@ class SQLiteStore(_LockingStore):
         return await self._transaction(run)
 
     async def _try_lock(self, handle: str, token: str) -> bool:
+        handle = self._namespace + handle
+
         def run(db: sqlite3.Connection, now: float) -> bool:
             cursor = db.execute(
                 "INSERT INTO workflow_locks VALUES (?, ?, ?) ON CONFLICT (handle) DO UPDATE"
@@ -334,6 +367,8 @@ class SQLiteStore(_LockingStore):
         return await self._transaction(run)
 
     async def _unlock(self, handle: str, token: str) -> None:
+        handle = self._namespace + handle
+
         def run(db: sqlite3.Connection, now: float) -> None:
             db.execute("DELETE FROM workflow_locks WHERE handle = ? AND token = ?", (handle, token))
 
@@ -521,8 +556,9 @@ class RedisStore(_LockingStore):
     """Records as Redis hashes, shared by every replica that uses the same Redis and prefix.
 
     Scripts make each operation atomic, PEXPIRE on every touch implements idle expiry, and a
-    lock is a ``SET NX PX`` key holding its holder's random token.  The key prefix (default
-    ``fusiongen:``, or ``?prefix=`` in the URL) keeps servers that share one Redis apart.
+    lock is a ``SET NX PX`` key holding its holder's random token.  The key prefix keeps servers
+    that share one Redis apart: ``?prefix=`` in the URL if given, else ``prefix``; :func:`open_store`
+    passes ``fusiongen:<server name>:``, so by default every server has keys of its own.
     """
 
     def __init__(
@@ -575,19 +611,30 @@ class RedisStore(_LockingStore):
         await self._client.close()
 
 
-def open_store(url: str, *, idle_ttl: float = 86400.0, lock_ttl: float = 30.0, lock_wait: float = 10.0) -> StateStore:
+def open_store(
+    url: str,
+    *,
+    namespace: str = "",
+    idle_ttl: float = 86400.0,
+    lock_ttl: float = 30.0,
+    lock_wait: float = 10.0,
+) -> StateStore:
     """Build the store named by ``--state-store``.
 
     ``memory``; ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; or
     ``redis://[[user]:password@]host[:port][/db][?prefix=...]``.  Anything else: ValueError.
+    ``namespace`` is the server's name (the generated server passes it): servers sharing one SQLite
+    file or one Redis then never see each other's handles.  Redis keys start with
+    ``fusiongen:<namespace>:``, unless the URL gives ``?prefix=``, which wins.
     """
     if url == "memory":
         return MemoryStore(idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
         path = url.removeprefix("sqlite:///")
-        return SQLiteStore(path, idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
+        return SQLiteStore(path, namespace=namespace, idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
     if url.startswith("redis://"):
-        return RedisStore(url, idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
+        prefix = f"fusiongen:{namespace}:" if namespace else "fusiongen:"
+        return RedisStore(url, prefix=prefix, idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
     # Say what was not understood without echoing the URL, which may hold a password.
     scheme = url.partition("://")[0] if "://" in url else url
     shown = scheme if scheme.isidentifier() else "this"

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
@@ -220,7 +221,10 @@ def cast_string(value: object, at: str, name: str) -> str:
     if isinstance(value, enum.Enum):
         value = value.value
     if isinstance(value, (str, int, float, uuid.UUID)) and not isinstance(value, bool):
-        return str(value)
+        try:
+            return str(value)
+        except ValueError:  # an integer over sys.get_int_max_str_digits() digits
+            pass
     raise OutputError(at, name, "a value that can be cast to a string")
 
 
@@ -300,8 +304,8 @@ def in_integer(value: object, name: str, errors: list[FieldError], secret: bool 
 
 
 def in_number(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
-    if type(value) is float or type(value) is int:
-        return value
+    if type(value) is int or (type(value) is float and math.isfinite(value)):
+        return value  # NaN and ±Infinity are not JSON numbers, though the transports' JSON parser lets them in
     bad(errors, name, "a number", value, secret=secret)
     return None
 
@@ -371,19 +375,32 @@ def missing(errors: list[FieldError], name: str, expected: str) -> Any:
 
 
 def check_keys(
-    arguments: Mapping[str, Any], allowed: frozenset[str], guarded: frozenset[str], at: str, errors: list[FieldError]
+    arguments: Mapping[str, Any],
+    allowed: frozenset[str],
+    guarded: frozenset[str],
+    at: str,
+    errors: list[FieldError],
+    secret: bool = False,
 ) -> None:
-    """Refuse keys that are not declared; a guarded key gets a message saying it can never be written."""
+    """Refuse keys that are not declared; a guarded key gets a message saying it can never be written.
+
+    Inside a hidden field (`secret`) the keys sent are part of its value, so an unknown one is not named:
+    one error at `at` says that the object holds unknown fields.
+    """
+    accepted = "Accepted fields: " + (", ".join(sorted(allowed)) or "none") + "."
+    unnamed = False
     for key in arguments:
         if key in allowed:
             continue
         name = f"{at}.{key}" if at else str(key)
         if key in guarded:
             errors.append(FieldError(name, "this field is guarded: it is set by the server and cannot be written."))
+        elif secret:
+            unnamed = True
         else:
-            errors.append(
-                FieldError(name, "unknown field. Accepted fields: " + (", ".join(sorted(allowed)) or "none") + ".")
-            )
+            errors.append(FieldError(name, "unknown field. " + accepted))
+    if unnamed:
+        errors.append(FieldError(at, "this object holds unknown fields. " + accepted))
 
 
 # --- results -----------------------------------------------------------------------------------------
@@ -451,6 +468,30 @@ def handler_failed(tool: str, exc: BaseException) -> types.CallToolResult:
     )
 
 
+class NotAHandler(TypeError):
+    """A handler call produced something that is not a result: a generator, whose body never ran."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"the handler returned {what} instead of its result")
+
+
+def not_a_handler(tool: str, exc: NotAHandler) -> types.CallToolResult:
+    """The handler returned a generator: its body never ran, so the call failed (and fires no transition)."""
+    logger.error(
+        "tool %s: the handler returned %s instead of its result, so its body never ran; "
+        "a handler must not contain `yield` (return the result, or make it `async def`)",
+        tool,
+        exc.what,
+    )
+    return tool_error(
+        tool,
+        "INTERNAL_ERROR",
+        f'Tool "{tool}" failed: its handler raised an internal error.',
+        "Retry once; if it fails again, tell the user the tool is failing.",
+    )
+
+
 def output_invalid(tool: str, exc: OutputError) -> types.CallToolResult:
     logger.error("tool %s: handler returned data that does not fit %s (expected %s)", tool, exc.path, exc.expected)
     return tool_error(
@@ -488,14 +529,22 @@ async def run_tool(
 
     Each step fails closed into an error result a model can act on: a handler's exception text is never
     shown (it may carry hidden data), and data that does not fit its presenter is not sent at all.
+    Whatever a handler raises ends its call only, also a BaseException (SystemExit, KeyboardInterrupt,
+    GeneratorExit...), which would otherwise end the whole server; only the cancellation of the request
+    itself goes on, as the SDK expects.
     """
     try:
         args = parse(arguments)
     except InvalidArguments as exc:
         return validation_error(tool, exc.errors)
     try:
-        raw = await handler(args, ctx)
-    except Exception as exc:
+        # settle() again: an `async def (args, ctx)` handler is bound as itself and may return a coroutine.
+        raw = await settle(await handler(args, ctx))
+    except NotAHandler as exc:
+        return not_a_handler(tool, exc)
+    except BaseException as exc:
+        if isinstance(exc, anyio.get_cancelled_exc_class()):
+            raise
         return handler_failed(tool, exc)
     if present is None:
         return done_result(tool)
@@ -503,7 +552,9 @@ async def run_tool(
         return present(raw)
     except OutputError as exc:
         return output_invalid(tool, exc)
-    except Exception as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+    except BaseException as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
+        if isinstance(exc, anyio.get_cancelled_exc_class()):
+            raise
         return handler_failed(tool, exc)
 
 
@@ -512,14 +563,14 @@ def import_handlers(module: str, package_file: str, handlers_dir: str) -> Module
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name is None or not module.startswith(exc.name):
+        if not _is_handler_module(module, exc.name):
             raise
     search = (Path(package_file).parent / handlers_dir).resolve()
     sys.path.insert(0, str(search))
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name is None or not module.startswith(exc.name):
+        if not _is_handler_module(module, exc.name):
             raise
         raise ModuleNotFoundError(
             f'the handler module "{module}" is not importable: install it or add its folder to PYTHONPATH '
@@ -528,28 +579,43 @@ def import_handlers(module: str, package_file: str, handlers_dir: str) -> Module
         ) from None
 
 
+def _is_handler_module(module: str, missing_name: str | None) -> bool:
+    """Whether the module that was not found is the handler module or one of its parent packages."""
+    return missing_name is not None and (module == missing_name or module.startswith(missing_name + "."))
+
+
 def bind_handler(module: ModuleType, name: str, tool: str) -> Handler:
     """Adapt a handler (sync or async, with or without `ctx`) to `await handler(args, ctx)`, once at start-up.
 
-    Sync handlers run on the event loop: keep them fast, or make them async for I/O.
+    Whatever a call returns that is awaitable is awaited, whether the handler is an `async def`, an object
+    with `async def __call__`, or a sync wrapper around an async function. A generator (a handler with
+    `yield`) is refused: its body would never run. Sync handlers run on the event loop: keep them fast, or
+    make them async for I/O.
     """
     function = getattr(module, name, None)
     if not callable(function):
         raise RuntimeError(f'handler module "{module.__name__}" has no function "{name}" for tool "{tool}"')
     takes_ctx = _positional_parameters(function) >= 2
-    if inspect.iscoroutinefunction(function):
-        if takes_ctx:
-            return function  # type: ignore[no-any-return]
+    if takes_ctx and inspect.iscoroutinefunction(function):
+        return function  # type: ignore[no-any-return]
 
-        async def call_async(args: Any, ctx: Any) -> object:
-            return await function(args)
+    async def call(args: Any, ctx: Any) -> object:
+        return await settle(function(args, ctx) if takes_ctx else function(args))
 
-        return call_async
+    return call
 
-    async def call_sync(args: Any, ctx: Any) -> object:
-        return function(args, ctx) if takes_ctx else function(args)
 
-    return call_sync
+async def settle(result: object) -> object:
+    """What a handler call produced, as a result: awaitables awaited; a generator refused (NotAHandler)."""
+    while inspect.isawaitable(result):
+        result = await result
+    if inspect.isgenerator(result):
+        result.close()
+        raise NotAHandler("a generator")
+    if inspect.isasyncgen(result):
+        await result.aclose()
+        raise NotAHandler("an async generator")
+    return result
 
 
 def _positional_parameters(function: Callable[..., object]) -> int:
@@ -622,8 +688,19 @@ class Notes:
         self.suggestions: list[str] = []
 
 
+# Every character that ends a line for Markdown (\r\n, \r, \n) or for str.splitlines (\v, \f, \x1c-\x1e,
+# \x85, \u2028, \u2029): inside a table cell or a list entry, any of them could start a forged row or entry.
+_LINE_BREAKS: Final = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_BACKTICKS: Final = re.compile("`+")
+
+
+def _one_line(value: str) -> str:
+    return _LINE_BREAKS.sub(" ", value)
+
+
 def _cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
+    # Backslashes first: "\\|" would otherwise read as an escaped backslash and a cell-ending pipe.
+    return _one_line(value.replace("\\", "\\\\").replace("|", "\\|"))
 
 
 def table_text(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
@@ -633,15 +710,20 @@ def table_text(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
 
 
 def list_text(entries: list[str]) -> str:
-    return "\n".join(f"- {entry}" for entry in entries if entry)
+    """One `- entry` line per entry; a line break inside an entry becomes a space (it could start another)."""
+    return "\n".join(f"- {_one_line(entry)}" for entry in entries if entry)
 
 
 def json_text(value: object) -> str:
+    # JSON text escapes line breaks inside strings, so no line of it can close the fence.
     return "```json\n" + dumps(value) + "\n```"
 
 
 def fenced(language: str, text: str) -> str:
-    return f"```{language}\n{text}\n```"
+    """A code fence longer than any run of backticks in `text`, so that nothing in it can close the fence."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def summary_text(text: str) -> str:

@@ -50,45 +50,45 @@ __all__ = [
 
 _INVOICE_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_INVOICE_GET_GUARDED: Final[frozenset[str]] = frozenset()
+_INVOICE_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _INVOICE_LIST_KEYS: Final[frozenset[str]] = frozenset({"limit", "status"})
 
-_INVOICE_LIST_GUARDED: Final[frozenset[str]] = frozenset()
+_INVOICE_LIST_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _STATUS_VALUES: Final[tuple[str, ...]] = ("draft", "review", "approved", "paid", "overdue")
 
 _INVOICE_CREATE_KEYS: Final[frozenset[str]] = frozenset({"amount_cents", "customer_id", "due_date"})
 
-_INVOICE_CREATE_GUARDED: Final[frozenset[str]] = frozenset({"created_at", "id"})
+_INVOICE_CREATE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset({"created_at", "id"})
 
 _INVOICE_UPDATE_KEYS: Final[frozenset[str]] = frozenset({"due_date", "id", "status"})
 
-_INVOICE_UPDATE_GUARDED: Final[frozenset[str]] = frozenset({"created_at"})
+_INVOICE_UPDATE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset({"created_at"})
 
 _CUSTOMER_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_CUSTOMER_GET_GUARDED: Final[frozenset[str]] = frozenset()
+_CUSTOMER_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _BILLING_REMIND_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
 
-_BILLING_REMIND_GUARDED: Final[frozenset[str]] = frozenset()
+_BILLING_REMIND_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _INVOICE_SUBMIT_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
 
-_INVOICE_SUBMIT_GUARDED: Final[frozenset[str]] = frozenset()
+_INVOICE_SUBMIT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _INVOICE_APPROVE_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
 
-_INVOICE_APPROVE_GUARDED: Final[frozenset[str]] = frozenset()
+_INVOICE_APPROVE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _INVOICE_REJECT_KEYS: Final[frozenset[str]] = frozenset({"invoice_id", "reason"})
 
-_INVOICE_REJECT_GUARDED: Final[frozenset[str]] = frozenset()
+_INVOICE_REJECT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _INVOICE_DISCHARGE_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
 
-_INVOICE_DISCHARGE_GUARDED: Final[frozenset[str]] = frozenset()
+_INVOICE_DISCHARGE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,7 @@ class InvoiceGetInput:
 def parse_invoice_get(arguments: Mapping[str, Any]) -> InvoiceGetInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _INVOICE_GET_KEYS:
-        check_keys(arguments, _INVOICE_GET_KEYS, _INVOICE_GET_GUARDED, "", errors)
+        check_keys(arguments, _INVOICE_GET_KEYS, _INVOICE_GET_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
@@ -125,7 +125,7 @@ class InvoiceListInput:
 def parse_invoice_list(arguments: Mapping[str, Any]) -> InvoiceListInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _INVOICE_LIST_KEYS:
-        check_keys(arguments, _INVOICE_LIST_KEYS, _INVOICE_LIST_GUARDED, "", errors)
+        check_keys(arguments, _INVOICE_LIST_KEYS, _INVOICE_LIST_GUARDED_INPUTS, "", errors)
     value = arguments.get("status", MISSING)
     status_ = None if value is MISSING else in_enum(value, _STATUS_VALUES, "status", errors)
     value = arguments.get("limit", MISSING)
@@ -152,7 +152,7 @@ class InvoiceCreateInput:
 def parse_invoice_create(arguments: Mapping[str, Any]) -> InvoiceCreateInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _INVOICE_CREATE_KEYS:
-        check_keys(arguments, _INVOICE_CREATE_KEYS, _INVOICE_CREATE_GUARDED, "", errors)
+        check_keys(arguments, _INVOICE_CREATE_KEYS, _INVOICE_CREATE_GUARDED_INPUTS, "", errors)
     value = arguments.get("customer_id", MISSING)
     customer_id_ = (
         missing(errors, "customer_id", "a string") if value is MISSING else in_string(value, "customer_id", errors)
@@ -188,7 +188,7 @@ class InvoiceUpdateInput:
 def parse_invoice_update(arguments: Mapping[str, Any]) -> InvoiceUpdateInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _INVOICE_UPDATE_KEYS:
-        check_keys(arguments, _INVOICE_UPDATE_KEYS, _INVOICE_UPDATE_GUARDED, "", errors)
+        check_keys(arguments, _INVOICE_UPDATE_KEYS, _INVOICE_UPDATE_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     value = arguments.get("status", MISSING)
@@ -216,7 +216,7 @@ class CustomerGetInput:
 def parse_customer_get(arguments: Mapping[str, Any]) -> CustomerGetInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _CUSTOMER_GET_KEYS:
-        check_keys(arguments, _CUSTOMER_GET_KEYS, _CUSTOMER_GET_GUARDED, "", errors)
+        check_keys(arguments, _CUSTOMER_GET_KEYS, _CUSTOMER_GET_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
@@ -238,7 +238,7 @@ class BillingRemindInput:
 def parse_billing_remind(arguments: Mapping[str, Any]) -> BillingRemindInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _BILLING_REMIND_KEYS:
-        check_keys(arguments, _BILLING_REMIND_KEYS, _BILLING_REMIND_GUARDED, "", errors)
+        check_keys(arguments, _BILLING_REMIND_KEYS, _BILLING_REMIND_GUARDED_INPUTS, "", errors)
     value = arguments.get("invoice_id", MISSING)
     invoice_id_ = (
         missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)
@@ -262,7 +262,7 @@ class InvoiceSubmitInput:
 def parse_invoice_submit(arguments: Mapping[str, Any]) -> InvoiceSubmitInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _INVOICE_SUBMIT_KEYS:
-        check_keys(arguments, _INVOICE_SUBMIT_KEYS, _INVOICE_SUBMIT_GUARDED, "", errors)
+        check_keys(arguments, _INVOICE_SUBMIT_KEYS, _INVOICE_SUBMIT_GUARDED_INPUTS, "", errors)
     value = arguments.get("invoice_id", MISSING)
     invoice_id_ = (
         missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)
@@ -286,7 +286,7 @@ class InvoiceApproveInput:
 def parse_invoice_approve(arguments: Mapping[str, Any]) -> InvoiceApproveInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _INVOICE_APPROVE_KEYS:
-        check_keys(arguments, _INVOICE_APPROVE_KEYS, _INVOICE_APPROVE_GUARDED, "", errors)
+        check_keys(arguments, _INVOICE_APPROVE_KEYS, _INVOICE_APPROVE_GUARDED_INPUTS, "", errors)
     value = arguments.get("invoice_id", MISSING)
     invoice_id_ = (
         missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)
@@ -311,7 +311,7 @@ class InvoiceRejectInput:
 def parse_invoice_reject(arguments: Mapping[str, Any]) -> InvoiceRejectInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _INVOICE_REJECT_KEYS:
-        check_keys(arguments, _INVOICE_REJECT_KEYS, _INVOICE_REJECT_GUARDED, "", errors)
+        check_keys(arguments, _INVOICE_REJECT_KEYS, _INVOICE_REJECT_GUARDED_INPUTS, "", errors)
     value = arguments.get("invoice_id", MISSING)
     invoice_id_ = (
         missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)
@@ -338,7 +338,7 @@ class InvoiceDischargeInput:
 def parse_invoice_discharge(arguments: Mapping[str, Any]) -> InvoiceDischargeInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _INVOICE_DISCHARGE_KEYS:
-        check_keys(arguments, _INVOICE_DISCHARGE_KEYS, _INVOICE_DISCHARGE_GUARDED, "", errors)
+        check_keys(arguments, _INVOICE_DISCHARGE_KEYS, _INVOICE_DISCHARGE_GUARDED_INPUTS, "", errors)
     value = arguments.get("invoice_id", MISSING)
     invoice_id_ = (
         missing(errors, "invoice_id", "a string") if value is MISSING else in_string(value, "invoice_id", errors)

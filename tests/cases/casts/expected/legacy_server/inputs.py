@@ -30,11 +30,11 @@ __all__ = [
 
 _ROW_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_ROW_GET_GUARDED: Final[frozenset[str]] = frozenset()
+_ROW_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _ROW_ALL_KEYS: Final[frozenset[str]] = frozenset()
 
-_ROW_ALL_GUARDED: Final[frozenset[str]] = frozenset()
+_ROW_ALL_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class RowGetInput:
 def parse_row_get(arguments: Mapping[str, Any]) -> RowGetInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ROW_GET_KEYS:
-        check_keys(arguments, _ROW_GET_KEYS, _ROW_GET_GUARDED, "", errors)
+        check_keys(arguments, _ROW_GET_KEYS, _ROW_GET_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "an integer") if value is MISSING else in_integer(value, "id", errors)
     if errors:
@@ -69,7 +69,7 @@ class RowAllInput:
 def parse_row_all(arguments: Mapping[str, Any]) -> RowAllInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ROW_ALL_KEYS:
-        check_keys(arguments, _ROW_ALL_KEYS, _ROW_ALL_GUARDED, "", errors)
+        check_keys(arguments, _ROW_ALL_KEYS, _ROW_ALL_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return RowAllInput(

@@ -32,15 +32,15 @@ __all__ = [
 
 _PING_KEYS: Final[frozenset[str]] = frozenset()
 
-_PING_GUARDED: Final[frozenset[str]] = frozenset()
+_PING_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _CLOCK_NOW_KEYS: Final[frozenset[str]] = frozenset()
 
-_CLOCK_NOW_GUARDED: Final[frozenset[str]] = frozenset()
+_CLOCK_NOW_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _NOTES_APPEND_KEYS: Final[frozenset[str]] = frozenset({"text"})
 
-_NOTES_APPEND_GUARDED: Final[frozenset[str]] = frozenset()
+_NOTES_APPEND_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ class PingInput:
 def parse_ping(arguments: Mapping[str, Any]) -> PingInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _PING_KEYS:
-        check_keys(arguments, _PING_KEYS, _PING_GUARDED, "", errors)
+        check_keys(arguments, _PING_KEYS, _PING_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return PingInput(
@@ -71,7 +71,7 @@ class ClockNowInput:
 def parse_clock_now(arguments: Mapping[str, Any]) -> ClockNowInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _CLOCK_NOW_KEYS:
-        check_keys(arguments, _CLOCK_NOW_KEYS, _CLOCK_NOW_GUARDED, "", errors)
+        check_keys(arguments, _CLOCK_NOW_KEYS, _CLOCK_NOW_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return ClockNowInput(
@@ -90,7 +90,7 @@ class NotesAppendInput:
 def parse_notes_append(arguments: Mapping[str, Any]) -> NotesAppendInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _NOTES_APPEND_KEYS:
-        check_keys(arguments, _NOTES_APPEND_KEYS, _NOTES_APPEND_GUARDED, "", errors)
+        check_keys(arguments, _NOTES_APPEND_KEYS, _NOTES_APPEND_GUARDED_INPUTS, "", errors)
     value = arguments.get("text", MISSING)
     text_ = missing(errors, "text", "a string") if value is MISSING else in_string(value, "text", errors)
     if errors:

@@ -33,17 +33,17 @@ __all__ = [
 
 _ACCOUNT_CREATE_KEYS: Final[frozenset[str]] = frozenset({"display_name", "email", "plan", "recovery_code"})
 
-_ACCOUNT_CREATE_GUARDED: Final[frozenset[str]] = frozenset({"created_at", "id", "owner"})
+_ACCOUNT_CREATE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset({"created_at", "id", "owner"})
 
 _PLAN_VALUES: Final[tuple[str, ...]] = ("free", "pro")
 
 _ACCOUNT_UPDATE_KEYS: Final[frozenset[str]] = frozenset({"display_name", "id", "plan"})
 
-_ACCOUNT_UPDATE_GUARDED: Final[frozenset[str]] = frozenset({"created_at", "owner"})
+_ACCOUNT_UPDATE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset({"created_at", "owner"})
 
 _ACCOUNT_RENAME_KEYS: Final[frozenset[str]] = frozenset({"display_name", "id"})
 
-_ACCOUNT_RENAME_GUARDED: Final[frozenset[str]] = frozenset({"created_at", "owner"})
+_ACCOUNT_RENAME_GUARDED_INPUTS: Final[frozenset[str]] = frozenset({"created_at", "owner"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ class AccountCreateInput:
 def parse_account_create(arguments: Mapping[str, Any]) -> AccountCreateInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ACCOUNT_CREATE_KEYS:
-        check_keys(arguments, _ACCOUNT_CREATE_KEYS, _ACCOUNT_CREATE_GUARDED, "", errors)
+        check_keys(arguments, _ACCOUNT_CREATE_KEYS, _ACCOUNT_CREATE_GUARDED_INPUTS, "", errors)
     value = arguments.get("email", MISSING)
     email_ = missing(errors, "email", "a string") if value is MISSING else in_string(value, "email", errors)
     value = arguments.get("display_name", MISSING)
@@ -95,7 +95,7 @@ class AccountUpdateInput:
 def parse_account_update(arguments: Mapping[str, Any]) -> AccountUpdateInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ACCOUNT_UPDATE_KEYS:
-        check_keys(arguments, _ACCOUNT_UPDATE_KEYS, _ACCOUNT_UPDATE_GUARDED, "", errors)
+        check_keys(arguments, _ACCOUNT_UPDATE_KEYS, _ACCOUNT_UPDATE_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     value = arguments.get("display_name", MISSING)
@@ -124,7 +124,7 @@ class AccountRenameInput:
 def parse_account_rename(arguments: Mapping[str, Any]) -> AccountRenameInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ACCOUNT_RENAME_KEYS:
-        check_keys(arguments, _ACCOUNT_RENAME_KEYS, _ACCOUNT_RENAME_GUARDED, "", errors)
+        check_keys(arguments, _ACCOUNT_RENAME_KEYS, _ACCOUNT_RENAME_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     value = arguments.get("display_name", MISSING)

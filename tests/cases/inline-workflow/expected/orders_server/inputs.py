@@ -41,31 +41,31 @@ __all__ = [
 
 _ORDER_VIEW_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_ORDER_VIEW_GUARDED: Final[frozenset[str]] = frozenset()
+_ORDER_VIEW_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _ORDER_ADD_KEYS: Final[frozenset[str]] = frozenset({"sku"})
 
-_ORDER_ADD_GUARDED: Final[frozenset[str]] = frozenset()
+_ORDER_ADD_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _ORDER_CHECKOUT_KEYS: Final[frozenset[str]] = frozenset()
 
-_ORDER_CHECKOUT_GUARDED: Final[frozenset[str]] = frozenset()
+_ORDER_CHECKOUT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _ORDER_PAY_KEYS: Final[frozenset[str]] = frozenset({"amount"})
 
-_ORDER_PAY_GUARDED: Final[frozenset[str]] = frozenset()
+_ORDER_PAY_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _ORDER_CANCEL_KEYS: Final[frozenset[str]] = frozenset()
 
-_ORDER_CANCEL_GUARDED: Final[frozenset[str]] = frozenset()
+_ORDER_CANCEL_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _ORDER_SHIP_KEYS: Final[frozenset[str]] = frozenset()
 
-_ORDER_SHIP_GUARDED: Final[frozenset[str]] = frozenset()
+_ORDER_SHIP_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _ORDER_NOTE_KEYS: Final[frozenset[str]] = frozenset({"text"})
 
-_ORDER_NOTE_GUARDED: Final[frozenset[str]] = frozenset()
+_ORDER_NOTE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,7 @@ class OrderViewInput:
 def parse_order_view(arguments: Mapping[str, Any]) -> OrderViewInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ORDER_VIEW_KEYS:
-        check_keys(arguments, _ORDER_VIEW_KEYS, _ORDER_VIEW_GUARDED, "", errors)
+        check_keys(arguments, _ORDER_VIEW_KEYS, _ORDER_VIEW_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
@@ -101,7 +101,7 @@ class OrderAddInput:
 def parse_order_add(arguments: Mapping[str, Any]) -> OrderAddInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ORDER_ADD_KEYS:
-        check_keys(arguments, _ORDER_ADD_KEYS, _ORDER_ADD_GUARDED, "", errors)
+        check_keys(arguments, _ORDER_ADD_KEYS, _ORDER_ADD_GUARDED_INPUTS, "", errors)
     value = arguments.get("sku", MISSING)
     sku_ = missing(errors, "sku", "a string") if value is MISSING else in_string(value, "sku", errors)
     if errors:
@@ -122,7 +122,7 @@ class OrderCheckoutInput:
 def parse_order_checkout(arguments: Mapping[str, Any]) -> OrderCheckoutInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ORDER_CHECKOUT_KEYS:
-        check_keys(arguments, _ORDER_CHECKOUT_KEYS, _ORDER_CHECKOUT_GUARDED, "", errors)
+        check_keys(arguments, _ORDER_CHECKOUT_KEYS, _ORDER_CHECKOUT_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return OrderCheckoutInput(
@@ -141,7 +141,7 @@ class OrderPayInput:
 def parse_order_pay(arguments: Mapping[str, Any]) -> OrderPayInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ORDER_PAY_KEYS:
-        check_keys(arguments, _ORDER_PAY_KEYS, _ORDER_PAY_GUARDED, "", errors)
+        check_keys(arguments, _ORDER_PAY_KEYS, _ORDER_PAY_GUARDED_INPUTS, "", errors)
     value = arguments.get("amount", MISSING)
     amount_ = missing(errors, "amount", "a number") if value is MISSING else in_number(value, "amount", errors)
     if errors:
@@ -162,7 +162,7 @@ class OrderCancelInput:
 def parse_order_cancel(arguments: Mapping[str, Any]) -> OrderCancelInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ORDER_CANCEL_KEYS:
-        check_keys(arguments, _ORDER_CANCEL_KEYS, _ORDER_CANCEL_GUARDED, "", errors)
+        check_keys(arguments, _ORDER_CANCEL_KEYS, _ORDER_CANCEL_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return OrderCancelInput(
@@ -180,7 +180,7 @@ class OrderShipInput:
 def parse_order_ship(arguments: Mapping[str, Any]) -> OrderShipInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ORDER_SHIP_KEYS:
-        check_keys(arguments, _ORDER_SHIP_KEYS, _ORDER_SHIP_GUARDED, "", errors)
+        check_keys(arguments, _ORDER_SHIP_KEYS, _ORDER_SHIP_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return OrderShipInput(
@@ -199,7 +199,7 @@ class OrderNoteInput:
 def parse_order_note(arguments: Mapping[str, Any]) -> OrderNoteInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _ORDER_NOTE_KEYS:
-        check_keys(arguments, _ORDER_NOTE_KEYS, _ORDER_NOTE_GUARDED, "", errors)
+        check_keys(arguments, _ORDER_NOTE_KEYS, _ORDER_NOTE_GUARDED_INPUTS, "", errors)
     value = arguments.get("text", MISSING)
     text_ = missing(errors, "text", "a string") if value is MISSING else in_string(value, "text", errors)
     if errors:

@@ -30,11 +30,11 @@ __all__ = [
 
 _TEAM_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_TEAM_GET_GUARDED: Final[frozenset[str]] = frozenset()
+_TEAM_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _PERSON_CARD_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_PERSON_CARD_GUARDED: Final[frozenset[str]] = frozenset()
+_PERSON_CARD_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class TeamGetInput:
 def parse_team_get(arguments: Mapping[str, Any]) -> TeamGetInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _TEAM_GET_KEYS:
-        check_keys(arguments, _TEAM_GET_KEYS, _TEAM_GET_GUARDED, "", errors)
+        check_keys(arguments, _TEAM_GET_KEYS, _TEAM_GET_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
@@ -70,7 +70,7 @@ class PersonCardInput:
 def parse_person_card(arguments: Mapping[str, Any]) -> PersonCardInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _PERSON_CARD_KEYS:
-        check_keys(arguments, _PERSON_CARD_KEYS, _PERSON_CARD_GUARDED, "", errors)
+        check_keys(arguments, _PERSON_CARD_KEYS, _PERSON_CARD_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:

@@ -32,15 +32,15 @@ __all__ = [
 
 _TICKET_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_TICKET_GET_GUARDED: Final[frozenset[str]] = frozenset()
+_TICKET_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _TICKET_SEARCH_KEYS: Final[frozenset[str]] = frozenset({"text"})
 
-_TICKET_SEARCH_GUARDED: Final[frozenset[str]] = frozenset()
+_TICKET_SEARCH_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _TICKET_RAW_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_TICKET_RAW_GUARDED: Final[frozenset[str]] = frozenset()
+_TICKET_RAW_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ class TicketGetInput:
 def parse_ticket_get(arguments: Mapping[str, Any]) -> TicketGetInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _TICKET_GET_KEYS:
-        check_keys(arguments, _TICKET_GET_KEYS, _TICKET_GET_GUARDED, "", errors)
+        check_keys(arguments, _TICKET_GET_KEYS, _TICKET_GET_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
@@ -76,7 +76,7 @@ class TicketSearchInput:
 def parse_ticket_search(arguments: Mapping[str, Any]) -> TicketSearchInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _TICKET_SEARCH_KEYS:
-        check_keys(arguments, _TICKET_SEARCH_KEYS, _TICKET_SEARCH_GUARDED, "", errors)
+        check_keys(arguments, _TICKET_SEARCH_KEYS, _TICKET_SEARCH_GUARDED_INPUTS, "", errors)
     value = arguments.get("text", MISSING)
     text_ = "" if value is MISSING else in_string(value, "text", errors)
     if errors:
@@ -98,7 +98,7 @@ class TicketRawInput:
 def parse_ticket_raw(arguments: Mapping[str, Any]) -> TicketRawInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _TICKET_RAW_KEYS:
-        check_keys(arguments, _TICKET_RAW_KEYS, _TICKET_RAW_GUARDED, "", errors)
+        check_keys(arguments, _TICKET_RAW_KEYS, _TICKET_RAW_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:

@@ -30,11 +30,11 @@ __all__ = [
 
 _CLIENT_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_CLIENT_GET_GUARDED: Final[frozenset[str]] = frozenset()
+_CLIENT_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _CLIENT_PEOPLE_KEYS: Final[frozenset[str]] = frozenset()
 
-_CLIENT_PEOPLE_GUARDED: Final[frozenset[str]] = frozenset()
+_CLIENT_PEOPLE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class ClientGetInput:
 def parse_client_get(arguments: Mapping[str, Any]) -> ClientGetInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _CLIENT_GET_KEYS:
-        check_keys(arguments, _CLIENT_GET_KEYS, _CLIENT_GET_GUARDED, "", errors)
+        check_keys(arguments, _CLIENT_GET_KEYS, _CLIENT_GET_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
@@ -69,7 +69,7 @@ class ClientPeopleInput:
 def parse_client_people(arguments: Mapping[str, Any]) -> ClientPeopleInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _CLIENT_PEOPLE_KEYS:
-        check_keys(arguments, _CLIENT_PEOPLE_KEYS, _CLIENT_PEOPLE_GUARDED, "", errors)
+        check_keys(arguments, _CLIENT_PEOPLE_KEYS, _CLIENT_PEOPLE_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return ClientPeopleInput(

@@ -61,13 +61,13 @@ _RECORD_ECHO_KEYS: Final[frozenset[str]] = frozenset(
     }
 )
 
-_RECORD_ECHO_GUARDED: Final[frozenset[str]] = frozenset()
+_RECORD_ECHO_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _LEVEL_VALUES: Final[tuple[str, ...]] = ("low", "mid", "high")
 
 _RECORD_LIST_KEYS: Final[frozenset[str]] = frozenset()
 
-_RECORD_LIST_GUARDED: Final[frozenset[str]] = frozenset()
+_RECORD_LIST_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _ADDRESS_FIELDS: Final[frozenset[str]] = frozenset({"city", "street", "zip"})
 
@@ -101,7 +101,7 @@ class RecordEchoInput:
 def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _RECORD_ECHO_KEYS:
-        check_keys(arguments, _RECORD_ECHO_KEYS, _RECORD_ECHO_GUARDED, "", errors)
+        check_keys(arguments, _RECORD_ECHO_KEYS, _RECORD_ECHO_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = uuid.UUID("12345678-1234-5678-1234-567812345678") if value is MISSING else in_uuid(value, "id", errors)
     value = arguments.get("label", MISSING)
@@ -207,7 +207,7 @@ class RecordListInput:
 def parse_record_list(arguments: Mapping[str, Any]) -> RecordListInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _RECORD_LIST_KEYS:
-        check_keys(arguments, _RECORD_LIST_KEYS, _RECORD_LIST_GUARDED, "", errors)
+        check_keys(arguments, _RECORD_LIST_KEYS, _RECORD_LIST_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return RecordListInput(
@@ -215,29 +215,34 @@ def parse_record_list(arguments: Mapping[str, Any]) -> RecordListInput:
     )
 
 
-def parse_address_fields(source: object, at: str, errors: list[FieldError]) -> dict[str, Any] | None:
-    """Validate an object of model Address sent as an argument; None if it is not one."""
-    arguments = in_object(source, at, errors)
+def parse_address_fields(
+    source: object, at: str, errors: list[FieldError], secret: bool = False
+) -> dict[str, Any] | None:
+    """Validate an object of model Address sent as an argument; None if it is not one.
+
+    `secret`: the object is (inside) a hidden field, so no value in it is echoed in an error.
+    """
+    arguments = in_object(source, at, errors, secret)
     if arguments is None:
         return None
     if not arguments.keys() <= _ADDRESS_FIELDS:
-        check_keys(arguments, _ADDRESS_FIELDS, _ADDRESS_GUARDED, at, errors)
+        check_keys(arguments, _ADDRESS_FIELDS, _ADDRESS_GUARDED, at, errors, secret)
     fields: dict[str, Any] = {}
     value = arguments.get("street", MISSING)
     if value is MISSING:
         missing(errors, f"{at}.street", "a string")
     else:
-        fields["street"] = in_string(value, f"{at}.street", errors)
+        fields["street"] = in_string(value, f"{at}.street", errors, secret=secret)
     value = arguments.get("city", MISSING)
     if value is MISSING:
         missing(errors, f"{at}.city", "a string")
     else:
-        fields["city"] = in_string(value, f"{at}.city", errors)
+        fields["city"] = in_string(value, f"{at}.city", errors, secret=secret)
     value = arguments.get("zip", MISSING)
     if value is MISSING:
         pass
     elif value is None:
         fields["zip"] = None
     else:
-        fields["zip"] = in_string(value, f"{at}.zip", errors)
+        fields["zip"] = in_string(value, f"{at}.zip", errors, secret=secret)
     return fields

@@ -32,15 +32,15 @@ __all__ = [
 
 _MESSAGE_LIST_KEYS: Final[frozenset[str]] = frozenset()
 
-_MESSAGE_LIST_GUARDED: Final[frozenset[str]] = frozenset()
+_MESSAGE_LIST_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _MESSAGE_READ_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_MESSAGE_READ_GUARDED: Final[frozenset[str]] = frozenset()
+_MESSAGE_READ_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _MESSAGE_DELETE_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
-_MESSAGE_DELETE_GUARDED: Final[frozenset[str]] = frozenset()
+_MESSAGE_DELETE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ class MessageListInput:
 def parse_message_list(arguments: Mapping[str, Any]) -> MessageListInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _MESSAGE_LIST_KEYS:
-        check_keys(arguments, _MESSAGE_LIST_KEYS, _MESSAGE_LIST_GUARDED, "", errors)
+        check_keys(arguments, _MESSAGE_LIST_KEYS, _MESSAGE_LIST_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return MessageListInput(
@@ -72,7 +72,7 @@ class MessageReadInput:
 def parse_message_read(arguments: Mapping[str, Any]) -> MessageReadInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _MESSAGE_READ_KEYS:
-        check_keys(arguments, _MESSAGE_READ_KEYS, _MESSAGE_READ_GUARDED, "", errors)
+        check_keys(arguments, _MESSAGE_READ_KEYS, _MESSAGE_READ_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
@@ -94,7 +94,7 @@ class MessageDeleteInput:
 def parse_message_delete(arguments: Mapping[str, Any]) -> MessageDeleteInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _MESSAGE_DELETE_KEYS:
-        check_keys(arguments, _MESSAGE_DELETE_KEYS, _MESSAGE_DELETE_GUARDED, "", errors)
+        check_keys(arguments, _MESSAGE_DELETE_KEYS, _MESSAGE_DELETE_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:

@@ -30,11 +30,11 @@ __all__ = [
 
 _METRIC_GET_KEYS: Final[frozenset[str]] = frozenset({"name"})
 
-_METRIC_GET_GUARDED: Final[frozenset[str]] = frozenset()
+_METRIC_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _METRIC_LIST_KEYS: Final[frozenset[str]] = frozenset()
 
-_METRIC_LIST_GUARDED: Final[frozenset[str]] = frozenset()
+_METRIC_LIST_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class MetricGetInput:
 def parse_metric_get(arguments: Mapping[str, Any]) -> MetricGetInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _METRIC_GET_KEYS:
-        check_keys(arguments, _METRIC_GET_KEYS, _METRIC_GET_GUARDED, "", errors)
+        check_keys(arguments, _METRIC_GET_KEYS, _METRIC_GET_GUARDED_INPUTS, "", errors)
     value = arguments.get("name", MISSING)
     name_ = missing(errors, "name", "a string") if value is MISSING else in_string(value, "name", errors)
     if errors:
@@ -69,7 +69,7 @@ class MetricListInput:
 def parse_metric_list(arguments: Mapping[str, Any]) -> MetricListInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _METRIC_LIST_KEYS:
-        check_keys(arguments, _METRIC_LIST_KEYS, _METRIC_LIST_GUARDED, "", errors)
+        check_keys(arguments, _METRIC_LIST_KEYS, _METRIC_LIST_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return MetricListInput(

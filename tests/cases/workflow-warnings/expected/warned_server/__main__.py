@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import ipaddress
 import logging
+import re
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -13,21 +16,54 @@ from typing import Any
 import anyio
 from mcp.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 
-from .server import NAME, create_server
+from .server import HANDLERS_MODULE, NAME, create_server
 from .state_store import open_store
+
+LOG_LEVELS = ["debug", "info", "warning", "error"]
+# The Host names a loopback or every-interface bind accepts by default (at its port). The wildcard address
+# itself (0.0.0.0, ::) is never one: browsers that treat it as "this machine" must not get in by naming it.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m warned_server", description=f"The {NAME} MCP server.")
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument("--port", type=_port, default=8000, help="HTTP port, 1-65535 (default 8000)")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        type=_allowed_host,
+        metavar="HOST[:PORT]",
+        help="also accept requests whose Host header is this (repeatable; HOST:* for any port). "
+        "By default only 127.0.0.1, localhost and [::1] at --port for a loopback or "
+        "every-interface bind (0.0.0.0, ::), and the bound address at --port for any other",
+    )
+    parser.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        type=_allowed_origin,
+        metavar="SCHEME://HOST[:PORT]",
+        help="also accept requests whose Origin header is this (repeatable). By default only "
+        "http:// and an accepted default Host; requests without Origin are accepted",
+    )
     parser.add_argument(
         "--log-level",
         default="warning",
-        choices=["debug", "info", "warning", "error"],
-        help="log to stderr at this level (stdout carries the protocol on stdio)",
+        choices=LOG_LEVELS,
+        help="log level of this server and its handler module (default warning); logs go to "
+        "stderr (stdout carries the protocol on stdio)",
+    )
+    parser.add_argument(
+        "--dependency-log-level",
+        default="warning",
+        choices=LOG_LEVELS,
+        help="log level of every other logger: mcp, uvicorn, sse_starlette, ... (default "
+        "warning); at debug they dump whole messages, data meant only for the user included",
     )
     parser.add_argument(
         "--state-store",
@@ -49,7 +85,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     arguments = parser.parse_args(argv)
     try:
         arguments.store = open_store(
-            arguments.state_store, idle_ttl=arguments.handle_idle_ttl, lock_ttl=arguments.lock_ttl
+            arguments.state_store, namespace=NAME, idle_ttl=arguments.handle_idle_ttl, lock_ttl=arguments.lock_ttl
         )
     except (ValueError, OSError, sqlite3.Error) as exc:  # a bad URL, or a database that cannot be opened
         parser.error(f"--state-store: {exc}")
@@ -66,6 +102,118 @@ def _positive(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    # Port 0 (any free port) is refused: the Host check needs the port clients will name.
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port from 1 to 65535: {text!r}")
+    return int(text)
+
+
+def _allowed_host(text: str) -> str:
+    if not text or text == "*" or any(c.isspace() or c in "/@,?#" for c in text):
+        raise argparse.ArgumentTypeError(
+            f"not a Host header value (a name or address, optionally :PORT or :*, no scheme or path): {text!r}"
+        )
+    return text
+
+
+def _allowed_origin(text: str) -> str:
+    scheme, separator, rest = text.partition("://")
+    if scheme not in ("http", "https") or not separator or not rest or any(c.isspace() or c in "/@,?#" for c in rest):
+        raise argparse.ArgumentTypeError(f"not an origin (http:// or https://, a host, optionally :PORT): {text!r}")
+    return text
+
+
+# --- HTTP: who may connect --------------------------------------------------------------------------------
+
+
+def bind_scope(host: str) -> str:
+    """`loopback` (this machine only), `all` (every interface: "", 0.0.0.0, ::) or `address` (one address or
+    host name, reachable from wherever it routes)."""
+    if not host:
+        return "all"
+    if host.lower() == "localhost":
+        return "loopback"
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return "address"
+    if address.is_loopback:
+        return "loopback"
+    return "all" if address.is_unspecified else "address"
+
+
+def default_hosts(host: str, port: int) -> list[str]:
+    """The Host headers accepted without --allowed-host: the bound address at the bound port; for a loopback or
+    every-interface bind, the loopback names at the port instead (and never the wildcard address)."""
+    scope = bind_scope(host)
+    names = list(LOOPBACK_HOSTS) if scope != "address" else []
+    if scope != "all":
+        name = host.lower().strip("[]")
+        name = f"[{name}]" if ":" in name else name
+        if name not in names:
+            names.append(name)
+    return [f"{name}:{port}" for name in names] + (names if port == 80 else [])
+
+
+def transport_security(arguments: argparse.Namespace) -> TransportSecuritySettings:
+    """Host and Origin checks, on for every bind (the SDK only turns them on for three loopback spellings)."""
+    hosts = default_hosts(arguments.host, arguments.port)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys([*hosts, *arguments.allowed_host])),
+        allowed_origins=list(dict.fromkeys([*(f"http://{h}" for h in hosts), *arguments.allowed_origin])),
+    )
+
+
+def exposure_notice(arguments: argparse.Namespace, security: TransportSecuritySettings) -> str | None:
+    """What a bind beyond loopback exposes, for stderr at start-up; None on loopback."""
+    scope = bind_scope(arguments.host)
+    if scope == "loopback":
+        return None
+    where = "every network interface" if scope == "all" else arguments.host
+    return (
+        f"{NAME}: serving MCP over streamable HTTP beyond loopback, on {where} port {arguments.port} (path "
+        "/mcp), without authentication: whoever can reach it and send an accepted Host can call every tool.\n"
+        f"{NAME}: accepted Host headers: {', '.join(security.allowed_hosts)} (more with --allowed-host); "
+        "any other Host is refused (421).\n"
+        f"{NAME}: accepted Origin headers: {', '.join(security.allowed_origins)} (more with --allowed-origin); "
+        "any other Origin is refused (403), a request without Origin is accepted."
+    )
+
+
+# --- logging ------------------------------------------------------------------------------------------
+
+
+# Session ids (32 hex digits) and workflow handles (32 URL-safe characters) are credentials: any run of 32 or
+# more such characters in a log line, whoever logged it, is replaced by a short hash that still correlates.
+_CREDENTIAL = re.compile(r"[A-Za-z0-9_-]{32,}")
+
+
+def fingerprint(secret: str) -> str:
+    """How a session id or handle appears in logs: `sha256:` and the first 8 hex digits of its SHA-256."""
+    return "sha256:" + hashlib.sha256(secret.encode("utf-8")).hexdigest()[:8]
+
+
+class RedactingFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return _CREDENTIAL.sub(lambda m: fingerprint(m.group()), super().format(record))
+
+
+def configure_logging(arguments: argparse.Namespace) -> None:
+    """One stderr handler on the root, redacting. The root (every dependency) logs at --dependency-log-level;
+    only this package and the handler module follow --log-level, so it never opens the SDK's or uvicorn's
+    message dumps and session-id lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=arguments.dependency_log_level.upper(), handlers=[handler], force=True)
+    for name in (create_server.__module__.rpartition(".")[0], HANDLERS_MODULE):
+        logging.getLogger(name).setLevel(arguments.log_level.upper())
+
+
+# --- serving ------------------------------------------------------------------------------------------
+
+
 async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
     if not arguments.http:
         async with stdio_server() as (read_stream, write_stream):
@@ -74,8 +222,15 @@ async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
         return
     import uvicorn
 
-    app = server.streamable_http_app(host=arguments.host)
-    config = uvicorn.Config(app, host=arguments.host, port=arguments.port, log_level=arguments.log_level)
+    security = transport_security(arguments)
+    notice = exposure_notice(arguments, security)
+    if notice is not None:
+        print(notice, file=sys.stderr, flush=True)
+    app = server.streamable_http_app(host=arguments.host, transport_security=security)
+    # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own.
+    config = uvicorn.Config(
+        app, host=arguments.host, port=arguments.port, log_level=arguments.dependency_log_level, log_config=None
+    )
     await uvicorn.Server(config).serve()
 
 
@@ -89,9 +244,7 @@ async def run(arguments: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = parse_arguments(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=arguments.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(arguments)
     anyio.run(run, arguments)
 
 

@@ -25,7 +25,7 @@ __all__ = [
 
 _GO_KEYS: Final[frozenset[str]] = frozenset()
 
-_GO_GUARDED: Final[frozenset[str]] = frozenset()
+_GO_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class GoInput:
 def parse_go(arguments: Mapping[str, Any]) -> GoInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _GO_KEYS:
-        check_keys(arguments, _GO_KEYS, _GO_GUARDED, "", errors)
+        check_keys(arguments, _GO_KEYS, _GO_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return GoInput(

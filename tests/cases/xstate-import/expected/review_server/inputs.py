@@ -34,19 +34,19 @@ __all__ = [
 
 _DOC_SUBMIT_KEYS: Final[frozenset[str]] = frozenset()
 
-_DOC_SUBMIT_GUARDED: Final[frozenset[str]] = frozenset()
+_DOC_SUBMIT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _DOC_APPROVE_KEYS: Final[frozenset[str]] = frozenset()
 
-_DOC_APPROVE_GUARDED: Final[frozenset[str]] = frozenset()
+_DOC_APPROVE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _DOC_REJECT_KEYS: Final[frozenset[str]] = frozenset({"reason"})
 
-_DOC_REJECT_GUARDED: Final[frozenset[str]] = frozenset()
+_DOC_REJECT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _DOC_PUBLISH_KEYS: Final[frozenset[str]] = frozenset()
 
-_DOC_PUBLISH_GUARDED: Final[frozenset[str]] = frozenset()
+_DOC_PUBLISH_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ class DocSubmitInput:
 def parse_doc_submit(arguments: Mapping[str, Any]) -> DocSubmitInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _DOC_SUBMIT_KEYS:
-        check_keys(arguments, _DOC_SUBMIT_KEYS, _DOC_SUBMIT_GUARDED, "", errors)
+        check_keys(arguments, _DOC_SUBMIT_KEYS, _DOC_SUBMIT_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return DocSubmitInput(
@@ -77,7 +77,7 @@ class DocApproveInput:
 def parse_doc_approve(arguments: Mapping[str, Any]) -> DocApproveInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _DOC_APPROVE_KEYS:
-        check_keys(arguments, _DOC_APPROVE_KEYS, _DOC_APPROVE_GUARDED, "", errors)
+        check_keys(arguments, _DOC_APPROVE_KEYS, _DOC_APPROVE_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return DocApproveInput(
@@ -96,7 +96,7 @@ class DocRejectInput:
 def parse_doc_reject(arguments: Mapping[str, Any]) -> DocRejectInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _DOC_REJECT_KEYS:
-        check_keys(arguments, _DOC_REJECT_KEYS, _DOC_REJECT_GUARDED, "", errors)
+        check_keys(arguments, _DOC_REJECT_KEYS, _DOC_REJECT_GUARDED_INPUTS, "", errors)
     value = arguments.get("reason", MISSING)
     reason_ = missing(errors, "reason", "a string") if value is MISSING else in_string(value, "reason", errors)
     if errors:
@@ -117,7 +117,7 @@ class DocPublishInput:
 def parse_doc_publish(arguments: Mapping[str, Any]) -> DocPublishInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _DOC_PUBLISH_KEYS:
-        check_keys(arguments, _DOC_PUBLISH_KEYS, _DOC_PUBLISH_GUARDED, "", errors)
+        check_keys(arguments, _DOC_PUBLISH_KEYS, _DOC_PUBLISH_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
     return DocPublishInput(

@@ -119,7 +119,7 @@ def create_server(handlers: ModuleType | None = None, state_store: StateStore | 
     StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0".
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
-    store = open_store(state_store) if isinstance(state_store, str) else state_store
+    store = open_store(state_store, namespace=NAME) if isinstance(state_store, str) else state_store
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY)
     routes: dict[str, Route] = {
         "doc.submit": partial(
