@@ -7,6 +7,7 @@ reads (`protocol_version`, `request.headers`, `session.send_tool_list_changed`).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -208,7 +209,7 @@ UNKNOWN_HANDLE = forbidden_text(
 async def test_status_refuses_unknown_forged_and_foreign_handles(gate: _gate.Gate) -> None:
     trip = await start(gate, OTHER)
     await gate.call("expense.submit", {}, Ctx(HANDSHAKE, "s1"), Route())  # the session state exists now
-    for handle in ["nope", trip, "session:s1:expense", ""]:
+    for handle in ["nope", trip, session_key("s1"), ""]:
         result = await gate.status(MACHINE, {HANDLE_KEY: handle}, Ctx())
         assert result.is_error is True
         assert text_of(result) == UNKNOWN_HANDLE.format(tool="expense.status"), handle
@@ -352,9 +353,10 @@ async def test_unknown_and_forged_handles_are_refused(
 ) -> None:
     trip = await start(gate, OTHER)
     session_ctx = Ctx(HANDSHAKE, "victim")
-    await gate.call("expense.submit", {}, session_ctx, Route())  # creates session:victim:expense
-    assert await store.load("session:victim:expense") is not None
-    for handle in ["not-minted", trip, "session:victim:expense", f"session:{gate.process_session}:expense", ""]:
+    await gate.call("expense.submit", {}, session_ctx, Route())  # creates the victim session's state
+    assert await store.load(session_key("victim")) is not None
+    forged = ["session:victim:expense", session_key("victim"), f"session:{gate.process_session}:expense"]
+    for handle in ["not-minted", trip, *forged, session_key(gate.process_session), ""]:
         route = Route()
         result = await gate.call("expense.approve", {HANDLE_KEY: handle}, Ctx(era), route)
         assert route.calls == [], handle
@@ -385,7 +387,7 @@ async def test_modern_call_without_handle_needs_one(gate: _gate.Gate, store: sta
         ["expense.start"],
         {"workflow": "expense"},
     )
-    assert await store.load("session:s1:expense") is None
+    assert await store.load(session_key("s1")) is None
 
 
 async def test_busy_handle() -> None:
@@ -429,7 +431,7 @@ async def test_lost_transition_is_logged(
     gate: _gate.Gate, store: state_store.MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.ERROR)
-    handle = "session:s9:expense"  # the session's own state: a change would send list_changed
+    handle = session_key("s9")  # the session's own state: a change would send list_changed
 
     async def meddling(arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
         # as if the lock had expired and another replica moved the workflow meanwhile
@@ -446,6 +448,24 @@ async def test_lost_transition_is_logged(
     assert ctx.session.list_changed == 0
 
 
+def session_key(session_id: str, workflow: str = "expense") -> str:
+    """The store key of a session's own state, computed here independently of the gate's code."""
+    return f"session:{hashlib.sha256(session_id.encode()).hexdigest()[:32]}:{workflow}"
+
+
+async def test_session_ids_never_reach_the_store_in_clear(gate: _gate.Gate, store: state_store.MemoryStore) -> None:
+    """An HTTP session id is a credential: the store keeps a digest of it, so whoever reads the store
+    (a Redis or SQLite file) cannot replay a live session; the same session always maps to the same key."""
+    sid = "0123456789abcdef0123456789abcdef"
+    ctx = Ctx(HANDSHAKE, sid)
+    await gate.call("expense.submit", {}, ctx, Route())
+    key = gate.session_handle(ctx, "expense")
+    assert key is not None and sid not in key
+    assert key == gate.session_handle(Ctx(HANDSHAKE, sid), "expense") == session_key(sid)
+    assert await store.load(key) == state_store.Record("expense", "pending", 2)
+    assert gate.session_handle(Ctx(HANDSHAKE, sid + "x"), "expense") != key
+
+
 # --- the call path: the session's own state (handshake era) -----------------------------------------------
 
 
@@ -454,7 +474,7 @@ async def test_session_state_is_created_and_moves(gate: _gate.Gate, store: state
     assert await gate.session_states(ctx) == {"expense": "draft", "trip": "planned"}
     result = await gate.call("expense.submit", {"amount": 1}, ctx, Route())
     assert result.is_error is False
-    assert await store.load("session:s1:expense") == state_store.Record("expense", "pending", 2)
+    assert await store.load(session_key("s1")) == state_store.Record("expense", "pending", 2)
     assert ctx.session.list_changed == 1
     assert await gate.session_states(ctx) == {"expense": "pending", "trip": "planned"}
     # another session has its own state
@@ -480,11 +500,11 @@ async def test_session_refusal_and_no_change_send_no_list_changed(gate: _gate.Ga
 async def test_stdio_session_uses_the_process_state(gate: _gate.Gate, store: state_store.MemoryStore) -> None:
     ctx = Ctx(HANDSHAKE, None)
     await gate.call("expense.submit", {}, ctx, Route())
-    key = f"session:{gate.process_session}:expense"
+    key = session_key(gate.process_session)
     assert await store.load(key) == state_store.Record("expense", "pending", 2)
     assert await gate.session_states(Ctx(HANDSHAKE, None)) == {"expense": "pending", "trip": "planned"}
     assert gate.session_handle(SimpleNamespace(protocol_version=HANDSHAKE), "trip") == (
-        f"session:{gate.process_session}:trip"
+        session_key(gate.process_session, "trip")
     )
     other = _gate.Gate(store, MACHINES, BINDINGS, HANDLE_KEY)
     assert other.process_session != gate.process_session
@@ -495,20 +515,20 @@ async def test_explicit_handle_in_the_handshake_era(gate: _gate.Gate, store: sta
     handle = await start(gate)
     await gate.call("expense.submit", {HANDLE_KEY: handle}, ctx, Route())
     assert await store.load(handle) == state_store.Record("expense", "pending", 2)
-    assert await store.load("session:s1:expense") is None
+    assert await store.load(session_key("s1")) is None
     assert ctx.session.list_changed == 0
 
 
 async def test_session_handle_is_none_in_the_modern_era(gate: _gate.Gate) -> None:
     assert gate.session_handle(Ctx(MODERN, "s1"), "expense") is None
-    assert gate.session_handle(Ctx(HANDSHAKE, "s1"), "expense") == "session:s1:expense"
+    assert gate.session_handle(Ctx(HANDSHAKE, "s1"), "expense") == session_key("s1")
     assert await gate.session_states(Ctx(MODERN, "s1")) == {"expense": "draft", "trip": "planned"}
 
 
 async def test_session_state_of_another_workflow_reads_as_initial(
     gate: _gate.Gate, store: state_store.MemoryStore
 ) -> None:
-    await store.create("session:s1:expense", "trip", "done")
+    await store.create(session_key("s1"), "trip", "done")
     assert await gate.session_states(Ctx(HANDSHAKE, "s1")) == {"expense": "draft", "trip": "planned"}
 
 

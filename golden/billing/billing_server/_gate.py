@@ -17,6 +17,7 @@ of two concurrent calls that need the same state, one runs and the other is refu
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 from collections.abc import Mapping
@@ -83,6 +84,13 @@ def store_failed(tool: str, workflow: str, exc: Exception) -> types.CallToolResu
     )
 
 
+def session_key(session_id: str, workflow: str) -> str:
+    """Where a session's own state of `workflow` is kept. The session id is a credential, so the store
+    holds only a digest of it: whoever can read the store cannot replay a live session from it."""
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"session:{digest}:{workflow}"
+
+
 class Gate:
     def __init__(
         self, store: StateStore, machines: Mapping[str, Machine], bindings: Mapping[str, Binding], handle_key: str
@@ -102,7 +110,7 @@ class Gate:
         request = getattr(ctx, "request", None)
         headers = getattr(request, "headers", None)
         session_id = headers.get("mcp-session-id") if headers is not None else None
-        return f"session:{session_id or self.process_session}:{workflow}"
+        return session_key(session_id or self.process_session, workflow)
 
     async def session_states(self, ctx: Any) -> dict[str, str]:
         states: dict[str, str] = {}
