@@ -1,7 +1,7 @@
 """The generator's structure, as a contract: dependencies point one way, and nothing imports in a cycle.
 
 Layers, from the top: `cli` → `api` → the phase packages (`load`, `lower`, `codegen`, `output`,
-`scaffold`) → the shared bottom (`ir`, `diagnostics`, `names`, `expr`, `pyliteral`). A module may
+`scaffold`) → the shared bottom (`ir`, `diagnostics`, `names`, `expr`, `pyliteral`, `templating`). A module may
 import its own layer's package, anything below it, and — the one sideways step — `lower` may use
 `load`'s types (it lowers a loaded spec). `runtime` is code for generated servers and imports
 nothing from fusiongen. The graph is read statically (imports under TYPE_CHECKING count too).
@@ -23,6 +23,7 @@ BOTTOM = {
     "fusiongen.names",
     "fusiongen.expr",
     "fusiongen.pyliteral",
+    "fusiongen.templating",
 }
 PHASES = ("load", "lower", "codegen", "output", "scaffold")
 # What each area may import besides itself and the bottom layer.

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from importlib import resources
-from pathlib import Path
 
 import jinja2
 import libcst
 
+from fusiongen import templating
 from fusiongen.codegen.runtime_copy import runtime_file
 from fusiongen.codegen.view import ServerView, build_view
 from fusiongen.ir import ServerIR
@@ -58,17 +57,8 @@ RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = (
 PROJECT_TEMPLATES = (("pyproject.toml.j2", "pyproject.toml"), ("README.md.j2", "README.md"))
 
 
-@functools.cache
 def environment() -> jinja2.Environment:
-    templates = Path(str(resources.files("fusiongen.codegen").joinpath("templates")))
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+    return templating.environment("fusiongen.codegen")
 
 
 @functools.cache

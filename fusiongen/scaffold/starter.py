@@ -5,13 +5,13 @@ Pure: it decides names and renders texts; `fusiongen.api.init_project` writes th
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import jinja2
+
+from fusiongen import templating
 
 
 @dataclass(frozen=True)
@@ -32,17 +32,8 @@ def server_name(directory: Path, name: str | None) -> str:
     return candidate
 
 
-@functools.cache
 def _environment() -> jinja2.Environment:
-    templates = Path(str(resources.files("fusiongen.scaffold").joinpath("templates")))
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+    return templating.environment("fusiongen.scaffold")
 
 
 def starter(directory: Path, name: str | None, schema_text: str) -> Starter:
