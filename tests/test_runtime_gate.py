@@ -440,7 +440,14 @@ async def test_lost_transition_is_logged(
 
     ctx = Ctx(HANDSHAKE, "s9")
     result = await gate.call("expense.submit", {}, ctx, meddling)
-    assert result.is_error is False
+    # The caller is told the truth: the transition was lost, so the call is an error, not "done.".
+    assert result.is_error is True
+    assert text_of(result) == (
+        '<tool_error tool="expense.submit" code="CONFLICT" severity="error"><message>Tool "expense.submit" ran, '
+        'but workflow "expense" changed or was taken over by another call meanwhile, so its move to state '
+        '"pending" was not saved.</message><recovery>Call expense.status to see the current state; the tool\'s '
+        "effects may have happened, so check them before calling it again.</recovery></tool_error>"
+    )
     assert await store.load(handle) == state_store.Record("expense", "rejected", 2)
     assert [r.getMessage() for r in caplog.records] == [
         "tool expense.submit: workflow expense changed while its handler ran; transition to pending lost"

@@ -518,7 +518,7 @@ async def test_an_explicit_redis_prefix_still_wins(tmp_path: Path, redis_port: i
 async def test_redis_down_gives_a_clean_tool_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, flow: GeneratedServer
 ) -> None:
-    """#14: with Redis gone, bound calls, start and status are UNAVAILABLE without the store's error text
+    """#14: with Redis gone, bound calls, start and status are STORE_UNAVAILABLE without the store's error text
     (address, errno), and the handshake-era tools/list fails with a generic message; details are logged."""
     caplog.set_level(logging.ERROR)
     port, stop = start_redis(tmp_path)
@@ -538,7 +538,7 @@ async def test_redis_down_gives_a_clean_tool_error(
             await legacy.list_tools()
     for result in results:
         shown = text(result)
-        assert result.is_error is True and 'code="UNAVAILABLE"' in shown, shown
+        assert result.is_error is True and 'code="STORE_UNAVAILABLE"' in shown, shown
         for detail in (str(port), "127.0.0.1", "Errno", "Redis", "onnect"):
             assert detail not in shown, shown
     assert listing.value.error.message == "The workflow state cannot be read right now; retry in a moment."
@@ -551,7 +551,7 @@ async def test_redis_down_over_a_port_nobody_listens_on(flow: GeneratedServer) -
     server = flow.create_server(flow.handlers, state_store=f"redis://127.0.0.1:{free_port()}/0")
     async with connect(server, MODERN) as client:
         result = await client.call_tool("flow.start", {})
-    assert result.is_error is True and 'code="UNAVAILABLE"' in text(result)
+    assert result.is_error is True and 'code="STORE_UNAVAILABLE"' in text(result)
     assert "127.0.0.1" not in text(result)
 
 

@@ -216,11 +216,21 @@ async def test_lock_wait_gives_up_with_lock_timeout(ss: ModuleType, make_store: 
         pass
 
 
+async def vanished_holder(store: Any, h: str) -> Any:
+    """Take h's lock in a task that then ends without releasing: a holder that crashed (nothing renews it)."""
+
+    async def crash() -> Any:
+        crashed = store.lock(h)
+        await crashed.__aenter__()
+        return crashed  # kept referenced: a collected generator would release on finalisation
+
+    return await asyncio.create_task(crash())
+
+
 async def test_lock_of_a_vanished_holder_expires(make_store: Factory) -> None:
     store = make_store(lock_ttl=0.3, lock_wait=5.0)
     h = new_handle()
-    crashed = store.lock(h)  # kept referenced: a collected generator would release on finalisation
-    await crashed.__aenter__()  # a holder that crashes and never releases
+    crashed = await vanished_holder(store, h)  # a holder that crashes and never releases
     started = time.monotonic()
     async with store.lock(h):
         waited = time.monotonic() - started
@@ -236,8 +246,7 @@ async def test_release_never_frees_another_holders_lock(make_store: Factory, bac
     stores = [make_store(lock_ttl=0.4, lock_wait=5.0) for _ in range(1 if backend == "memory" else 3)]
     first, second, third = (stores * 3)[:3]
     h = new_handle()
-    stale = first.lock(h)
-    await stale.__aenter__()  # holds until its lock expires after 0.4 s
+    stale = await vanished_holder(first, h)  # holds until its lease runs out 0.4 s later
     b_in, b_release, c_in = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def b() -> None:
@@ -253,7 +262,7 @@ async def test_release_never_frees_another_holders_lock(make_store: Factory, bac
     await asyncio.wait_for(b_in.wait(), 3)  # b took over the expired lock
     await stale.__aexit__(None, None, None)  # the stale holder "releases" late
     task_c = asyncio.create_task(c())
-    await asyncio.sleep(0.2)  # b's own lock is still valid for about 0.2 s more
+    await asyncio.sleep(1.0)  # b renews its lease, so it stays valid for all of 2.5 lease periods
     assert not c_in.is_set(), "the stale release freed the current holder's lock"
     b_release.set()
     await asyncio.wait_for(asyncio.gather(task_b, task_c), 3)
@@ -261,7 +270,7 @@ async def test_release_never_frees_another_holders_lock(make_store: Factory, bac
 
 
 async def test_a_cancelled_holder_frees_the_lock(make_store: Factory) -> None:
-    store = make_store(lock_wait=1.0)  # lock_ttl stays 30 s: expiry cannot be what frees it
+    store = make_store(lock_wait=1.0)  # lock_ttl stays 5 s: expiry cannot be what frees it
     h = new_handle()
     entered = asyncio.Event()
 
@@ -576,12 +585,21 @@ async def test_redis_scripts_are_safe_to_repeat(ss: ModuleType, redis_url: str) 
         assert await client.eval(ss._COMPARE_AND_SET, [record], [1, "s1", 10_000, "op-3"]) == [b"wf", 2]
     assert await client.eval(ss._COMPARE_AND_SET, [record], [1, "s1", 10_000, "op-4"]) is None
     assert await client.execute("HMGET", record, "state", "version") == [b"s1", b"2"]
+    fence = f"test:{uuid.uuid4().hex}:fence"
+    for _ in range(2):  # a repeated acquisition yields the same fence, it does not take a new one
+        assert await client.eval(ss._LOCK, [lock, fence], ["token-1", 10_000, 20_000]) == 1
+    assert await client.eval(ss._LOCK, [lock, fence], ["token-2", 10_000, 20_000]) == 0
     for _ in range(2):
-        assert await client.eval(ss._LOCK, [lock], ["token-1", 10_000]) == 1
-    assert await client.eval(ss._LOCK, [lock], ["token-2", 10_000]) == 0
+        assert await client.eval(ss._RENEW, [lock], ["token-1", 10_000]) == 1
+    assert await client.eval(ss._RENEW, [lock], ["token-2", 10_000]) == 0
+    for _ in range(2):  # a fenced save repeats like an unfenced one
+        args = [2, "s2", 10_000, "op-5", "token-1"]
+        assert await client.eval(ss._COMPARE_AND_SET, [record, lock], args) == [b"wf", 3]
+    assert await client.eval(ss._COMPARE_AND_SET, [record, lock], [3, "s3", 10_000, "op-6", "token-2"]) is None
     assert await client.eval(ss._UNLOCK, [lock], ["token-2"]) == 0
     assert await client.eval(ss._UNLOCK, [lock], ["token-1"]) == 1
-    await client.execute("DEL", record, lock)
+    assert await client.eval(ss._LOCK, [lock, fence], ["token-2", 10_000, 20_000]) == 2  # fences grow
+    await client.execute("DEL", record, lock, fence)
     await client.close()
 
 

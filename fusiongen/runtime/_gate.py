@@ -10,12 +10,15 @@ SQLite or Redis, chosen at start-up). The call path always enforces, in both pro
   needs an explicit handle minted by `<workflow>.start`.
 
 Calls on one handle are serialized by the store's lock, so a transition's handler runs at most once:
-of two concurrent calls that need the same state, one runs and the other is refused.
+of two concurrent calls that need the same state, one runs and the other is refused. The lock is a
+lease the store renews while the handler runs, and the new state is saved fenced by it: a call whose
+lease was lost (its process stalled) cannot commit, and is told so (CONFLICT), never "done.".
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
 import secrets
 from collections.abc import Mapping
@@ -72,13 +75,31 @@ def forbidden(
     )
 
 
+# How long an agent should wait before retrying a call that found the state store unavailable: a lost Redis
+# connection is re-opened on the next call, so a store that is back is used at once.
+STORE_RETRY_AFTER = 2
+
+
 def store_failed(tool: str, workflow: str, exc: Exception) -> types.CallToolResult:
     """The state store raised (Redis down, a broken database): the details go to the log, never to the client."""
     logger.error("tool %s: the state store of workflow %s failed: %s: %s", tool, workflow, type(exc).__name__, exc)
+    details = {"workflow": workflow, "retry_after": str(STORE_RETRY_AFTER)}
     return error_result(
-        f'<tool_error tool="{escape_attribute(tool)}" code="UNAVAILABLE" severity="error"><message>The state of '
-        f'workflow "{escape_text(workflow)}" cannot be read or saved right now.</message><recovery>Retry in a '
-        "moment; if it keeps failing, tell the user the tool is unavailable.</recovery></tool_error>"
+        f'<tool_error tool="{escape_attribute(tool)}" code="STORE_UNAVAILABLE" severity="error"><message>The state '
+        f'of workflow "{escape_text(workflow)}" cannot be read or saved right now.</message><recovery>Retry in '
+        f"{STORE_RETRY_AFTER} seconds; if it keeps failing, tell the user the tool is unavailable.</recovery>"
+        f"<details>{_details(details)}</details></tool_error>"
+    )
+
+
+def transition_lost(tool: str, workflow: str, target: str) -> types.CallToolResult:
+    """The handler ran, but its transition could not be saved: its lease was lost, or the state moved meanwhile."""
+    return error_result(
+        f'<tool_error tool="{escape_attribute(tool)}" code="CONFLICT" severity="error"><message>Tool '
+        f'"{escape_text(tool)}" ran, but workflow "{escape_text(workflow)}" changed or was taken over by another '
+        f'call meanwhile, so its move to state "{escape_text(target)}" was not saved.</message><recovery>Call '
+        f"{escape_text(workflow)}.status to see the current state; the tool's effects may have happened, so "
+        "check them before calling it again.</recovery></tool_error>"
     )
 
 
@@ -97,6 +118,9 @@ class Gate:
         self.machines = machines
         self.bindings = bindings
         self.handle_key = handle_key
+        # A store written for the fence-less interface (§10.9), or a wrapper around a bundled store that
+        # forwards lock() but not fence=, is saved unfenced: only the version then protects the save.
+        self.fenced = "fence" in inspect.signature(store.compare_and_set).parameters
         # stdio and in-process connections have no session id: one session state per server instance.
         self.process_session = secrets.token_hex(8)
 
@@ -119,7 +143,8 @@ class Gate:
             except Exception as exc:  # the store failed: say so without its details, which go to the log
                 logger.error("tools/list: the state store of workflow %s failed: %s: %s", name, type(exc).__name__, exc)
                 message = "The workflow state cannot be read right now; retry in a moment."
-                raise MCPError(INTERNAL_ERROR, message) from None
+                data = {"code": "STORE_UNAVAILABLE", "retry_after": STORE_RETRY_AFTER}
+                raise MCPError(INTERNAL_ERROR, message, data) from None
             states[name] = record.state if record is not None and record.workflow == name else machine.initial
         return states
 
@@ -179,9 +204,10 @@ class Gate:
             if handle is None:
                 return self.needs_handle(tool, machine)
         changed: Record | None = None
+        lost: str | None = None  # the target of a transition that could not be saved
         routing = False  # whether an exception comes from the route (it propagates) or from the store
         try:
-            async with self.store.lock(handle):
+            async with self.store.lock(handle) as fence:
                 record = await self.store.load(handle)
                 if record is None and implicit:
                     record = await self.store.create(handle, machine.name, machine.initial)
@@ -197,8 +223,12 @@ class Gate:
                 target = machine.transitions.get((record.state, binding.event))
                 if target is None or target == record.state:
                     return result
-                changed = await self.store.compare_and_set(handle, record.version, target)
-                if changed is None:  # only if the lock expired while the handler ran
+                if fence is None or not self.fenced:  # a custom store without fences (§10.9)
+                    changed = await self.store.compare_and_set(handle, record.version, target)
+                else:
+                    changed = await self.store.compare_and_set(handle, record.version, target, fence=fence)
+                if changed is None:  # only if the lease was lost while the handler ran
+                    lost = target
                     logger.error(
                         "tool %s: workflow %s changed while its handler ran; transition to %s lost",
                         tool,
@@ -214,6 +244,8 @@ class Gate:
             if routing:
                 raise
             return store_failed(tool, machine.name, exc)
+        if lost is not None:
+            return transition_lost(tool, machine.name, lost)
         if changed is not None and implicit:
             await ctx.session.send_tool_list_changed()
         return result

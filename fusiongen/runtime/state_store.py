@@ -13,9 +13,13 @@ class needed) that keeps the contract the gating code relies on:
 * ``version`` starts at 1 and goes up by one on every successful save, so stale writers show;
 * create, load and save count as activity; a handle idle for ``idle_ttl`` seconds is gone and
   behaves exactly like one that never existed;
-* a lock excludes every holder on every replica, gives up after ``lock_wait`` seconds, frees
-  itself ``lock_ttl`` seconds after it was taken (so a crashed holder cannot wedge a handle),
-  and releasing it never frees a lock somebody else has taken since.
+* a lock excludes every holder on every replica and gives up after ``lock_wait`` seconds; it is a
+  *lease* of ``lock_ttl`` seconds that a live holder renews every ``lock_ttl / 3`` seconds, so a
+  slow holder keeps it while one that crashed (or stopped renewing) loses it ``lock_ttl`` seconds
+  later; releasing it never frees a lock somebody else has taken since;
+* taking a lock yields a *fence*, an int that grows with every acquisition of the handle, and
+  ``compare_and_set(..., fence=f)`` saves only while the lease of fence ``f`` is still held, so a
+  holder whose lease was lost can never commit.
 
 Handles are credentials of sorts, so no message raised here ever contains one.
 """
@@ -23,6 +27,7 @@ Handles are credentials of sorts, so no message raised here ever contains one.
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import os
 import random
 import secrets
@@ -72,12 +77,16 @@ class StateStore(Protocol):
         """Return the record (refreshing its idle expiry), or None if unknown or expired."""
         ...
 
-    async def compare_and_set(self, handle: str, expected_version: int, state: str) -> Record | None:
-        """Save ``state`` iff the version is still ``expected_version``: the new record, else None."""
+    async def compare_and_set(
+        self, handle: str, expected_version: int, state: str, *, fence: int | None = None
+    ) -> Record | None:
+        """Save ``state`` iff the version is still ``expected_version`` (and, given ``fence``, iff the
+        lease that yielded it is still held, checked atomically with the save): the new record, else None."""
         ...
 
-    def lock(self, handle: str) -> AbstractAsyncContextManager[None]:
-        """Hold the handle's lock, excluding every other holder on every replica."""
+    def lock(self, handle: str) -> AbstractAsyncContextManager[int | None]:
+        """Hold (and keep renewing) the handle's lease, excluding every other holder on every replica;
+        yield its fence, or None from a store that has no fences (the gate then saves unfenced)."""
         ...
 
     async def close(self) -> None:
@@ -90,15 +99,19 @@ class _Holder:
     token: str
     expires_at: float  # event-loop time
     released: asyncio.Event
+    fence: int = 0  # set once the shared lock is taken
+    lost: bool = False  # the lease could not be renewed in time: this holder must not commit
 
 
 class _LockingStore(ABC):
     """The lock protocol shared by the bundled stores: a local gate, then a shared lock.
 
     The gate excludes the coroutines of this process without polling (waiters sleep on an
-    event); unlike ``asyncio.Lock`` it expires after ``lock_ttl``, so an abandoned holder wedges
-    a handle no longer than a crashed replica would.  The shared lock (a row, a Redis key) then
-    excludes other processes; it is polled with jittered backoff, and for MemoryStore it is void.
+    event); unlike ``asyncio.Lock`` it expires ``lock_ttl`` after its last renewal, so an abandoned
+    holder wedges a handle no longer than a crashed replica would.  The shared lock (a row, a Redis
+    key) then excludes other processes; it is polled with jittered backoff, and for MemoryStore it
+    is void.  While held, a background task renews both every ``lock_ttl / 3`` seconds, until the
+    holder releases or the task that took the lock ends without releasing (a vanished holder).
     """
 
     _shared = True  # whether other processes share the lock (MemoryStore: no)
@@ -110,15 +123,52 @@ class _LockingStore(ABC):
         self._gate: dict[str, _Holder] = {}
 
     @abstractmethod
-    async def _try_lock(self, handle: str, token: str) -> bool:
-        """Take the shared lock with ``token`` if it is free or expired; never wait."""
+    async def _try_lock(self, handle: str, token: str) -> int:
+        """Take the shared lock with ``token`` if it is free or expired, never waiting: its new fence, or 0."""
+
+    @abstractmethod
+    async def _renew(self, handle: str, token: str) -> bool:
+        """Extend the shared lease by ``lock_ttl`` iff it is still live and carries ``token``."""
 
     @abstractmethod
     async def _unlock(self, handle: str, token: str) -> None:
         """Free the shared lock if it still carries ``token``; best effort, never raise."""
 
+    async def _release_held(self) -> None:
+        """Free the shared locks this process still holds, so that a new process can take them at once (close()
+        calls it: a server stopped in the middle of a call does not leave its handle locked for the lock TTL)."""
+        for handle, holder in list(self._gate.items()):
+            await self._unlock(handle, holder.token)
+
     def _timeout(self) -> LockTimeout:
         return LockTimeout(f"lock not acquired within {self._lock_wait:g} s")
+
+    def _fenced_token(self, handle: str, fence: int) -> str | None:
+        """The token of this store's live holder of ``handle`` if it holds ``fence``, else None."""
+        holder = self._gate.get(handle)
+        if holder is None or holder.fence != fence or holder.lost:
+            return None
+        return None if holder.expires_at <= asyncio.get_running_loop().time() else holder.token
+
+    async def _keep(self, handle: str, holder: _Holder, owner: asyncio.Task[object] | None) -> None:
+        """Renew ``holder``'s lease every ``lock_ttl / 3`` s while its owner lives; mark it lost if that fails."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self._lock_ttl / 3)
+            if owner is not None and owner.done():
+                return  # The holder vanished without releasing: let the lease run out.
+            asked = loop.time()
+            try:
+                renewed = await self._renew(handle, holder.token)
+            except Exception:  # A store blip: try again next time, while the lease lasts.
+                renewed = None
+            if renewed:
+                holder.expires_at = asked + self._lock_ttl
+            elif renewed is False or loop.time() >= holder.expires_at:
+                holder.lost = True
+                holder.expires_at = min(holder.expires_at, loop.time())
+                holder.released.set()  # Local waiters may take over at once.
+                return
 
     async def _enter_gate(self, handle: str, deadline: float) -> _Holder:
         loop = asyncio.get_running_loop()
@@ -137,29 +187,43 @@ class _LockingStore(ABC):
                     await holder.released.wait()
 
     @asynccontextmanager
-    async def lock(self, handle: str) -> AsyncIterator[None]:
+    async def lock(self, handle: str) -> AsyncIterator[int]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._lock_wait
         holder = await self._enter_gate(handle, deadline)
+        owner = asyncio.current_task()
+        keeper: asyncio.Task[None] | None = None
         if not self._shared:  # one process only: the gate is the whole lock, nothing to free elsewhere
             try:
-                yield
+                holder.fence = await self._try_lock(handle, holder.token)
+                holder.expires_at = loop.time() + self._lock_ttl
+                keeper = asyncio.create_task(self._keep(handle, holder, owner))
+                yield holder.fence
             finally:
+                if keeper is not None:
+                    keeper.cancel()
                 if self._gate.get(handle) is holder:
                     del self._gate[handle]
                 holder.released.set()
             return
         try:
             delay = _POLL_MIN
-            while not await self._try_lock(handle, holder.token):
+            while True:
+                asked = loop.time()
+                if fence := await self._try_lock(handle, holder.token):
+                    break
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise self._timeout()
                 # Jitter keeps replicas waiting on one handle from polling in lockstep.
                 await asyncio.sleep(min(random.uniform(delay / 2, delay), remaining))
                 delay = min(delay * 2, _POLL_MAX)
-            yield
+            holder.fence, holder.expires_at = fence, asked + self._lock_ttl
+            keeper = asyncio.create_task(self._keep(handle, holder, owner))
+            yield fence
         finally:
+            if keeper is not None:
+                keeper.cancel()
             try:
                 # Also after a failed or cancelled acquisition, which may have taken the lock just
                 # as it was cancelled: the token check makes that harmless.  Shielded, so that a
@@ -176,10 +240,11 @@ class MemoryStore(_LockingStore):
 
     _shared = False
 
-    def __init__(self, *, idle_ttl: float = 86400.0, lock_ttl: float = 30.0, lock_wait: float = 10.0) -> None:
+    def __init__(self, *, idle_ttl: float = 86400.0, lock_ttl: float = 5.0, lock_wait: float = 10.0) -> None:
         super().__init__(idle_ttl, lock_ttl, lock_wait)
         self._records: dict[str, tuple[Record, float]] = {}  # handle -> (record, monotonic expiry)
         self._next_sweep = 0.0
+        self._fences = itertools.count(1)  # one sequence for all handles: increasing per handle too
 
     # No method awaits anything, so each one is atomic with respect to other coroutines.
     def _live(self, handle: str, now: float) -> Record | None:
@@ -204,18 +269,28 @@ class MemoryStore(_LockingStore):
         record = self._live(handle, now)
         return None if record is None else self._put(handle, record, now)
 
-    async def compare_and_set(self, handle: str, expected_version: int, state: str) -> Record | None:
+    async def compare_and_set(
+        self, handle: str, expected_version: int, state: str, *, fence: int | None = None
+    ) -> Record | None:
         now = time.monotonic()
         record = self._live(handle, now)
         if record is None or record.version != expected_version:
             return None
+        if fence is not None and self._fenced_token(handle, fence) is None:
+            return None
         return self._put(handle, Record(record.workflow, state, expected_version + 1), now)
 
-    async def _try_lock(self, handle: str, token: str) -> bool:
-        return True  # The in-process gate already is the whole lock.
+    async def _try_lock(self, handle: str, token: str) -> int:
+        return next(self._fences)  # The in-process gate already is the whole lock.
+
+    async def _renew(self, handle: str, token: str) -> bool:
+        return True
 
     async def _unlock(self, handle: str, token: str) -> None:
         return None
+
+    async def ping(self) -> None:
+        """Always reachable: it is this process."""
 
     async def close(self) -> None:
         self._records.clear()
@@ -227,7 +302,7 @@ PRAGMA synchronous = FULL;
 CREATE TABLE IF NOT EXISTS workflow_records (handle TEXT PRIMARY KEY, workflow TEXT NOT NULL,
     state TEXT NOT NULL, version INTEGER NOT NULL, expires_at REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS workflow_locks (handle TEXT PRIMARY KEY, token TEXT NOT NULL,
-    expires_at REAL NOT NULL) WITHOUT ROWID;
+    expires_at REAL NOT NULL, fence INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 """
 
 
@@ -263,7 +338,7 @@ class SQLiteStore(_LockingStore):
         *,
         namespace: str = "",
         idle_ttl: float = 86400.0,
-        lock_ttl: float = 30.0,
+        lock_ttl: float = 5.0,
         lock_wait: float = 10.0,
     ) -> None:
         super().__init__(idle_ttl, lock_ttl, lock_wait)
@@ -275,6 +350,11 @@ class SQLiteStore(_LockingStore):
         self._db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
         try:
             self._db.executescript(_SQLITE_SCHEMA)
+            if "fence" not in [row[1] for row in self._db.execute("PRAGMA table_info(workflow_locks)")]:
+                # A file from before fences.  Servers that still write 3-column lock rows then fail
+                # loudly instead of taking locks that exclude nobody.
+                with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
+                    self._db.execute("ALTER TABLE workflow_locks ADD COLUMN fence INTEGER NOT NULL DEFAULT 0")
         except BaseException:
             self._db.close()
             raise
@@ -304,7 +384,8 @@ class SQLiteStore(_LockingStore):
             if now >= self._next_sweep:  # Otherwise handles nobody loads again would pile up.
                 self._next_sweep = now + _SWEEP_INTERVAL
                 db.execute("DELETE FROM workflow_records WHERE expires_at <= ?", (now,))
-                db.execute("DELETE FROM workflow_locks WHERE expires_at <= ?", (now,))
+                # Released lock rows stay a while, so that fences keep growing across acquisitions.
+                db.execute("DELETE FROM workflow_locks WHERE expires_at <= ?", (now - self._idle_ttl,))
             cursor = db.execute(
                 "INSERT INTO workflow_records VALUES (?, ?, ?, 1, ?) ON CONFLICT (handle) DO UPDATE"
                 " SET workflow = excluded.workflow, state = excluded.state, version = 1,"
@@ -332,10 +413,23 @@ class SQLiteStore(_LockingStore):
 
         return await self._transaction(run)
 
-    async def compare_and_set(self, handle: str, expected_version: int, state: str) -> Record | None:
+    async def compare_and_set(
+        self, handle: str, expected_version: int, state: str, *, fence: int | None = None
+    ) -> Record | None:
+        token = None if fence is None else self._fenced_token(handle, fence)
+        if fence is not None and token is None:
+            return None
         handle = self._namespace + handle
 
         def run(db: sqlite3.Connection, now: float) -> Record | None:
+            if (
+                token is not None
+                and not db.execute(
+                    "SELECT 1 FROM workflow_locks WHERE handle = ? AND token = ? AND fence = ? AND expires_at > ?",
+                    (handle, token, fence, now),
+                ).fetchone()
+            ):
+                return None  # The lease was lost: somebody else may hold the lock now.
             row = db.execute(
                 "SELECT workflow FROM workflow_records WHERE handle = ? AND version = ? AND expires_at > ?",
                 (handle, expected_version, now),
@@ -350,17 +444,32 @@ class SQLiteStore(_LockingStore):
 
         return await self._transaction(run)
 
-    async def _try_lock(self, handle: str, token: str) -> bool:
+    async def _try_lock(self, handle: str, token: str) -> int:
+        handle = self._namespace + handle
+
+        def run(db: sqlite3.Connection, now: float) -> int:
+            cursor = db.execute(
+                "INSERT INTO workflow_locks (handle, token, expires_at, fence) VALUES (?, ?, ?, 1)"
+                " ON CONFLICT (handle) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at,"
+                " fence = workflow_locks.fence + 1 WHERE workflow_locks.expires_at <= ?",
+                (handle, token, now + self._lock_ttl, now),
+            )
+            if cursor.rowcount != 1:
+                return 0  # a live lock row belongs to someone else
+            row = db.execute("SELECT fence FROM workflow_locks WHERE handle = ?", (handle,)).fetchone()
+            return int(row[0])
+
+        return await self._transaction(run)
+
+    async def _renew(self, handle: str, token: str) -> bool:
         handle = self._namespace + handle
 
         def run(db: sqlite3.Connection, now: float) -> bool:
             cursor = db.execute(
-                "INSERT INTO workflow_locks VALUES (?, ?, ?) ON CONFLICT (handle) DO UPDATE"
-                " SET token = excluded.token, expires_at = excluded.expires_at"
-                " WHERE workflow_locks.expires_at <= ?",
-                (handle, token, now + self._lock_ttl, now),
+                "UPDATE workflow_locks SET expires_at = ? WHERE handle = ? AND token = ? AND expires_at > ?",
+                (now + self._lock_ttl, handle, token, now),
             )
-            return cursor.rowcount == 1  # 0 if a live lock row belongs to someone else
+            return cursor.rowcount == 1
 
         return await self._transaction(run)
 
@@ -368,12 +477,21 @@ class SQLiteStore(_LockingStore):
         handle = self._namespace + handle
 
         def run(db: sqlite3.Connection, now: float) -> None:
-            db.execute("DELETE FROM workflow_locks WHERE handle = ? AND token = ?", (handle, token))
+            # Expired, not deleted: the row keeps the handle's fence counter.
+            db.execute(
+                "UPDATE workflow_locks SET expires_at = ? WHERE handle = ? AND token = ? AND expires_at > ?",
+                (now, handle, token, now),
+            )
 
         with contextlib.suppress(sqlite3.Error):  # An unreleased lock row merely expires later.
             await self._transaction(run)
 
+    async def ping(self) -> None:
+        """Raise if the database cannot be written now (readiness)."""
+        await self._transaction(lambda db, now: None)
+
     async def close(self) -> None:
+        await self._release_held()
         await asyncio.get_running_loop().run_in_executor(self._worker, self._db.close)
         self._worker.shutdown()
 
@@ -527,6 +645,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """)
 _COMPARE_AND_SET = _Script("""
+if KEYS[2] and redis.call('GET', KEYS[2]) ~= ARGV[5] then return false end
 local r = redis.call('HMGET', KEYS[1], 'workflow', 'version', 'op')
 local want = tonumber(ARGV[1])
 if not r[1] or (tonumber(r[2]) ~= want and not (r[3] == ARGV[4] and tonumber(r[2]) == want + 1)) then
@@ -537,8 +656,17 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {r[1], want + 1}
 """)
 _LOCK = _Script("""
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local fence = redis.call('INCR', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  return fence
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return tonumber(redis.call('GET', KEYS[2])) end
+return 0
+""")
+_RENEW = _Script("""
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
 """)
 _UNLOCK = _Script("""
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -554,7 +682,9 @@ class RedisStore(_LockingStore):
     """Records as Redis hashes, shared by every replica that uses the same Redis and prefix.
 
     Scripts make each operation atomic, PEXPIRE on every touch implements idle expiry, and a
-    lock is a ``SET NX PX`` key holding its holder's random token.  The key prefix keeps servers
+    lock is a ``SET NX PX`` key holding its holder's random token, renewed by PEXPIRE; its fence
+    is ``INCR`` of a ``fence:<handle>`` counter that lives ``idle_ttl`` past the last acquisition,
+    and a fenced save checks the lock key's token in the same script.  The key prefix keeps servers
     that share one Redis apart: ``?prefix=`` in the URL if given, else ``prefix``; :func:`open_store`
     passes ``fusiongen:<server name>:``, so by default every server has keys of its own.
     """
@@ -565,7 +695,7 @@ class RedisStore(_LockingStore):
         *,
         prefix: str = "fusiongen:",
         idle_ttl: float = 86400.0,
-        lock_ttl: float = 30.0,
+        lock_ttl: float = 5.0,
         lock_wait: float = 10.0,
     ) -> None:
         super().__init__(idle_ttl, lock_ttl, lock_wait)
@@ -590,22 +720,40 @@ class RedisStore(_LockingStore):
                 return Record(workflow.decode(), state.decode(), int(version))
         return None
 
-    async def compare_and_set(self, handle: str, expected_version: int, state: str) -> Record | None:
+    async def compare_and_set(
+        self, handle: str, expected_version: int, state: str, *, fence: int | None = None
+    ) -> Record | None:
         args: list[_Arg] = [expected_version, state, _ms(self._idle_ttl), secrets.token_hex(8)]
-        match await self._client.eval(_COMPARE_AND_SET, [self._key("record", handle)], args):
+        keys: list[_Arg] = [self._key("record", handle)]
+        if fence is not None:
+            if (token := self._fenced_token(handle, fence)) is None:
+                return None
+            keys.append(self._key("lock", handle))
+            args.append(token)
+        match await self._client.eval(_COMPARE_AND_SET, keys, args):
             case [bytes(workflow), int(version)]:
                 return Record(workflow.decode(), state, version)
         return None
 
-    async def _try_lock(self, handle: str, token: str) -> bool:
+    async def _try_lock(self, handle: str, token: str) -> int:
+        args: list[_Arg] = [token, _ms(self._lock_ttl), _ms(self._idle_ttl + self._lock_ttl)]
+        fence = await self._client.eval(_LOCK, [self._key("lock", handle), self._key("fence", handle)], args)
+        return fence if isinstance(fence, int) else 0
+
+    async def _renew(self, handle: str, token: str) -> bool:
         args: list[_Arg] = [token, _ms(self._lock_ttl)]
-        return await self._client.eval(_LOCK, [self._key("lock", handle)], args) == 1
+        return await self._client.eval(_RENEW, [self._key("lock", handle)], args) == 1
 
     async def _unlock(self, handle: str, token: str) -> None:
         with contextlib.suppress(OSError, RedisError):  # An unreleased lock key merely expires later.
             await self._client.eval(_UNLOCK, [self._key("lock", handle)], [token])
 
+    async def ping(self) -> None:
+        """Raise if Redis does not answer now (readiness)."""
+        await self._client.execute("PING")
+
     async def close(self) -> None:
+        await self._release_held()
         await self._client.close()
 
 
@@ -614,7 +762,7 @@ def open_store(
     *,
     namespace: str = "",
     idle_ttl: float = 86400.0,
-    lock_ttl: float = 30.0,
+    lock_ttl: float = 5.0,
     lock_wait: float = 10.0,
 ) -> StateStore:
     """Build the store named by ``--state-store``.

@@ -30,8 +30,9 @@ def _answers_ping(port: int) -> bool:
     return reply.startswith((b"+PONG", b"-NOAUTH"))
 
 
-def start_redis(tmp_path: Path, *extra_args: str) -> tuple[int, Callable[[], None]]:
-    """Start redis-server on a free 127.0.0.1 port; return the port and a function stopping it."""
+def start_redis(tmp_path: Path, *extra_args: str, port: int | None = None) -> tuple[int, Callable[[], None]]:
+    """Start redis-server on a free 127.0.0.1 port (or on `port`, e.g. one a server already tries to reach);
+    return the port and a function stopping it."""
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.fail(
@@ -40,8 +41,9 @@ def start_redis(tmp_path: Path, *extra_args: str) -> tuple[int, Callable[[], Non
             pytrace=False,
         )
     log = tmp_path / "redis.log"
+    wanted = port
     for _attempt in range(3):  # The free port may be taken by someone else before Redis binds it.
-        port = free_port()
+        port = wanted if wanted is not None else free_port()
         command = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         command += ["--dir", str(tmp_path), "--logfile", str(log), *extra_args]
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)

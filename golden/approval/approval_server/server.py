@@ -19,7 +19,7 @@ from mcp.server.models import InitializationOptions
 
 from . import inputs, presenters, schemas
 from ._gate import Gate, handshake_listing, is_modern
-from ._runtime import Route, bind_handler, import_handlers, run_tool, unknown_tool
+from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
 from .state_store import StateStore, open_store
 from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 
@@ -199,7 +199,9 @@ def create_server(handlers: ModuleType | None = None, state_store: StateStore | 
             raise unknown_tool(params.name, list(routes))
         arguments = params.arguments or {}
         if params.name in BINDINGS:
-            return await gate.call(params.name, arguments, ctx, route)
-        return await route(arguments, ctx)
+            return await logged_call(
+                params.name, HANDLE_KEY, arguments, partial(gate.call, params.name, arguments, ctx, route)
+            )
+        return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx))
 
     return _Server(NAME, version=VERSION, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)

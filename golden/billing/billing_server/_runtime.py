@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import hashlib
 import importlib
 import inspect
 import json
@@ -19,6 +20,7 @@ import logging
 import math
 import re
 import sys
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -511,6 +513,54 @@ def unknown_tool(name: str, known: list[str]) -> MCPError:
 def done_result(tool: str) -> types.CallToolResult:
     """A tool that declares no result: say it succeeded and show nothing the handler returned."""
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{tool}: done.")])
+
+
+# --- call log ----------------------------------------------------------------------------------------
+
+_ERROR_CODE = re.compile(r'<tool_error [^>]*?code="([A-Z_]+)"')
+
+
+def call_outcome(result: types.CallToolResult) -> str:
+    """`ok`, or the error's code: a `<tool_error>`'s `code`, `VALIDATION_ERROR` for invalid arguments."""
+    if not result.is_error:
+        return "ok"
+    first = result.content[0] if result.content else None
+    shown = first.text if isinstance(first, types.TextContent) else ""
+    if shown.startswith("<validation_error"):
+        return "VALIDATION_ERROR"
+    match = _ERROR_CODE.match(shown)
+    return match.group(1) if match else "ERROR"
+
+
+def handle_digest(handle: object) -> str:
+    """How a workflow handle appears in the call log: `sha256:` and 8 hex digits, never the handle itself."""
+    if not isinstance(handle, str):
+        return "-"
+    return "sha256:" + hashlib.sha256(handle.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+async def logged_call(
+    tool: str,
+    handle_key: str | None,
+    arguments: Mapping[str, Any],
+    call: Callable[[], Awaitable[types.CallToolResult]],
+) -> types.CallToolResult:
+    """Run one tool call and log one line about it at info: the tool, the outcome code, the duration and the
+    handle's digest (the one passed, or the one `<workflow>.start` minted). Never an argument or result value."""
+    started = time.perf_counter()
+    outcome, handle = "EXCEPTION", arguments.get(handle_key) if handle_key else None
+    try:
+        result = await call()
+        outcome = call_outcome(result)
+        if handle is None and handle_key and isinstance(result.structured_content, dict):
+            handle = result.structured_content.get(handle_key)
+        return result
+    except BaseException as exc:
+        outcome = "CANCELLED" if isinstance(exc, anyio.get_cancelled_exc_class()) else "EXCEPTION"
+        raise
+    finally:
+        elapsed = (time.perf_counter() - started) * 1000
+        logger.info("call tool=%s outcome=%s duration_ms=%.1f handle=%s", tool, outcome, elapsed, handle_digest(handle))
 
 
 # --- handlers ----------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, run_tool, unknown_tool
+from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
 
@@ -75,6 +75,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
         route = routes.get(params.name)
         if route is None:
             raise unknown_tool(params.name, list(routes))
-        return await route(params.arguments or {}, ctx)
+        arguments = params.arguments or {}
+        return await logged_call(params.name, None, arguments, partial(route, arguments, ctx))
 
     return Server(NAME, version=VERSION, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)

@@ -7,7 +7,9 @@ import argparse
 import hashlib
 import ipaddress
 import logging
+import os
 import re
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -179,11 +181,49 @@ def configure_logging(arguments: argparse.Namespace) -> None:
 # --- serving ------------------------------------------------------------------------------------------
 
 
-async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
+async def exit_on_signal(store: Any) -> None:
+    """stdio: on SIGTERM or SIGINT close the state store, which frees the workflow locks this process holds
+    (also one a running handler holds), and exit 0 at once. Not through cancellation: the transport reads stdin
+    in a thread that nothing interrupts, so the process would wait for the client's next line."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            logging.getLogger(create_server.__module__.rpartition(".")[0]).info(
+                "%s: closing and exiting", signal.Signals(signum).name
+            )
+            try:
+                if store is not None:
+                    with anyio.move_on_after(10):
+                        await store.close()
+            finally:
+                sys.stderr.flush()
+                os._exit(0)
+
+
+def health_routes(store: Any) -> list[Any]:
+    """HTTP: GET /healthz (200 while the process serves) and GET /readyz (200 when the state store answers,
+    else 503), for load balancers and orchestrators. Outside the Host and Origin checks, which guard /mcp:
+    a prober sends its own Host, and these answers hold no data."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ready"})  # no workflows, so no state store to wait for
+
+    return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
+
+
+async def serve(server: Server[Any], arguments: argparse.Namespace, store: Any = None) -> None:
     if not arguments.http:
-        async with stdio_server() as (read_stream, write_stream):
-            options = server.create_initialization_options()
-            await server.run(read_stream, write_stream, options)
+        async with anyio.create_task_group() as group:
+            group.start_soon(exit_on_signal, store)
+            async with stdio_server() as (read_stream, write_stream):
+                options = server.create_initialization_options()
+                await server.run(read_stream, write_stream, options)
+            group.cancel_scope.cancel()
         return
     import uvicorn
 
@@ -191,7 +231,9 @@ async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
     notice = exposure_notice(arguments, security)
     if notice is not None:
         print(notice, file=sys.stderr, flush=True)
-    app = server.streamable_http_app(host=arguments.host, transport_security=security)
+    app = server.streamable_http_app(
+        host=arguments.host, transport_security=security, custom_starlette_routes=health_routes(store)
+    )
     # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own.
     config = uvicorn.Config(
         app, host=arguments.host, port=arguments.port, log_level=arguments.dependency_log_level, log_config=None

@@ -7,13 +7,14 @@ in-process (`mcp.Client(create_server())`), and `python -m catalogue_server` ser
 
 from __future__ import annotations
 
+from functools import partial
 from types import ModuleType
 from typing import Any, Final
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
-from ._runtime import Route, unknown_tool
+from ._runtime import Route, logged_call, unknown_tool
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
 
@@ -42,6 +43,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
         route = routes.get(params.name)
         if route is None:
             raise unknown_tool(params.name, list(routes))
-        return await route(params.arguments or {}, ctx)
+        arguments = params.arguments or {}
+        return await logged_call(params.name, None, arguments, partial(route, arguments, ctx))
 
     return Server(NAME, version=VERSION, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)

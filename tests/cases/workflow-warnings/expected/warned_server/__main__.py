@@ -7,11 +7,14 @@ import argparse
 import hashlib
 import ipaddress
 import logging
+import os
 import re
+import signal
 import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from mcp.server import NotificationOptions, Server
@@ -19,12 +22,14 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from .server import HANDLERS_MODULE, NAME, create_server
-from .state_store import open_store
+from .state_store import StateStore, open_store
 
 LOG_LEVELS = ["debug", "info", "warning", "error"]
 # The Host names a loopback or every-interface bind accepts by default (at its port). The wildcard address
 # itself (0.0.0.0, ::) is never one: browsers that treat it as "this machine" must not get in by naming it.
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+STORE_CHECK_TIMEOUT = 5.0  # seconds one reachability check of the state store may take
+STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is unreachable
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -79,8 +84,9 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--lock-ttl",
         type=_positive,
-        default=30.0,
-        help="seconds a call may hold a workflow handle; keep it above your slowest handler (default 30)",
+        default=5.0,
+        help="lease of a workflow handle's lock, renewed while its call runs: seconds after "
+        "which a crashed replica's lock frees itself (default 5)",
     )
     arguments = parser.parse_args(argv)
     try:
@@ -211,14 +217,100 @@ def configure_logging(arguments: argparse.Namespace) -> None:
         logging.getLogger(name).setLevel(arguments.log_level.upper())
 
 
+# --- the state store: reachability --------------------------------------------------------------------
+
+
+def shown_url(url: str) -> str:
+    """The --state-store URL as stderr shows it: a password in it replaced by `***`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user, _, address = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{user.partition(':')[0]}:***@{address}"))
+
+
+async def store_problem(store: StateStore) -> str | None:
+    """None if the store answers now (or cannot be asked: a custom store without `ping`), else why not."""
+    ping = getattr(store, "ping", None)
+    if ping is None:
+        return None
+    try:
+        with anyio.fail_after(STORE_CHECK_TIMEOUT):
+            await ping()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+async def watch_store(store: StateStore, url: str) -> None:
+    """At start-up: one line on stderr if the store is unreachable, then checks until it answers and one line
+    when it does. Serving goes on meanwhile (workflow calls get STORE_UNAVAILABLE); every call tries the store
+    again by itself, so it is used as soon as it is back."""
+    problem = await store_problem(store)
+    if problem is None:
+        return
+    print(
+        f"{NAME}: the state store {shown_url(url)} is unreachable ({problem}); serving anyway: workflow calls "
+        "get STORE_UNAVAILABLE until it answers",
+        file=sys.stderr,
+        flush=True,
+    )
+    delay = 0.25
+    while problem is not None:
+        await anyio.sleep(delay)
+        delay = min(delay * 2, STORE_RETRY_MAX)
+        problem = await store_problem(store)
+    print(f"{NAME}: the state store {shown_url(url)} is reachable again", file=sys.stderr, flush=True)
+
+
 # --- serving ------------------------------------------------------------------------------------------
 
 
-async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
+async def exit_on_signal(store: Any) -> None:
+    """stdio: on SIGTERM or SIGINT close the state store, which frees the workflow locks this process holds
+    (also one a running handler holds), and exit 0 at once. Not through cancellation: the transport reads stdin
+    in a thread that nothing interrupts, so the process would wait for the client's next line."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            logging.getLogger(create_server.__module__.rpartition(".")[0]).info(
+                "%s: closing and exiting", signal.Signals(signum).name
+            )
+            try:
+                if store is not None:
+                    with anyio.move_on_after(10):
+                        await store.close()
+            finally:
+                sys.stderr.flush()
+                os._exit(0)
+
+
+def health_routes(store: Any) -> list[Any]:
+    """HTTP: GET /healthz (200 while the process serves) and GET /readyz (200 when the state store answers,
+    else 503), for load balancers and orchestrators. Outside the Host and Origin checks, which guard /mcp:
+    a prober sends its own Host, and these answers hold no data."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> JSONResponse:
+        if store is None or await store_problem(store) is None:
+            return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "unavailable", "reason": "the state store is unreachable"}, status_code=503)
+
+    return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
+
+
+async def serve(server: Server[Any], arguments: argparse.Namespace, store: Any = None) -> None:
     if not arguments.http:
-        async with stdio_server() as (read_stream, write_stream):
-            options = server.create_initialization_options(NotificationOptions(tools_changed=True))
-            await server.run(read_stream, write_stream, options)
+        async with anyio.create_task_group() as group:
+            group.start_soon(exit_on_signal, store)
+            async with stdio_server() as (read_stream, write_stream):
+                options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+                await server.run(read_stream, write_stream, options)
+            group.cancel_scope.cancel()
         return
     import uvicorn
 
@@ -226,7 +318,9 @@ async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
     notice = exposure_notice(arguments, security)
     if notice is not None:
         print(notice, file=sys.stderr, flush=True)
-    app = server.streamable_http_app(host=arguments.host, transport_security=security)
+    app = server.streamable_http_app(
+        host=arguments.host, transport_security=security, custom_starlette_routes=health_routes(store)
+    )
     # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own.
     config = uvicorn.Config(
         app, host=arguments.host, port=arguments.port, log_level=arguments.dependency_log_level, log_config=None
@@ -237,7 +331,10 @@ async def serve(server: Server[Any], arguments: argparse.Namespace) -> None:
 async def run(arguments: argparse.Namespace) -> None:
     store = arguments.store
     try:
-        await serve(create_server(state_store=store), arguments)
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch_store, store, arguments.state_store)
+            await serve(create_server(state_store=store), arguments, store)
+            group.cancel_scope.cancel()
     finally:
         await store.close()
 
