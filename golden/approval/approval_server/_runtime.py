@@ -547,6 +547,8 @@ async def logged_call(
 ) -> types.CallToolResult:
     """Run one tool call and log one line about it at info: the tool, the outcome code, the duration and the
     handle's digest (the one passed, or the one `<workflow>.start` minted). Never an argument or result value."""
+    if not logger.isEnabledFor(logging.INFO):  # the default level: the hot path pays for no clock and no digest
+        return await call()
     started = time.perf_counter()
     outcome, handle = "EXCEPTION", arguments.get(handle_key) if handle_key else None
     try:
