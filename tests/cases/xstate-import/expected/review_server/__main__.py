@@ -7,6 +7,7 @@ import argparse
 import hashlib
 import ipaddress
 import logging
+import math
 import os
 import re
 import signal
@@ -19,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 from mcp.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
 from .server import HANDLERS_MODULE, NAME, create_server
 from .state_store import StateStore, open_store
@@ -55,6 +56,25 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="SCHEME://HOST[:PORT]",
         help="also accept requests whose Origin header is this (repeatable). By default only "
         "http:// and an accepted default Host; requests without Origin are accepted",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=_count,
+        default=10_000,
+        help="HTTP: open sessions at most; a request that would open another gets 503 (default 10000)",
+    )
+    parser.add_argument(
+        "--session-idle-timeout",
+        type=_positive,
+        default=1800.0,
+        help="HTTP: seconds after which an idle session is closed, freeing its slot (default 1800)",
+    )
+    parser.add_argument(
+        "--max-request-body",
+        type=_count,
+        default=DEFAULT_MAX_REQUEST_BODY_SIZE,
+        metavar="BYTES",
+        help=f"HTTP: largest request body accepted (default {DEFAULT_MAX_REQUEST_BODY_SIZE})",
     )
     parser.add_argument(
         "--log-level",
@@ -103,8 +123,18 @@ def _positive(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
     return value
 
 
@@ -319,7 +349,12 @@ async def serve(server: Server[Any], arguments: argparse.Namespace, store: Any =
     if notice is not None:
         print(notice, file=sys.stderr, flush=True)
     app = server.streamable_http_app(
-        host=arguments.host, transport_security=security, custom_starlette_routes=health_routes(store)
+        host=arguments.host,
+        transport_security=security,
+        custom_starlette_routes=health_routes(store),
+        max_sessions=arguments.max_sessions,
+        session_idle_timeout=arguments.session_idle_timeout,
+        max_request_body_size=arguments.max_request_body,
     )
     # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own.
     config = uvicorn.Config(
