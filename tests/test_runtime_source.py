@@ -22,12 +22,17 @@ GOLDEN_PACKAGES = {
     "approval": (ROOT / "golden" / "approval" / "approval_server", "../../specs/approval.toml"),
 }
 # Third-party imports a runtime module may have; the optional ones only inside try/except ImportError.
-REQUIRED_THIRD_PARTY = {"mcp", "mcp_types", "pydantic", "anyio"}
+# starlette and uvicorn come with mcp (its streamable HTTP transport); only _serving uses them, for --http.
+REQUIRED_THIRD_PARTY = {"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn"}
 OPTIONAL_THIRD_PARTY = {"orjson", "redis"}
 
 
 def test_the_runtime_modules_are_the_ones_copied() -> None:
-    assert MODULES == sorted(runtime_copy.RUNTIME_MODULES) == ["_expressions", "_gate", "_runtime", "state_store"]
+    assert (
+        MODULES
+        == sorted(runtime_copy.RUNTIME_MODULES)
+        == ["_expressions", "_gate", "_runtime", "_serving", "state_store"]
+    )
 
 
 def golden_copies() -> list[tuple[str, str, Path, str]]:
@@ -45,9 +50,11 @@ def test_every_golden_server_has_the_runtime_it_needs() -> None:
         ("billing", "_expressions"),
         ("billing", "_gate"),
         ("billing", "_runtime"),
+        ("billing", "_serving"),
         ("billing", "state_store"),
         ("approval", "_gate"),
         ("approval", "_runtime"),
+        ("approval", "_serving"),
         ("approval", "state_store"),
     }
 

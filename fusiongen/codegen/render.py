@@ -51,6 +51,7 @@ RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = (
     ("_expressions", lambda view: view.uses_expressions),
     ("_gate", lambda view: bool(view.workflows)),
     ("_runtime", lambda view: True),
+    ("_serving", lambda view: True),
     ("state_store", lambda view: bool(view.workflows)),
 )
 # Beside the package: what makes OUT an installable project.

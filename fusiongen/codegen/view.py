@@ -82,6 +82,7 @@ class ServerView:
     runtime_exports: tuple[str, ...]
     expression_exports: tuple[str, ...]
     gate_exports: tuple[str, ...]
+    serving_exports: tuple[str, ...]
     store_exports: tuple[str, ...]
     workflows: tuple[WorkflowView, ...]
     bindings: tuple[BindingView, ...]
@@ -214,6 +215,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         runtime_exports=exports("_runtime"),
         expression_exports=exports("_expressions"),
         gate_exports=exports("_gate"),
+        serving_exports=exports("_serving"),
         store_exports=exports("state_store"),
         workflows=workflows,
         bindings=binding_views(server),

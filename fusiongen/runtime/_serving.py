@@ -1,0 +1,363 @@
+"""Running a generated server as a program: its options, who may connect over HTTP, logging, serving.
+
+The same for every spec, so it lives here rather than in a template: `__main__.py` adds only what depends
+on the spec (its name, its handler module, its workflow state store) and calls these functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import ipaddress
+import logging
+import math
+import os
+import re
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+from mcp.server import NotificationOptions, Server
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
+
+logger = logging.getLogger(__name__.rpartition(".")[0])
+
+LOG_LEVELS = ["debug", "info", "warning", "error"]
+# The Host names a loopback or every-interface bind accepts by default (at its port). The wildcard address
+# itself (0.0.0.0, ::) is never one: browsers that treat it as "this machine" must not get in by naming it.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+STORE_CHECK_TIMEOUT = 5.0  # seconds one reachability check of the state store may take
+STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is unreachable
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of every generated server: transport, who may connect, HTTP limits, logging."""
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=port_argument, default=8000, help="HTTP port, 1-65535 (default 8000)")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        type=allowed_host_argument,
+        metavar="HOST[:PORT]",
+        help="also accept requests whose Host header is this (repeatable; HOST:* for any port). "
+        "By default only 127.0.0.1, localhost and [::1] at --port for a loopback or "
+        "every-interface bind (0.0.0.0, ::), and the bound address at --port for any other",
+    )
+    parser.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        type=allowed_origin_argument,
+        metavar="SCHEME://HOST[:PORT]",
+        help="also accept requests whose Origin header is this (repeatable). By default only "
+        "http:// and an accepted default Host; requests without Origin are accepted",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=count_argument,
+        default=10_000,
+        help="HTTP: open sessions at most; a request that would open another gets 503 (default 10000)",
+    )
+    parser.add_argument(
+        "--session-idle-timeout",
+        type=positive_argument,
+        default=1800.0,
+        help="HTTP: seconds after which an idle session is closed, freeing its slot (default 1800)",
+    )
+    parser.add_argument(
+        "--max-request-body",
+        type=count_argument,
+        default=DEFAULT_MAX_REQUEST_BODY_SIZE,
+        metavar="BYTES",
+        help=f"HTTP: largest request body accepted (default {DEFAULT_MAX_REQUEST_BODY_SIZE})",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=LOG_LEVELS,
+        help="log level of this server and its handler module (default warning); logs go to "
+        "stderr (stdout carries the protocol on stdio)",
+    )
+    parser.add_argument(
+        "--dependency-log-level",
+        default="warning",
+        choices=LOG_LEVELS,
+        help="log level of every other logger: mcp, uvicorn, sse_starlette, ... (default "
+        "warning); at debug they dump whole messages, data meant only for the user included",
+    )
+
+
+def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of servers with workflows: where their state lives, handle expiry, lock leases."""
+    parser.add_argument(
+        "--state-store",
+        default="memory",
+        help="workflow state: memory (default), sqlite:///path/state.db or redis://host:port/db",
+    )
+    parser.add_argument(
+        "--handle-idle-ttl",
+        type=positive_argument,
+        default=86400.0,
+        help="seconds without activity after which a workflow handle expires (default 86400)",
+    )
+    parser.add_argument(
+        "--lock-ttl",
+        type=positive_argument,
+        default=5.0,
+        help="lease of a workflow handle's lock, renewed while its call runs: seconds after "
+        "which a crashed replica's lock frees itself (default 5)",
+    )
+
+
+def positive_argument(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def count_argument(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def port_argument(text: str) -> int:
+    # Port 0 (any free port) is refused: the Host check needs the port clients will name.
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port from 1 to 65535: {text!r}")
+    return int(text)
+
+
+def allowed_host_argument(text: str) -> str:
+    if not text or text == "*" or any(c.isspace() or c in "/@,?#" for c in text):
+        raise argparse.ArgumentTypeError(
+            f"not a Host header value (a name or address, optionally :PORT or :*, no scheme or path): {text!r}"
+        )
+    return text
+
+
+def allowed_origin_argument(text: str) -> str:
+    scheme, separator, rest = text.partition("://")
+    if scheme not in ("http", "https") or not separator or not rest or any(c.isspace() or c in "/@,?#" for c in rest):
+        raise argparse.ArgumentTypeError(f"not an origin (http:// or https://, a host, optionally :PORT): {text!r}")
+    return text
+
+
+# --- HTTP: who may connect --------------------------------------------------------------------------------
+
+
+def bind_scope(host: str) -> str:
+    """`loopback` (this machine only), `all` (every interface: "", 0.0.0.0, ::) or `address` (one address or
+    host name, reachable from wherever it routes)."""
+    if not host:
+        return "all"
+    if host.lower() == "localhost":
+        return "loopback"
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return "address"
+    if address.is_loopback:
+        return "loopback"
+    return "all" if address.is_unspecified else "address"
+
+
+def default_hosts(host: str, port: int) -> list[str]:
+    """The Host headers accepted without --allowed-host: the bound address at the bound port; for a loopback or
+    every-interface bind, the loopback names at the port instead (and never the wildcard address)."""
+    scope = bind_scope(host)
+    names = list(LOOPBACK_HOSTS) if scope != "address" else []
+    if scope != "all":
+        name = host.lower().strip("[]")
+        name = f"[{name}]" if ":" in name else name
+        if name not in names:
+            names.append(name)
+    return [f"{name}:{port}" for name in names] + (names if port == 80 else [])
+
+
+def transport_security(arguments: argparse.Namespace) -> TransportSecuritySettings:
+    """Host and Origin checks, on for every bind (the SDK only turns them on for three loopback spellings)."""
+    hosts = default_hosts(arguments.host, arguments.port)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys([*hosts, *arguments.allowed_host])),
+        allowed_origins=list(dict.fromkeys([*(f"http://{h}" for h in hosts), *arguments.allowed_origin])),
+    )
+
+
+def exposure_notice(name: str, arguments: argparse.Namespace, security: TransportSecuritySettings) -> str | None:
+    """What a bind beyond loopback exposes, for stderr at start-up; None on loopback."""
+    scope = bind_scope(arguments.host)
+    if scope == "loopback":
+        return None
+    where = "every network interface" if scope == "all" else arguments.host
+    return (
+        f"{name}: serving MCP over streamable HTTP beyond loopback, on {where} port {arguments.port} (path "
+        "/mcp), without authentication: whoever can reach it and send an accepted Host can call every tool.\n"
+        f"{name}: accepted Host headers: {', '.join(security.allowed_hosts)} (more with --allowed-host); "
+        "any other Host is refused (421).\n"
+        f"{name}: accepted Origin headers: {', '.join(security.allowed_origins)} (more with --allowed-origin); "
+        "any other Origin is refused (403), a request without Origin is accepted."
+    )
+
+
+# --- logging ------------------------------------------------------------------------------------------
+
+
+# Session ids (32 hex digits) and workflow handles (32 URL-safe characters) are credentials: any run of 32 or
+# more such characters in a log line, whoever logged it, is replaced by a short hash that still correlates.
+_CREDENTIAL = re.compile(r"[A-Za-z0-9_-]{32,}")
+
+
+def fingerprint(secret: str) -> str:
+    """How a session id or handle appears in logs: `sha256:` and the first 8 hex digits of its SHA-256."""
+    return "sha256:" + hashlib.sha256(secret.encode("utf-8")).hexdigest()[:8]
+
+
+class RedactingFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return _CREDENTIAL.sub(lambda m: fingerprint(m.group()), super().format(record))
+
+
+def serving_logging(arguments: argparse.Namespace, own: Sequence[str]) -> None:
+    """One stderr handler on the root, redacting. The root (every dependency) logs at --dependency-log-level;
+    only this package and the handler module follow --log-level, so it never opens the SDK's or uvicorn's
+    message dumps and session-id lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=arguments.dependency_log_level.upper(), handlers=[handler], force=True)
+    for name in own:
+        logging.getLogger(name).setLevel(arguments.log_level.upper())
+
+
+# --- the state store: reachability --------------------------------------------------------------------
+
+
+def shown_url(url: str) -> str:
+    """The --state-store URL as stderr shows it: a password in it replaced by `***`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user, _, address = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{user.partition(':')[0]}:***@{address}"))
+
+
+async def store_problem(store: Any) -> str | None:
+    """None if the store answers now (or cannot be asked: a custom store without `ping`), else why not."""
+    ping = getattr(store, "ping", None)
+    if ping is None:
+        return None
+    try:
+        with anyio.fail_after(STORE_CHECK_TIMEOUT):
+            await ping()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+async def watch_store(name: str, store: Any, url: str) -> None:
+    """At start-up: one line on stderr if the store is unreachable, then checks until it answers and one line
+    when it does. Serving goes on meanwhile (workflow calls get STORE_UNAVAILABLE); every call tries the store
+    again by itself, so it is used as soon as it is back."""
+    problem = await store_problem(store)
+    if problem is None:
+        return
+    print(
+        f"{name}: the state store {shown_url(url)} is unreachable ({problem}); serving anyway: workflow calls "
+        "get STORE_UNAVAILABLE until it answers",
+        file=sys.stderr,
+        flush=True,
+    )
+    delay = 0.25
+    while problem is not None:
+        await anyio.sleep(delay)
+        delay = min(delay * 2, STORE_RETRY_MAX)
+        problem = await store_problem(store)
+    print(f"{name}: the state store {shown_url(url)} is reachable again", file=sys.stderr, flush=True)
+
+
+# --- serving ------------------------------------------------------------------------------------------
+
+
+async def exit_on_signal(store: Any) -> None:
+    """stdio: on SIGTERM or SIGINT close the state store, which frees the workflow locks this process holds
+    (also one a running handler holds), and exit 0 at once. Not through cancellation: the transport reads stdin
+    in a thread that nothing interrupts, so the process would wait for the client's next line."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            logger.info("%s: closing and exiting", signal.Signals(signum).name)
+            try:
+                if store is not None:
+                    with anyio.move_on_after(10):
+                        await store.close()
+            finally:
+                sys.stderr.flush()
+                os._exit(0)
+
+
+def health_routes(store: Any) -> list[Any]:
+    """HTTP: GET /healthz (200 while the process serves) and GET /readyz (200 when the state store answers,
+    else 503), for load balancers and orchestrators. Outside the Host and Origin checks, which guard /mcp:
+    a prober sends its own Host, and these answers hold no data."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> JSONResponse:
+        if store is None or await store_problem(store) is None:  # no workflows: no store to wait for
+            return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "unavailable", "reason": "the state store is unreachable"}, status_code=503)
+
+    return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
+
+
+async def serve(
+    name: str, server: Server[Any], arguments: argparse.Namespace, store: Any = None, *, tools_changed: bool = False
+) -> None:
+    """Serve over stdio or, with --http, streamable HTTP, until the process ends."""
+    if not arguments.http:
+        async with anyio.create_task_group() as group:
+            group.start_soon(exit_on_signal, store)
+            async with stdio_server() as (read_stream, write_stream):
+                options = server.create_initialization_options(
+                    NotificationOptions(tools_changed=True) if tools_changed else None
+                )
+                await server.run(read_stream, write_stream, options)
+            group.cancel_scope.cancel()
+        return
+    import uvicorn
+
+    security = transport_security(arguments)
+    notice = exposure_notice(name, arguments, security)
+    if notice is not None:
+        print(notice, file=sys.stderr, flush=True)
+    app = server.streamable_http_app(
+        host=arguments.host,
+        transport_security=security,
+        custom_starlette_routes=health_routes(store),
+        max_sessions=arguments.max_sessions,
+        session_idle_timeout=arguments.session_idle_timeout,
+        max_request_body_size=arguments.max_request_body,
+    )
+    # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own.
+    config = uvicorn.Config(
+        app, host=arguments.host, port=arguments.port, log_level=arguments.dependency_log_level, log_config=None
+    )
+    await uvicorn.Server(config).serve()
