@@ -172,6 +172,7 @@ class BindingIR:
     workflow: str
     states: tuple[str, ...]
     transition: str | None
+    retry_in_doubt: bool = True  # after an unknown outcome: run again with the same key, or refuse (IN_DOUBT)
 
 
 @dataclass(frozen=True)

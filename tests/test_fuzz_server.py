@@ -85,6 +85,7 @@ TOOLS: dict[str, dict[str, str]] = {
     "invoice.discharge": {"invoice_id": "invoice_id", "workflow_id": "handle"},
     "invoice.start": {},
     "invoice.status": {"workflow_id": "handle"},
+    "invoice.resolve": {"workflow_id": "handle", "outcome": "outcome"},
 }
 BOUND = ("invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge")
 
@@ -214,6 +215,7 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "date": st.dates().map(lambda d: d.isoformat()),
     "text": st.text(max_size=30).filter(safe),
     "handle": st.sampled_from(("", "junk", "session:x:invoice", ":", "a" * 32, "x" * 100_000)),
+    "outcome": st.sampled_from(("completed", "not_completed")),
 }
 KEY_NAMES = st.one_of(
     st.sampled_from(
@@ -420,7 +422,7 @@ def test_every_tool_answers_hostile_arguments_with_a_result(session: Session, da
 @settings(max_examples=200, deadline=None, phases=PHASES, suppress_health_check=SLOW_OK)
 @given(data=st.data())
 def test_workflow_handles_and_junk_handles(session: Session, data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from((*BOUND, "invoice.status", "invoice.start")))
+    name = data.draw(st.sampled_from((*BOUND, "invoice.status", "invoice.start", "invoice.resolve")))
     handle = data.draw(
         st.one_of(minted(session), PLAUSIBLE["handle"], HOSTILE, st.just(deep_list(1000)), st.just(deep_object(1000)))
     )

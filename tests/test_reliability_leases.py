@@ -266,12 +266,13 @@ _spec.loader.exec_module(_real)
 globals().update({k: v for k, v in vars(_real).items() if not k.startswith("__")})
 
 
-async def discharge_invoice(args):
-    open(os.path.join(os.environ["FG_STARTED"], str(os.getpid())), "w").close()
+async def discharge_invoice(args, ctx):
+    with open(os.path.join(os.environ["FG_STARTED"], str(os.getpid())), "w") as started:
+        started.write(f"{ctx.idempotency_key} {ctx.attempt}")
     while not os.path.exists(os.environ["FG_RELEASE"]):
         await asyncio.sleep(0.02)
     with open(os.environ["FG_DISCHARGE_LOG"], "a") as log:
-        log.write(f"{os.getpid()}\\n")
+        log.write(f"{os.getpid()} {ctx.idempotency_key} {ctx.attempt}\\n")
     return await _real.discharge_invoice(args)
 '''
 KILL_LEASE = 2.0  # --lock-ttl of both servers
@@ -356,12 +357,23 @@ async def test_a_killed_replicas_lease_expires_and_its_fence_cannot_commit(tmp_p
             asked = time.monotonic()
             retry = await b.call_tool("invoice.discharge", {"invoice_id": "inv-2", "workflow_id": handle})
             waited = time.monotonic() - asked
-            assert not retry.is_error, text(retry)  # not BUSY: the dead holder's lease ran out first
+            # Not BUSY: the dead holder's lease ran out first. Not run again either: a discharge whose first run
+            # may have happened is in doubt until someone says whether it did.
+            assert 'code="IN_DOUBT"' in text(retry), text(retry)
+            status = (await b.call_tool("invoice.status", {"workflow_id": handle})).structured_content
+            assert (status["state"], status["pending"]["tool"]) == ("approved", "invoice.discharge")
+            arguments = {"workflow_id": handle, "outcome": "not_completed"}
+            assert not (await b.call_tool("invoice.resolve", arguments)).is_error
+            retry = await b.call_tool("invoice.discharge", {"invoice_id": "inv-2", "workflow_id": handle})
+            assert not retry.is_error, text(retry)
             assert (await b.call_tool("invoice.status", {"workflow_id": handle})).structured_content["state"] == (
                 "discharged"
             )
     print(f"retry after SIGKILL waited {waited:.2f} s (lease {KILL_LEASE} s)")
-    assert len(log.read_text().splitlines()) == 1  # the killed handler never finished; the retry ran once
+    # The killed handler never finished; the run again did, once, with the key of the first run.
+    first_key, first_attempt = (started / str(victim.pid)).read_text().split()
+    [(_, key, attempt)] = [line.split() for line in log.read_text().splitlines()]
+    assert (key, first_attempt, attempt) == (first_key, "1", "2")
     _, token, fence, _ = lock_row(db)
     assert (token, fence) != (dead_token, dead_fence) and fence > dead_fence
     # Were the killed process to come back with its token, its save would be refused atomically by the database.

@@ -175,7 +175,7 @@ async def test_start_mints_a_fresh_handle(gate: _gate.Gate, store: state_store.M
     handle = data[HANDLE_KEY]
     assert isinstance(handle, str) and len(handle) >= 32 and ":" not in handle
     assert data == {HANDLE_KEY: handle, "workflow": "expense", "state": "draft", "allowed_tools": ["expense.submit"],
-                    "final": False}  # fmt: skip
+                    "final": False, "pending": None}  # fmt: skip
     assert await store.load(handle) == state_store.Record("expense", "draft", 1)
     assert await start(gate) != handle
 
@@ -194,7 +194,7 @@ async def test_status_with_a_handle(gate: _gate.Gate) -> None:
     await walk(gate, handle, "expense.submit", "expense.approve", "expense.pay")
     result = await gate.status(MACHINE, {HANDLE_KEY: handle}, Ctx())
     assert result.structured_content == {HANDLE_KEY: handle, "workflow": "expense", "state": "paid",
-                                         "allowed_tools": [], "final": True}  # fmt: skip
+                                         "allowed_tools": [], "final": True, "pending": None}  # fmt: skip
 
 
 UNKNOWN_HANDLE = forbidden_text(
@@ -229,7 +229,8 @@ async def test_status_of_the_session_state(gate: _gate.Gate) -> None:
     ctx = Ctx(HANDSHAKE, "s1")
     result = await gate.status(MACHINE, {}, ctx)  # before any call: the initial state, no handle shown
     assert result.structured_content == {HANDLE_KEY: None, "workflow": "expense", "state": "draft",
-                                         "allowed_tools": ["expense.submit"], "final": False}  # fmt: skip
+                                         "allowed_tools": ["expense.submit"], "final": False,
+                                         "pending": None}  # fmt: skip
     await gate.call("expense.submit", {}, ctx, Route())
     result = await gate.status(MACHINE, {}, ctx)
     assert result.structured_content is not None
@@ -256,7 +257,12 @@ async def test_bound_tool_runs_and_transitions(gate: _gate.Gate, store: state_st
     ctx = Ctx()
     result = await gate.call("expense.submit", {HANDLE_KEY: handle, "amount": 5}, ctx, route)
     assert result is route.result
-    assert route.calls == [({"amount": 5}, ctx)]  # the handle is the gate's, not the handler's
+    [(arguments, call)] = route.calls
+    assert arguments == {"amount": 5}  # the handle is the gate's, not the handler's arguments
+    # ... but the handler's context carries it, with the state the call runs in and the idempotency key
+    assert isinstance(call, _gate.WorkflowCall) and call.session is ctx.session
+    assert (call.workflow, call.handle, call.state, call.attempt) == ("expense", handle, "draft", 1)
+    assert call.idempotency_key == _gate.idempotency_key(handle, "expense", "SUBMIT", "draft", 1)
     assert await store.load(handle) == state_store.Record("expense", "pending", 2)
     assert ctx.session.list_changed == 0  # an explicit handle's state is not the session's
 
@@ -311,15 +317,19 @@ async def test_transition_not_fired_when_the_handler_fails(gate: _gate.Gate, sto
     result = await gate.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), route)
     assert result is failed
     assert len(route.calls) == 1
-    assert await store.load(handle) == state_store.Record("expense", "draft", 1)
+    # The handler raised: whether it had its effect is unknown, so the transition stays pending
+    record = await store.load(handle)
+    assert record is not None and (record.state, record.version) == ("draft", 1)
+    assert record.pending == state_store.Pending("expense.submit", route.calls[0][1].idempotency_key, 1, True)
 
 
 async def test_transition_not_fired_when_the_route_raises(gate: _gate.Gate, store: state_store.MemoryStore) -> None:
     handle = await start(gate)
     with pytest.raises(ZeroDivisionError):
         await gate.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), Route(raises=ZeroDivisionError()))
-    assert await store.load(handle) == state_store.Record("expense", "draft", 1)
-    # and the lock was released: the next call runs
+    record = await store.load(handle)
+    assert record is not None and (record.state, record.version, record.pending is not None) == ("draft", 1, True)
+    # and the lock was released: the next call runs (again, as its tool is safe to run again) and commits
     await walk(gate, handle, "expense.submit")
     assert await store.load(handle) == state_store.Record("expense", "pending", 2)
 

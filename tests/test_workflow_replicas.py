@@ -32,7 +32,7 @@ from tests.support.redis_server import start_redis
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
-GENERATED = ["invoice.start", "invoice.status"]
+GENERATED = ["invoice.start", "invoice.status", "invoice.resolve"]
 ALLOWED = {
     "draft": ["invoice.submit"],
     "review": ["invoice.approve", "invoice.reject"],
@@ -176,6 +176,7 @@ async def test_a_handle_moves_across_replicas(replicas: Replicas) -> None:
             "state": "review",
             "allowed_tools": ALLOWED["review"],
             "final": False,
+            "pending": None,
         }
         await ok(a, "invoice.approve", handle)
         assert (await status(b, handle))["state"] == "approved"
@@ -219,6 +220,7 @@ async def test_fifty_concurrent_clients_walk_their_own_workflows(replicas: Repli
             "state": "discharged",
             "allowed_tools": [],
             "final": True,
+            "pending": None,
         }
     assert len(replicas.discharges()) - before == 50  # one handler run per workflow
 

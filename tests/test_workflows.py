@@ -38,7 +38,7 @@ LEGACY, MODERN = "legacy", "2026-07-28"
 MODES = [LEGACY, MODERN]
 UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
 BOUND = ["invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"]
-GENERATED = ["invoice.start", "invoice.status"]
+GENERATED = ["invoice.start", "invoice.status", "invoice.resolve"]  # resolve: invoice.discharge is a mutation
 ALLOWED = {
     "draft": ["invoice.submit"],
     "review": ["invoice.approve", "invoice.reject"],
@@ -322,6 +322,7 @@ async def test_out_of_state_call_is_forbidden_and_changes_nothing(
         "state": "draft",
         "allowed_tools": ["invoice.submit"],
         "final": False,
+        "pending": None,
     }
     assert listing == (legacy_list("draft") if mode == LEGACY else [*UNBOUND, *BOUND, *GENERATED])
     assert await notes.settled() == 0
@@ -371,6 +372,7 @@ async def test_final_state_has_no_way_out(billing: GeneratedServer, mode: str) -
         "state": "discharged",
         "allowed_tools": [],
         "final": True,
+        "pending": None,
     }
     assert text(refused["invoice.discharge"]) == (
         '<tool_error tool="invoice.discharge" code="FORBIDDEN" severity="error"><message>Tool '
@@ -455,6 +457,7 @@ async def test_start_mints_a_fresh_handle_in_the_initial_state(billing: Generate
                 "state": "draft",
                 "allowed_tools": ["invoice.submit"],
                 "final": False,
+                "pending": None,
             }
     assert len(set(handles)) == 5
     assert refused.is_error and text(refused) == (
@@ -489,6 +492,7 @@ async def test_explicit_handle_in_the_handshake_era(billing: GeneratedServer) ->
             "state": "draft",
             "allowed_tools": ["invoice.submit"],
             "final": False,
+            "pending": None,
         }
         await ok(c, "invoice.submit", {"invoice_id": "inv-2"}, handle)
         await ok(c, "invoice.approve", {"invoice_id": "inv-2"}, handle)
@@ -500,6 +504,7 @@ async def test_explicit_handle_in_the_handshake_era(billing: GeneratedServer) ->
             "state": "draft",
             "allowed_tools": ["invoice.submit"],
             "final": False,
+            "pending": None,
         }
         assert await names(c) == legacy_list("draft")
         assert await notes.settled() == 0
@@ -631,6 +636,7 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
             "state": "working",
             "allowed_tools": ["ticket.note", "ticket.peek", "ticket.close"],
             "final": False,
+            "pending": None,
         }
         await ok(c, "ticket.close", {})
         assert await notes.settled() == 2
@@ -818,7 +824,7 @@ async def test_many_concurrent_handles_do_not_interfere(billing: GeneratedServer
 # --- the approval spec: a workflow imported from XState JSON -------------------------------------------
 
 APPROVAL_UNBOUND = ["expense.create"]
-APPROVAL_GENERATED = ["expense.start", "expense.status"]
+APPROVAL_GENERATED = ["expense.start", "expense.status", "expense.resolve"]  # expense.pay is a mutation
 APPROVAL_ALLOWED = {
     "draft": ["expense.submit"],
     "pending": ["expense.approve", "expense.reject"],
@@ -889,6 +895,7 @@ async def test_sqlite_store_is_seen_by_a_new_server(billing: GeneratedServer, tm
             "state": "approved",
             "allowed_tools": ["invoice.discharge"],
             "final": False,
+            "pending": None,
         }
         refused = await c.call_tool("invoice.submit", {"invoice_id": "inv-2", "workflow_id": handle})
         assert refused.is_error and text(refused) == wrong_state("invoice.submit", "approved", "draft")
@@ -951,6 +958,7 @@ async def test_sqlite_stdio_server_sigkilled_loses_no_committed_transition(
             "state": "approved",
             "allowed_tools": ["invoice.discharge"],
             "final": False,
+            "pending": None,
         }
         await ok(c, "invoice.discharge", {"invoice_id": "inv-2"}, handle)
         assert (await status(c, handle))["final"] is True

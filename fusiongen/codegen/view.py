@@ -22,6 +22,7 @@ from fusiongen.codegen.view_workflows import (
     binding_views,
     handle_property,
     modern_description,
+    resolve_schema,
     state_schemas,
     workflow_views,
 )
@@ -187,6 +188,9 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
             ConstantView("WORKFLOW_STATUS_INPUT", "dict[str, Any]", py_literal(status_input, 0, 45)),
             ConstantView("WORKFLOW_STATE_OUTPUT", "dict[str, Any]", py_literal(state_output, 0, 45)),
         )
+        if any(w.resolve_tool_literal for w in workflows):
+            resolve_input = py_literal(resolve_schema(server), 0, 45)
+            state_constants += (ConstantView("WORKFLOW_RESOLVE_INPUT", "dict[str, Any]", resolve_input),)
     distribution = server.package.replace("_", "-")
     return ServerView(
         distribution=distribution,

@@ -26,6 +26,8 @@ class WorkflowView:
     status_tool_literal: str
     start_description_literal: str
     status_description_literal: str
+    resolve_tool_literal: str | None  # only for a workflow with a tool that refuses to run again in doubt
+    resolve_description_literal: str | None
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class BindingView:
     workflow_literal: str
     states_literal: str
     event_literal: str
+    retry_in_doubt_literal: str
 
 
 def _transitions_literal(workflow: WorkflowIR) -> str:
@@ -59,6 +62,14 @@ def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
     for workflow in server.workflows:
         upper = workflow.ident.upper()
         by_state = _tools_by_state(server, workflow)
+        refusing = sorted(
+            t.name
+            for t in server.tools
+            if t.binding
+            and t.binding.workflow == workflow.name
+            and t.binding.transition
+            and not t.binding.retry_in_doubt
+        )
         views.append(
             WorkflowView(
                 name=workflow.name,
@@ -77,6 +88,15 @@ def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
                 status_description_literal=py_string(
                     f'The current state of a "{workflow.name}" workflow and the tools it allows now.'
                 ),
+                resolve_tool_literal=py_string(f"{workflow.name}.resolve") if refusing else None,
+                resolve_description_literal=py_string(
+                    f"Settle a call of {', '.join(refusing)} whose outcome is unknown (the tool answered IN_DOUBT): "
+                    'first check with the user or the system whether it took effect, then pass outcome "completed" '
+                    '(the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called '
+                    "again)."
+                )
+                if refusing
+                else None,
             )
         )
     return tuple(views)
@@ -89,6 +109,7 @@ def binding_views(server: ServerIR) -> tuple[BindingView, ...]:
             py_string(t.binding.workflow),
             py_literal(frozenset(t.binding.states)),
             py_string(t.binding.transition) if t.binding.transition else "None",
+            py_literal(t.binding.retry_in_doubt),
         )
         for t in server.tools
         if t.binding
@@ -141,8 +162,46 @@ def state_schemas(server: ServerIR) -> tuple[dict[str, Any], dict[str, Any]]:
             "state": {"type": "string"},
             "allowed_tools": {"type": "array", "items": {"type": "string"}},
             "final": {"type": "boolean"},
+            "pending": {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "properties": {
+                            "tool": {"type": "string"},
+                            "attempts": {"type": "integer"},
+                            "next": {"type": "string"},
+                        },
+                        "required": ["tool", "attempts", "next"],
+                        "additionalProperties": False,
+                    },
+                    {"type": "null"},
+                ],
+                "description": "A call whose outcome is unknown (it started, but the server stopped or failed "
+                "before its transition was saved), and what to do about it; null if none.",
+            },
         },
-        "required": [key, "workflow", "state", "allowed_tools", "final"],
+        "required": [key, "workflow", "state", "allowed_tools", "final", "pending"],
         "additionalProperties": False,
     }
     return status_input, output
+
+
+def resolve_schema(server: ServerIR) -> dict[str, Any]:
+    """Input schema of `<workflow>.resolve`."""
+    return {
+        "type": "object",
+        "properties": {
+            server.state_handle_key: {
+                "type": "string",
+                "description": "The handle of the workflow in doubt; omit it (older protocols only) for this "
+                "session's own workflow.",
+            },
+            "outcome": {
+                "type": "string",
+                "enum": ["completed", "not_completed"],
+                "description": "Whether the call in doubt took effect, as checked with the user or the system.",
+            },
+        },
+        "required": ["outcome"],
+        "additionalProperties": False,
+    }

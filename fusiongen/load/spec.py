@@ -61,6 +61,11 @@ class BindStateSpec(_Strict):
     workflow: str | None = Field(default=None, description="May be omitted when the spec has one workflow.")
     states: list[str] = Field(description="The states in which the tool may run.")
     transition: str | None = Field(default=None, description="The event a successful call fires.")
+    in_doubt: Literal["retry", "refuse"] | None = Field(
+        default=None,
+        description="After a run whose outcome is unknown: run again with the same idempotency key, or refuse "
+        "until <workflow>.resolve; default refuse for mutations, retry otherwise.",
+    )
 
 
 class ToolSpec(_Strict):

@@ -126,12 +126,13 @@ def _resolve_returns(ctx: LowerContext, returns: str, loc: Loc) -> ReturnsIR | N
 
 
 def check_workflow_names(ctx: LowerContext, handle_key: str, tools: tuple[ToolIR, ...]) -> None:
-    """The generated <workflow>.start/.status tools and the handle argument must not clash with the spec."""
+    """The generated <workflow>.start/.status/.resolve tools and the handle argument must not clash with the spec.
+    `.resolve` is reserved even for workflows that do not get it, so adding a refusing tool never breaks a spec."""
     if not ctx.spec.workflows:
         return
     ctx.check_identifier(handle_key, ("server", "state_handle_key"), "state_handle_key")
     for workflow in ctx.spec.workflows:
-        for suffix in ("start", "status"):
+        for suffix in ("start", "status", "resolve"):
             generated = f"{workflow}.{suffix}"
             if generated in ctx.spec.tools:
                 ctx.error(

@@ -343,7 +343,17 @@ class WorkflowLowering:
                     value=True,
                 )
                 ok = False
-        return BindingIR(name, tuple(bind.states), bind.transition) if ok else None
+        if bind.in_doubt is not None and bind.transition is None:
+            self.ctx.error(
+                "FG174",
+                "in_doubt needs a transition: only a call that fires one can end in doubt",
+                (*at, "in_doubt"),
+                value=True,
+            )
+            ok = False
+        # A mutation is destructive: running it twice could do its effect twice, so by default it is refused.
+        retry = bind.in_doubt == "retry" if bind.in_doubt is not None else tool.kind != "mutation"
+        return BindingIR(name, tuple(bind.states), bind.transition, retry) if ok else None
 
     def check_fireable(self, workflow: WorkflowIR, bindings: list[BindingIR]) -> None:
         if any(table == "tools" for table, _ in self.ctx.loaded.withdrawn):

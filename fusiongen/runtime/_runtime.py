@@ -513,6 +513,10 @@ def done_result(tool: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{tool}: done.")])
 
 
+# <workflow>.start calls a client may make per minute (and in one burst): far more than an agent working
+# through workflows needs, far fewer than it takes to fill a store with abandoned handles.
+DEFAULT_STARTS_PER_MINUTE = 60
+
 # --- call log ----------------------------------------------------------------------------------------
 
 _ERROR_CODE = re.compile(r'<tool_error [^>]*?code="([A-Z_]+)"')

@@ -138,11 +138,22 @@ def read_stderr(case: Path) -> str:
 
 def spec_tool_names(case: Path) -> list[str]:
     """The tools a case's server must list, read from the spec itself (§2.7): its tools in spec order, then
-    `<workflow>.start` and `<workflow>.status` per workflow."""
+    `<workflow>.start` and `<workflow>.status` per workflow, and `<workflow>.resolve` for a workflow with a tool
+    that refuses to run again in doubt (`in_doubt = "refuse"`, the default of a mutation that fires a transition)."""
     spec = tomllib.loads((case / SPEC).read_text(encoding="utf-8"))
-    names = list(spec.get("tools", {}))
-    for workflow in spec.get("workflows", {}):
+    tools = spec.get("tools", {})
+    workflows = list(spec.get("workflows", {}))
+    refusing = set()
+    for tool in tools.values():
+        bind = tool.get("bind_state")
+        if bind and bind.get("transition"):
+            policy = bind.get("in_doubt", "refuse" if tool.get("kind") == "mutation" else "retry")
+            if policy == "refuse":
+                refusing.add(bind.get("workflow", workflows[0] if len(workflows) == 1 else None))
+    names = list(tools)
+    for workflow in workflows:
         names += [f"{workflow}.start", f"{workflow}.status"]
+        names += [f"{workflow}.resolve"] if workflow in refusing else []
     return names
 
 

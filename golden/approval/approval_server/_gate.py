@@ -15,6 +15,12 @@ Calls on one handle are serialized by the store's lock, so a transition's handle
 of two concurrent calls that need the same state, one runs and the other is refused. The lock is a
 lease the store renews while the handler runs, and the new state is saved fenced by it: a call whose
 lease was lost (its process stalled) cannot commit, and is told so (CONFLICT), never "done.".
+
+Before a transition's handler runs, the store records it as *pending* (tool, idempotency key, attempt);
+the save of the new state clears it. A pending transition that is still there on the next call means a
+run whose outcome nobody knows (the process died, the store failed, the handler raised): per tool, the
+call either runs the handler again with the same `ctx.idempotency_key`, or is refused as IN_DOUBT until
+`<workflow>.resolve` is told whether the first run took effect (docs/spec.md §10.7).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import hashlib
 import inspect
 import logging
 import secrets
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +40,17 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ._runtime import FieldError, Route, data_result, error_result, escape_attribute, escape_text, validation_error
-from .state_store import LockTimeout, Record, StateStore
+from ._runtime import (
+    FieldError,
+    Route,
+    call_outcome,
+    data_result,
+    error_result,
+    escape_attribute,
+    escape_text,
+    validation_error,
+)
+from .state_store import LockTimeout, Pending, PendingStore, Record, StateStore
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -52,6 +69,78 @@ class Binding:
     workflow: str
     states: frozenset[str]
     event: str | None
+    # After a run whose outcome is unknown: run the handler again with the same idempotency key (True), or
+    # refuse as IN_DOUBT until <workflow>.resolve settles it (False, the default of destructive tools).
+    retry_in_doubt: bool = True
+
+
+# The outcomes after which a handler may have had its effects although the call failed: the transition
+# stays pending. After any other error (invalid arguments, a domain error) the handler did nothing.
+IN_DOUBT_OUTCOMES = frozenset({"INTERNAL_ERROR", "OUTPUT_INVALID"})
+
+
+class WorkflowCall:
+    """The context a bound tool's handler gets: the SDK's request context (every attribute of it, such as
+    `session` and `request`), plus where the workflow stands.
+
+    * `workflow`, `state`: the workflow and the state the call runs in;
+    * `handle`: the handle passed, or None for a session's own state (handshake era);
+    * `idempotency_key`: for a call that fires a transition, a key that is the same for every run of this
+      transition from this state of this handle (a retry after a crash gets the same key), so a handler can
+      pass it to a payment API or keep it in its database to do its effect once; None otherwise;
+    * `attempt`: 1 for the first run of the transition, 2 for a run again after an unknown outcome, ...
+    """
+
+    __slots__ = ("_request", "attempt", "handle", "idempotency_key", "state", "workflow")
+
+    def __init__(
+        self, request: Any, workflow: str, handle: str | None, state: str, idempotency_key: str | None, attempt: int
+    ) -> None:
+        self._request = request
+        self.workflow, self.handle, self.state = workflow, handle, state
+        self.idempotency_key, self.attempt = idempotency_key, attempt
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+
+def idempotency_key(handle: str, workflow: str, event: str, state: str, version: int) -> str:
+    """The key of one transition from one visit of a state: a digest, so the handle never shows through it."""
+    material = "\0".join((handle, workflow, event, state, str(version)))
+    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class StartLimiter:
+    """At most `per_minute` `<workflow>.start` calls per client and minute, in bursts of as many: a token
+    bucket per client, for the last `max_clients` clients seen. Every start creates a record that lives for
+    the handle idle TTL, so without a limit one client could fill the store."""
+
+    def __init__(self, per_minute: int, max_clients: int = 10_000) -> None:
+        self.per_minute, self.max_clients = per_minute, max_clients
+        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client → (tokens, at)
+
+    def wait(self, client: str) -> float:
+        """Take one start for `client`: 0.0 if allowed, else the seconds until one is."""
+        now = time.monotonic()
+        tokens, at = self.buckets.pop(client, (float(self.per_minute), now))
+        tokens = min(float(self.per_minute), tokens + (now - at) * self.per_minute / 60.0)
+        allowed = tokens >= 1.0
+        self.buckets[client] = (tokens - 1.0 if allowed else tokens, now)
+        while len(self.buckets) > self.max_clients:
+            self.buckets.popitem(last=False)
+        return 0.0 if allowed else (1.0 - tokens) * 60.0 / self.per_minute
+
+
+def client_key(ctx: Any) -> str:
+    """Who is starting workflows: the HTTP session (handshake era), else the peer address, else this process."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    if session_id:
+        return "session:" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    peer = getattr(request, "client", None)
+    host = getattr(peer, "host", None)
+    return f"peer:{host}" if isinstance(host, str) else "process"
 
 
 def is_modern(ctx: Any) -> bool:
@@ -105,6 +194,43 @@ def transition_lost(tool: str, workflow: str, target: str) -> types.CallToolResu
     )
 
 
+def busy(tool: str) -> types.CallToolResult:
+    return error_result(
+        f'<tool_error tool="{escape_attribute(tool)}" code="BUSY" severity="error"><message>Another call '
+        "on this workflow is still running.</message><recovery>Retry in a moment.</recovery></tool_error>"
+    )
+
+
+def in_doubt(tool: str, workflow: str, pending: Pending, resolve: str) -> types.CallToolResult:
+    """A transition of a tool that must not simply run again has an unknown outcome: say which, and how to
+    settle it. Every transition of the workflow waits for that (only the tool's own author knows whether
+    another one would be safe meanwhile)."""
+    first = pending.tool
+    recovery = (
+        f"Do not simply retry: check whether {first} took effect (ask the user, or look it up), then call "
+        f'{resolve} with outcome "completed" if it did, or "not_completed" if it did not.'
+    )
+    actions = [resolve]
+    details = {"workflow": workflow, "pendingTool": first, "attempts": str(pending.attempt)}
+    return error_result(
+        f'<tool_error tool="{escape_attribute(tool)}" code="IN_DOUBT" severity="error"><message>An earlier '
+        f'call of {escape_text(first)} on workflow "{escape_text(workflow)}" started but its outcome is unknown '
+        "(the server stopped, the state store failed or the handler failed while it ran): its effects may or "
+        f"may not have happened.</message><recovery>{escape_text(recovery)}</recovery>"
+        f"<available_actions>{_actions(actions)}</available_actions><details>{_details(details)}</details>"
+        "</tool_error>"
+    )
+
+
+def rate_limited(tool: str, wait: float) -> types.CallToolResult:
+    seconds = max(1, int(wait + 0.999))
+    return error_result(
+        f'<tool_error tool="{escape_attribute(tool)}" code="RATE_LIMITED" severity="error"><message>Too many '
+        "workflows started from this client.</message><recovery>Reuse a handle you already have, or retry in "
+        f'{seconds} seconds.</recovery><details><detail key="retry_after">{seconds}</detail></details></tool_error>'
+    )
+
+
 def session_key(session_id: str, workflow: str) -> str:
     """Where a session's own state of `workflow` is kept. The session id is a credential, so the store
     holds only a digest of it: whoever can read the store cannot replay a live session from it."""
@@ -114,7 +240,13 @@ def session_key(session_id: str, workflow: str) -> str:
 
 class Gate:
     def __init__(
-        self, store: StateStore, machines: Mapping[str, Machine], bindings: Mapping[str, Binding], handle_key: str
+        self,
+        store: StateStore,
+        machines: Mapping[str, Machine],
+        bindings: Mapping[str, Binding],
+        handle_key: str,
+        *,
+        starts_per_minute: int | None = None,
     ) -> None:
         self.store = store
         self.machines = machines
@@ -123,6 +255,12 @@ class Gate:
         # A store written for the fence-less interface (§10.9), or a wrapper around a bundled store that
         # forwards lock() but not fence=, is saved unfenced: only the version then protects the save.
         self.fenced = "fence" in inspect.signature(store.compare_and_set).parameters
+        # Pending transitions need fences too: a stale holder must not clear a pending it no longer owns.
+        self.pending_store = store if self.fenced and isinstance(store, PendingStore) else None
+        self.pends = self.pending_store is not None
+        self.limiter = StartLimiter(starts_per_minute) if starts_per_minute else None
+        # <workflow>.resolve exists for the workflows with a tool that refuses to run again when in doubt.
+        self.resolvable = frozenset(b.workflow for b in bindings.values() if not b.retry_in_doubt)
         # stdio and in-process connections have no session id: one session state per server instance.
         self.process_session = secrets.token_hex(8)
 
@@ -189,6 +327,9 @@ class Gate:
         )
 
     # --- the call path ------------------------------------------------------------------------------
+    def resolve_tool(self, machine: Machine) -> str | None:
+        return f"{machine.name}.resolve" if machine.name in self.resolvable else None
+
     async def call(self, tool: str, arguments: Mapping[str, Any], ctx: Any, route: Route) -> types.CallToolResult:
         binding = self.bindings[tool]
         machine = self.machines[binding.workflow]
@@ -217,13 +358,39 @@ class Gate:
                     return self.unknown_handle(tool, machine)
                 if record.state not in binding.states:
                     return self.wrong_state(tool, machine, binding, record.state)
+                target = machine.transitions.get((record.state, binding.event)) if binding.event else None
+                if target is None or target == record.state:  # no transition: nothing to record or save
+                    routing = True
+                    return await route(
+                        rest, WorkflowCall(ctx, machine.name, None if implicit else handle, record.state, None, 1)
+                    )
+                assert binding.event is not None
+                pending = record.pending if self.pends else None
+                if pending is not None and not pending.retry:  # every transition waits for <workflow>.resolve
+                    return in_doubt(tool, machine.name, pending, f"{machine.name}.resolve")
+                if pending is not None and pending.tool != tool:
+                    pending = None  # a tool safe to run again was abandoned for another one: nothing to finish
+                if pending is None:
+                    key = idempotency_key(handle, machine.name, binding.event, record.state, record.version)
+                    pending = Pending(tool, key, 1, binding.retry_in_doubt)
+                else:
+                    pending = Pending(tool, pending.key, pending.attempt + 1, pending.retry)
+                store = self.pending_store
+                if (
+                    store is not None
+                    and fence is not None
+                    and not await store.set_pending(handle, record.version, pending, fence=fence)
+                ):
+                    return busy(tool)  # the lease was lost before the handler even started
+                call = WorkflowCall(
+                    ctx, machine.name, None if implicit else handle, record.state, pending.key, pending.attempt
+                )
                 routing = True
-                result = await route(rest, ctx)
+                result = await route(rest, call)
                 routing = False
-                if result.is_error or binding.event is None:
-                    return result
-                target = machine.transitions.get((record.state, binding.event))
-                if target is None or target == record.state:
+                if result.is_error:
+                    if store is not None and fence is not None and call_outcome(result) not in IN_DOUBT_OUTCOMES:
+                        await self.settle_failure(store, tool, handle, record.version, fence)
                     return result
                 if fence is None or not self.fenced:  # a custom store without fences (§10.9)
                     changed = await self.store.compare_and_set(handle, record.version, target)
@@ -238,10 +405,7 @@ class Gate:
                         target,
                     )
         except LockTimeout:
-            return error_result(
-                f'<tool_error tool="{escape_attribute(tool)}" code="BUSY" severity="error"><message>Another call '
-                "on this workflow is still running.</message><recovery>Retry in a moment.</recovery></tool_error>"
-            )
+            return busy(tool)
         except Exception as exc:
             if routing:
                 raise
@@ -252,6 +416,16 @@ class Gate:
             await ctx.session.send_tool_list_changed()
         return result
 
+    async def settle_failure(self, store: PendingStore, tool: str, handle: str, version: int, fence: int) -> None:
+        """The handler failed without effect (invalid arguments, a domain error): nothing is in doubt."""
+        try:
+            cleared = await store.set_pending(handle, version, None, fence=fence)
+        except Exception as exc:
+            cleared = None
+            logger.error("tool %s: its pending transition could not be cleared: %s: %s", tool, type(exc).__name__, exc)
+        if cleared is None:
+            logger.warning("tool %s: its failed call stays pending (in doubt) on the state store", tool)
+
     # --- generated tools: <workflow>.start and <workflow>.status ---------------------------------------
     def describe(self, machine: Machine, handle: str | None, record: Record) -> types.CallToolResult:
         data: dict[str, Any] = {
@@ -260,7 +434,17 @@ class Gate:
             "state": record.state,
             "allowed_tools": list(self.allowed(machine, record.state)),
             "final": record.state in machine.finals,
+            "pending": None,
         }
+        if record.pending is not None and self.pends:
+            resolve = self.resolve_tool(machine)
+            data["pending"] = {
+                "tool": record.pending.tool,
+                "attempts": record.pending.attempt,
+                "next": f"call {record.pending.tool} again"
+                if record.pending.retry or resolve is None
+                else f"check whether it took effect, then call {resolve}",
+            }
         return data_result(data, data)
 
     async def start(self, machine: Machine, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
@@ -269,6 +453,8 @@ class Gate:
             return validation_error(
                 f"{machine.name}.start", [FieldError(names, "unknown field; this tool takes no arguments.")]
             )
+        if self.limiter is not None and (wait := self.limiter.wait(client_key(ctx))) > 0:
+            return rate_limited(f"{machine.name}.start", wait)
         handle = secrets.token_urlsafe(24)
         try:
             record = await self.store.create(handle, machine.name, machine.initial)
@@ -305,6 +491,67 @@ class Gate:
         if record is None or record.workflow != machine.name:
             return self.unknown_handle(tool, machine)
         return self.describe(machine, handle, record)
+
+    async def resolve(self, machine: Machine, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
+        """`<workflow>.resolve`: settle a transition in doubt, on the word of whoever checked its effects.
+
+        "completed": its effects happened, so the workflow moves on as if the call had succeeded (no handler
+        runs). "not_completed": they did not, so the next call of that tool runs its handler again, with the
+        same idempotency key (in case they did after all). Only a pending transition can be resolved, and only
+        a handler that started leaves one: this never moves a workflow along a transition nobody attempted.
+        """
+        tool = f"{machine.name}.resolve"
+        problems = [
+            FieldError(k, f'unknown field; the arguments are "{self.handle_key}" and "outcome".')
+            for k in arguments
+            if k not in (self.handle_key, "outcome")
+        ]
+        given, outcome = arguments.get(self.handle_key), arguments.get("outcome")
+        if given is not None and type(given) is not str:
+            problems.append(FieldError(self.handle_key, "expected a string handle."))
+        if outcome not in ("completed", "not_completed"):
+            problems.append(FieldError("outcome", 'expected "completed" or "not_completed".'))
+        if problems:
+            return validation_error(tool, problems)
+        implicit = given is None
+        handle = self.session_handle(ctx, machine.name) if given is None else str(given)
+        if handle is None:
+            return self.needs_handle(tool, machine)
+        if not implicit and ":" in handle:
+            return self.unknown_handle(tool, machine)
+        moved = False
+        try:
+            async with self.store.lock(handle) as fence:
+                record = await self.store.load(handle)
+                if record is None or record.workflow != machine.name:
+                    return self.unknown_handle(tool, machine)
+                store = self.pending_store
+                pending = record.pending if store is not None else None
+                binding = self.bindings.get(pending.tool) if pending is not None else None
+                target = machine.transitions.get((record.state, binding.event)) if binding and binding.event else None
+                if store is None or pending is None or target is None or fence is None:
+                    return forbidden(
+                        tool,
+                        f'Nothing is in doubt on workflow "{machine.name}": no call has an unknown outcome.',
+                        "Call one of the available actions.",
+                        self.allowed(machine, record.state),
+                        {"workflow": machine.name, "currentState": record.state},
+                    )
+                if outcome == "completed":
+                    saved = await self.store.compare_and_set(handle, record.version, target, fence=fence)
+                    moved = saved is not None
+                else:
+                    retry = Pending(pending.tool, pending.key, pending.attempt, True)
+                    saved = await store.set_pending(handle, record.version, retry, fence=fence)
+                if saved is None:
+                    return busy(tool)
+        except LockTimeout:
+            return busy(tool)
+        except Exception as exc:
+            return store_failed(tool, machine.name, exc)
+        if moved and implicit:
+            await ctx.session.send_tool_list_changed()
+        return self.describe(machine, None if implicit else handle, saved)
 
 
 def handshake_listing(

@@ -19,7 +19,15 @@ from mcp.server.models import InitializationOptions
 
 from . import inputs, presenters, schemas
 from ._gate import Gate, handshake_listing, is_modern
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import (
+    DEFAULT_STARTS_PER_MINUTE,
+    Route,
+    bind_handler,
+    import_handlers,
+    logged_call,
+    run_tool,
+    unknown_tool,
+)
 from .state_store import StateStore, open_store
 from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 
@@ -86,6 +94,13 @@ TOOLS: Final[list[types.Tool]] = [
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
+    types.Tool(
+        name="expense.resolve",
+        description='Settle a call of expense.pay whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
+        input_schema=schemas.WORKFLOW_RESOLVE_INPUT,
+        output_schema=schemas.WORKFLOW_STATE_OUTPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False),
+    ),
 ]
 
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
@@ -128,15 +143,20 @@ class _Server(Server[Any]):
         )
 
 
-def create_server(handlers: ModuleType | None = None, state_store: StateStore | str = "memory") -> Server[Any]:
+def create_server(
+    handlers: ModuleType | None = None,
+    state_store: StateStore | str = "memory",
+    starts_per_minute: int | None = DEFAULT_STARTS_PER_MINUTE,
+) -> Server[Any]:
     """Build the server.
 
     `handlers` replaces the handler module (tests, hosts embedding the server); `state_store` is a
-    StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0".
+    StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0";
+    `starts_per_minute` limits each client's `<workflow>.start` calls (None: no limit).
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     store = open_store(state_store, namespace=NAME) if isinstance(state_store, str) else state_store
-    gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY)
+    gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
     routes: dict[str, Route] = {
         "expense.create": partial(
             run_tool,
@@ -182,6 +202,7 @@ def create_server(handlers: ModuleType | None = None, state_store: StateStore | 
         ),
         "expense.start": partial(gate.start, MACHINES["expense"]),
         "expense.status": partial(gate.status, MACHINES["expense"]),
+        "expense.resolve": partial(gate.resolve, MACHINES["expense"]),
     }
     modern_listing = types.ListToolsResult(tools=MODERN_TOOLS)
 

@@ -38,9 +38,9 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "expense.submit": Binding("expense", frozenset({"draft"}), "SUBMIT"),
-    "expense.approve": Binding("expense", frozenset({"pending"}), "APPROVE"),
-    "expense.reject": Binding("expense", frozenset({"pending"}), "REJECT"),
-    "expense.revise": Binding("expense", frozenset({"rejected"}), "REVISE"),
-    "expense.pay": Binding("expense", frozenset({"approved"}), "PAY"),
+    "expense.submit": Binding("expense", frozenset({"draft"}), "SUBMIT", retry_in_doubt=True),
+    "expense.approve": Binding("expense", frozenset({"pending"}), "APPROVE", retry_in_doubt=True),
+    "expense.reject": Binding("expense", frozenset({"pending"}), "REJECT", retry_in_doubt=True),
+    "expense.revise": Binding("expense", frozenset({"rejected"}), "REVISE", retry_in_doubt=True),
+    "expense.pay": Binding("expense", frozenset({"approved"}), "PAY", retry_in_doubt=False),
 }

@@ -42,7 +42,8 @@ async def run(arguments: argparse.Namespace) -> None:
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(watch_store, NAME, store, arguments.state_store)
-            await serve(NAME, create_server(state_store=store), arguments, store, tools_changed=True)
+            server = create_server(state_store=store, starts_per_minute=arguments.max_starts_per_minute)
+            await serve(NAME, server, arguments, store, tools_changed=True)
             group.cancel_scope.cancel()
     finally:
         await store.close()

@@ -26,6 +26,8 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
+from ._runtime import DEFAULT_STARTS_PER_MINUTE
+
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
 LOG_LEVELS = ["debug", "info", "warning", "error"]
@@ -114,6 +116,14 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         default=5.0,
         help="lease of a workflow handle's lock, renewed while its call runs: seconds after "
         "which a crashed replica's lock frees itself (default 5)",
+    )
+    parser.add_argument(
+        "--max-starts-per-minute",
+        type=count_argument,
+        default=DEFAULT_STARTS_PER_MINUTE,
+        metavar="N",
+        help="<workflow>.start calls one client (an HTTP session, else a peer address) may make per minute, in "
+        f"bursts of as many; more get RATE_LIMITED (default {DEFAULT_STARTS_PER_MINUTE})",
     )
 
 

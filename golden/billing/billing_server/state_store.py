@@ -21,7 +21,11 @@ class needed) that keeps the contract the gating code relies on:
   later; releasing it never frees a lock somebody else has taken since;
 * taking a lock yields a *fence*, an int that grows with every acquisition of the handle, and
   ``compare_and_set(..., fence=f)`` saves only while the lease of fence ``f`` is still held, so a
-  holder whose lease was lost can never commit.
+  holder whose lease was lost can never commit;
+* optionally, ``set_pending`` records (or clears) the transition a handler is about to run, without
+  changing the state or the version, and every ``compare_and_set`` clears it.  A store without
+  ``set_pending`` works, but a crash between a handler and its save then cannot be told apart from a
+  call that never ran (docs/spec.md §10.7).
 
 Handles are credentials of sorts, so no message raised here ever contains one.
 """
@@ -30,6 +34,7 @@ import asyncio
 import contextlib
 import hashlib
 import itertools
+import json
 import os
 import random
 import secrets
@@ -41,10 +46,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeAlias, TypeVar
+from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-__all__ = ["LockTimeout", "MemoryStore", "Record", "RedisError", "RedisStore", "RespClient"]
+__all__ = ["LockTimeout", "MemoryStore", "Pending", "PendingStore", "Record", "RedisError", "RedisStore", "RespClient"]
 __all__ += ["SQLiteStore", "StateStore", "open_store"]
 
 _T = TypeVar("_T")
@@ -56,12 +61,47 @@ _SWEEP_INTERVAL = 60.0
 
 
 @dataclass(frozen=True)
+class Pending:
+    """A transition whose handler started but whose outcome was never saved: the server stopped, the store
+    failed, or the handler raised. Until it is settled, the workflow's state is in doubt.
+
+    ``key`` is the idempotency key every run of this transition gets; ``attempt`` counts the runs;
+    ``retry`` says whether calling the tool again may run its handler again (with the same key) or is
+    refused as IN_DOUBT until someone says whether the first run took effect.
+    """
+
+    tool: str
+    key: str
+    attempt: int
+    retry: bool
+
+    def encode(self) -> str:
+        return json.dumps([self.tool, self.key, self.attempt, self.retry], separators=(",", ":"))
+
+    @staticmethod
+    def decode(text: str | bytes | None) -> "Pending | None":
+        """The pending transition stored as ``text``; None for none, and for anything unreadable, which only
+        a newer server could have written: its record then behaves as before this server knew of pendings."""
+        if not text:
+            return None
+        try:
+            tool, key, attempt, retry = json.loads(text)
+        except (ValueError, TypeError):
+            return None
+        if type(tool) is str and type(key) is str and type(attempt) is int and type(retry) is bool:
+            return Pending(tool, key, attempt, retry)
+        return None
+
+
+@dataclass(frozen=True)
 class Record:
-    """One workflow instance: which workflow it runs, where it is, and how often it moved."""
+    """One workflow instance: which workflow it runs, where it is, how often it moved, and the transition
+    whose outcome is in doubt, if any."""
 
     workflow: str
     state: str
     version: int
+    pending: Pending | None = None
 
 
 class LockTimeout(Exception):
@@ -93,6 +133,16 @@ class StateStore(Protocol):
 
     async def close(self) -> None:
         """Release connections and threads; the store must not be used afterwards."""
+        ...
+
+
+@runtime_checkable
+class PendingStore(Protocol):
+    """What a store adds to keep pending transitions (all bundled stores do): see the module docstring."""
+
+    async def set_pending(self, handle: str, version: int, pending: Pending | None, *, fence: int) -> Record | None:
+        """Save ``pending`` (None: clear it) iff the version is still ``version`` and the lease of ``fence`` is
+        held, checked atomically with the save; the state and the version stay. The new record, else None."""
         ...
 
 
@@ -282,6 +332,15 @@ class MemoryStore(_LockingStore):
             return None
         return self._put(handle, Record(record.workflow, state, expected_version + 1), now)
 
+    async def set_pending(self, handle: str, version: int, pending: Pending | None, *, fence: int) -> Record | None:
+        """Record (or, given None, clear) the transition about to run, iff the version is still ``version`` and
+        the lease of ``fence`` is held; the state and the version stay. The new record, else None."""
+        now = time.monotonic()
+        record = self._live(handle, now)
+        if record is None or record.version != version or self._fenced_token(handle, fence) is None:
+            return None
+        return self._put(handle, Record(record.workflow, record.state, version, pending), now)
+
     async def _try_lock(self, handle: str, token: str) -> int:
         return next(self._fences)  # The in-process gate already is the whole lock.
 
@@ -302,7 +361,7 @@ _SQLITE_SCHEMA = """
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = FULL;
 CREATE TABLE IF NOT EXISTS workflow_records (handle TEXT PRIMARY KEY, workflow TEXT NOT NULL,
-    state TEXT NOT NULL, version INTEGER NOT NULL, expires_at REAL NOT NULL) WITHOUT ROWID;
+    state TEXT NOT NULL, version INTEGER NOT NULL, expires_at REAL NOT NULL, pending TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS workflow_locks (handle TEXT PRIMARY KEY, token TEXT NOT NULL,
     expires_at REAL NOT NULL, fence INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 """
@@ -357,6 +416,9 @@ class SQLiteStore(_LockingStore):
                 # loudly instead of taking locks that exclude nobody.
                 with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
                     self._db.execute("ALTER TABLE workflow_locks ADD COLUMN fence INTEGER NOT NULL DEFAULT 0")
+            if "pending" not in [row[1] for row in self._db.execute("PRAGMA table_info(workflow_records)")]:
+                with contextlib.suppress(sqlite3.OperationalError):  # a file from before pending transitions
+                    self._db.execute("ALTER TABLE workflow_records ADD COLUMN pending TEXT")
         except BaseException:
             self._db.close()
             raise
@@ -389,9 +451,10 @@ class SQLiteStore(_LockingStore):
                 # Released lock rows stay a while, so that fences keep growing across acquisitions.
                 db.execute("DELETE FROM workflow_locks WHERE expires_at <= ?", (now - self._idle_ttl,))
             cursor = db.execute(
-                "INSERT INTO workflow_records VALUES (?, ?, ?, 1, ?) ON CONFLICT (handle) DO UPDATE"
-                " SET workflow = excluded.workflow, state = excluded.state, version = 1,"
-                " expires_at = excluded.expires_at WHERE workflow_records.expires_at <= ?",
+                "INSERT INTO workflow_records (handle, workflow, state, version, expires_at) VALUES (?, ?, ?, 1, ?)"
+                " ON CONFLICT (handle) DO UPDATE SET workflow = excluded.workflow, state = excluded.state,"
+                " version = 1, expires_at = excluded.expires_at, pending = NULL"
+                " WHERE workflow_records.expires_at <= ?",
                 (handle, workflow, state, now + self._idle_ttl, now),
             )
             return cursor.rowcount == 1  # 0 if a live record kept the handle
@@ -405,13 +468,13 @@ class SQLiteStore(_LockingStore):
 
         def run(db: sqlite3.Connection, now: float) -> Record | None:
             row = db.execute(
-                "SELECT workflow, state, version FROM workflow_records WHERE handle = ? AND expires_at > ?",
+                "SELECT workflow, state, version, pending FROM workflow_records WHERE handle = ? AND expires_at > ?",
                 (handle, now),
             ).fetchone()
             if row is None:
                 return None
             db.execute("UPDATE workflow_records SET expires_at = ? WHERE handle = ?", (now + self._idle_ttl, handle))
-            return Record(*row)
+            return Record(row[0], row[1], row[2], Pending.decode(row[3]))
 
         return await self._transaction(run)
 
@@ -439,10 +502,39 @@ class SQLiteStore(_LockingStore):
             if row is None:
                 return None
             db.execute(
-                "UPDATE workflow_records SET state = ?, version = ?, expires_at = ? WHERE handle = ?",
+                "UPDATE workflow_records SET state = ?, version = ?, expires_at = ?, pending = NULL WHERE handle = ?",
                 (state, expected_version + 1, now + self._idle_ttl, handle),
             )
             return Record(row[0], state, expected_version + 1)
+
+        return await self._transaction(run)
+
+    async def set_pending(self, handle: str, version: int, pending: Pending | None, *, fence: int) -> Record | None:
+        """Record (or, given None, clear) the transition about to run, iff the version is still ``version`` and
+        the lease of ``fence`` is held, checked in the same transaction; the state and the version stay."""
+        token = self._fenced_token(handle, fence)
+        if token is None:
+            return None
+        handle = self._namespace + handle
+        encoded = None if pending is None else pending.encode()
+
+        def run(db: sqlite3.Connection, now: float) -> Record | None:
+            if not db.execute(
+                "SELECT 1 FROM workflow_locks WHERE handle = ? AND token = ? AND fence = ? AND expires_at > ?",
+                (handle, token, fence, now),
+            ).fetchone():
+                return None
+            row = db.execute(
+                "SELECT workflow, state FROM workflow_records WHERE handle = ? AND version = ? AND expires_at > ?",
+                (handle, version, now),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute(
+                "UPDATE workflow_records SET pending = ?, expires_at = ? WHERE handle = ?",
+                (encoded, now + self._idle_ttl, handle),
+            )
+            return Record(row[0], row[1], version, pending)
 
         return await self._transaction(run)
 
@@ -635,7 +727,7 @@ class RespClient:
 # Each script may run twice with the same arguments (RespClient's retry after a lost reply), so a
 # nonce (``op``) marks the record's last write and a token the lock: both recognise a repeat.
 _LOAD = _Script("""
-local r = redis.call('HMGET', KEYS[1], 'workflow', 'state', 'version')
+local r = redis.call('HMGET', KEYS[1], 'workflow', 'state', 'version', 'pending')
 if r[1] then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return r
 """)
@@ -643,6 +735,7 @@ _CREATE = _Script("""
 local op = redis.call('HGET', KEYS[1], 'op')
 if op and op ~= ARGV[4] then return 0 end
 redis.call('HSET', KEYS[1], 'workflow', ARGV[1], 'state', ARGV[2], 'version', 1, 'op', ARGV[4])
+redis.call('HDEL', KEYS[1], 'pending')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """)
@@ -654,8 +747,18 @@ if not r[1] or (tonumber(r[2]) ~= want and not (r[3] == ARGV[4] and tonumber(r[2
   return false
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'version', want + 1, 'op', ARGV[4])
+redis.call('HDEL', KEYS[1], 'pending')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {r[1], want + 1}
+""")
+# Setting the same pending twice is harmless, so this one needs no nonce; an empty ARGV[3] clears it.
+_SET_PENDING = _Script("""
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return false end
+local r = redis.call('HMGET', KEYS[1], 'workflow', 'state', 'version')
+if not r[1] or tonumber(r[3]) ~= tonumber(ARGV[2]) then return false end
+if ARGV[3] == '' then redis.call('HDEL', KEYS[1], 'pending') else redis.call('HSET', KEYS[1], 'pending', ARGV[3]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {r[1], r[2]}
 """)
 _LOCK = _Script("""
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -718,8 +821,8 @@ class RedisStore(_LockingStore):
 
     async def load(self, handle: str) -> Record | None:
         match await self._client.eval(_LOAD, [self._key("record", handle)], [_ms(self._idle_ttl)]):
-            case [bytes(workflow), bytes(state), bytes(version)]:
-                return Record(workflow.decode(), state.decode(), int(version))
+            case [bytes(workflow), bytes(state), bytes(version), bytes() | None as pending]:
+                return Record(workflow.decode(), state.decode(), int(version), Pending.decode(pending))
         return None
 
     async def compare_and_set(
@@ -735,6 +838,18 @@ class RedisStore(_LockingStore):
         match await self._client.eval(_COMPARE_AND_SET, keys, args):
             case [bytes(workflow), int(version)]:
                 return Record(workflow.decode(), state, version)
+        return None
+
+    async def set_pending(self, handle: str, version: int, pending: Pending | None, *, fence: int) -> Record | None:
+        """Record (or, given None, clear) the transition about to run, iff the version is still ``version`` and
+        the lease of ``fence`` is held, checked in the same script; the state and the version stay."""
+        if (token := self._fenced_token(handle, fence)) is None:
+            return None
+        keys: list[_Arg] = [self._key("record", handle), self._key("lock", handle)]
+        encoded = "" if pending is None else pending.encode()
+        match await self._client.eval(_SET_PENDING, keys, [token, version, encoded, _ms(self._idle_ttl)]):
+            case [bytes(workflow), bytes(state)]:
+                return Record(workflow.decode(), state.decode(), version, pending)
         return None
 
     async def _try_lock(self, handle: str, token: str) -> int:

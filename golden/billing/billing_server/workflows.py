@@ -36,8 +36,8 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "invoice.submit": Binding("invoice", frozenset({"draft"}), "SUBMIT"),
-    "invoice.approve": Binding("invoice", frozenset({"review"}), "APPROVE"),
-    "invoice.reject": Binding("invoice", frozenset({"review"}), "REJECT"),
-    "invoice.discharge": Binding("invoice", frozenset({"approved"}), "DISCHARGE"),
+    "invoice.submit": Binding("invoice", frozenset({"draft"}), "SUBMIT", retry_in_doubt=True),
+    "invoice.approve": Binding("invoice", frozenset({"review"}), "APPROVE", retry_in_doubt=True),
+    "invoice.reject": Binding("invoice", frozenset({"review"}), "REJECT", retry_in_doubt=True),
+    "invoice.discharge": Binding("invoice", frozenset({"approved"}), "DISCHARGE", retry_in_doubt=False),
 }

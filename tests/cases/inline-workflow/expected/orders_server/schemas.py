@@ -114,7 +114,40 @@ WORKFLOW_STATE_OUTPUT: Final[dict[str, Any]] = {
         "state": {"type": "string"},
         "allowed_tools": {"type": "array", "items": {"type": "string"}},
         "final": {"type": "boolean"},
+        "pending": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool": {"type": "string"},
+                        "attempts": {"type": "integer"},
+                        "next": {"type": "string"},
+                    },
+                    "required": ["tool", "attempts", "next"],
+                    "additionalProperties": False,
+                },
+                {"type": "null"},
+            ],
+            "description": "A call whose outcome is unknown (it started, but the server stopped or failed before its transition was saved), and what to do about it; null if none.",
+        },
     },
-    "required": ["order_flow", "workflow", "state", "allowed_tools", "final"],
+    "required": ["order_flow", "workflow", "state", "allowed_tools", "final", "pending"],
+    "additionalProperties": False,
+}
+
+WORKFLOW_RESOLVE_INPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "order_flow": {
+            "type": "string",
+            "description": "The handle of the workflow in doubt; omit it (older protocols only) for this session's own workflow.",
+        },
+        "outcome": {
+            "type": "string",
+            "enum": ["completed", "not_completed"],
+            "description": "Whether the call in doubt took effect, as checked with the user or the system.",
+        },
+    },
+    "required": ["outcome"],
     "additionalProperties": False,
 }

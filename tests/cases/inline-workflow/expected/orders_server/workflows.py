@@ -37,10 +37,10 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "order.add": Binding("checkout", frozenset({"cart"}), "TOUCH"),
-    "order.checkout": Binding("checkout", frozenset({"cart"}), "CHECKOUT"),
-    "order.pay": Binding("checkout", frozenset({"payment"}), "PAY"),
-    "order.cancel": Binding("checkout", frozenset({"payment"}), "CANCEL"),
-    "order.ship": Binding("checkout", frozenset({"paid"}), "SHIP"),
-    "order.note": Binding("checkout", frozenset({"paid", "payment"}), None),
+    "order.add": Binding("checkout", frozenset({"cart"}), "TOUCH", retry_in_doubt=False),
+    "order.checkout": Binding("checkout", frozenset({"cart"}), "CHECKOUT", retry_in_doubt=True),
+    "order.pay": Binding("checkout", frozenset({"payment"}), "PAY", retry_in_doubt=False),
+    "order.cancel": Binding("checkout", frozenset({"payment"}), "CANCEL", retry_in_doubt=True),
+    "order.ship": Binding("checkout", frozenset({"paid"}), "SHIP", retry_in_doubt=False),
+    "order.note": Binding("checkout", frozenset({"paid", "payment"}), None, retry_in_doubt=True),
 }

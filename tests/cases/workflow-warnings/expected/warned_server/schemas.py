@@ -38,7 +38,23 @@ WORKFLOW_STATE_OUTPUT: Final[dict[str, Any]] = {
         "state": {"type": "string"},
         "allowed_tools": {"type": "array", "items": {"type": "string"}},
         "final": {"type": "boolean"},
+        "pending": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool": {"type": "string"},
+                        "attempts": {"type": "integer"},
+                        "next": {"type": "string"},
+                    },
+                    "required": ["tool", "attempts", "next"],
+                    "additionalProperties": False,
+                },
+                {"type": "null"},
+            ],
+            "description": "A call whose outcome is unknown (it started, but the server stopped or failed before its transition was saved), and what to do about it; null if none.",
+        },
     },
-    "required": ["workflow_id", "workflow", "state", "allowed_tools", "final"],
+    "required": ["workflow_id", "workflow", "state", "allowed_tools", "final", "pending"],
     "additionalProperties": False,
 }

@@ -19,7 +19,15 @@ from mcp.server.models import InitializationOptions
 
 from . import inputs, schemas
 from ._gate import Gate, handshake_listing, is_modern
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import (
+    DEFAULT_STARTS_PER_MINUTE,
+    Route,
+    bind_handler,
+    import_handlers,
+    logged_call,
+    run_tool,
+    unknown_tool,
+)
 from .state_store import StateStore, open_store
 from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 
@@ -91,15 +99,20 @@ class _Server(Server[Any]):
         )
 
 
-def create_server(handlers: ModuleType | None = None, state_store: StateStore | str = "memory") -> Server[Any]:
+def create_server(
+    handlers: ModuleType | None = None,
+    state_store: StateStore | str = "memory",
+    starts_per_minute: int | None = DEFAULT_STARTS_PER_MINUTE,
+) -> Server[Any]:
     """Build the server.
 
     `handlers` replaces the handler module (tests, hosts embedding the server); `state_store` is a
-    StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0".
+    StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0";
+    `starts_per_minute` limits each client's `<workflow>.start` calls (None: no limit).
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     store = open_store(state_store, namespace=NAME) if isinstance(state_store, str) else state_store
-    gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY)
+    gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
     routes: dict[str, Route] = {
         "go": partial(
             run_tool,

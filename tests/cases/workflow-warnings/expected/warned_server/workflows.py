@@ -31,5 +31,5 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "go": Binding("flow", frozenset({"start"}), "GO"),
+    "go": Binding("flow", frozenset({"start"}), "GO", retry_in_doubt=True),
 }

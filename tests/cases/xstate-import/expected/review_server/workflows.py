@@ -36,8 +36,8 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "doc.submit": Binding("document", frozenset({"draft"}), "SUBMIT"),
-    "doc.approve": Binding("document", frozenset({"in_review"}), "APPROVE"),
-    "doc.reject": Binding("document", frozenset({"in_review"}), "REJECT"),
-    "doc.publish": Binding("document", frozenset({"approved"}), "PUBLISH"),
+    "doc.submit": Binding("document", frozenset({"draft"}), "SUBMIT", retry_in_doubt=True),
+    "doc.approve": Binding("document", frozenset({"in_review"}), "APPROVE", retry_in_doubt=False),
+    "doc.reject": Binding("document", frozenset({"in_review"}), "REJECT", retry_in_doubt=True),
+    "doc.publish": Binding("document", frozenset({"approved"}), "PUBLISH", retry_in_doubt=False),
 }
