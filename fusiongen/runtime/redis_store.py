@@ -26,7 +26,7 @@ try:
     from redis.exceptions import RedisError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as exc:  # not installed, or too old: open_store says how to install the extra
-    raise ImportError(f"redis-py >= 5 is needed for a Redis state store ({exc})", name="redis") from exc
+    raise ImportError(f"redis-py >= 5.0.8 is needed for a Redis state store ({exc})", name="redis") from exc
 
 __all__ = ["RedisStore"]
 

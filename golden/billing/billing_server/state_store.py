@@ -498,8 +498,8 @@ class SQLiteStore(_LockingStore):
 
 def _redis_missing(distribution: str) -> str:
     """What to do when a Redis URL is given to a server installed without redis-py."""
-    extra = f"pip install '{distribution}[redis]'" if distribution else "pip install 'redis>=5'"
-    return f"a redis:// or rediss:// state store needs redis-py (redis>=5), the server's 'redis' extra: {extra}"
+    extra = f"pip install '{distribution}[redis]'" if distribution else "pip install 'redis>=5.0.8'"
+    return f"a redis:// or rediss:// state store needs redis-py (redis>=5.0.8), the server's 'redis' extra: {extra}"
 
 
 def open_store(
