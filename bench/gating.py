@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import logging
 import shutil
 import statistics
@@ -384,7 +385,8 @@ async def _stores(package: ModuleType, settings: Settings, memory_cpu: float) ->
                 raise
             notes.append(f"redis: skipped, redis-server did not start: {exc}")
         else:
-            stores["redis"] = store_module.RedisStore(f"redis://127.0.0.1:{port}/0", prefix="bench:")
+            redis_store = importlib.import_module(f"{package.__name__}.redis_store")  # needs redis-py
+            stores["redis"] = redis_store.RedisStore(f"redis://127.0.0.1:{port}/0", prefix="bench:")
             server_cpu = _redis_cpu(stop)
     try:
         walls: dict[str, list[float]] = {name: [] for name in stores}

@@ -23,7 +23,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from fusiongen.runtime import _gate, _runtime, state_store
+from fusiongen.runtime import _gate, _runtime, redis_store, state_store
 from tests.support.build import SPECS, build
 from tests.support.client import MODERN, connect
 from tests.support.processes import free_port, http_server, logged, server_env, wait_for_port
@@ -62,7 +62,7 @@ async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
         elif request.param == "sqlite":
             store = state_store.SQLiteStore(str(tmp_path / "state.db"), **timing)
         else:
-            store = state_store.RedisStore(url, prefix=prefix, **timing)
+            store = redis_store.RedisStore(url, prefix=prefix, **timing)
         stores.append(store)
         return store
 

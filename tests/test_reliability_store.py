@@ -24,7 +24,7 @@ from mcp_types.jsonrpc import INTERNAL_ERROR
 from fusiongen.api import Generation
 from tests.support.build import GeneratedServer, build, built_server
 from tests.support.client import LEGACY, MODERN, connect
-from tests.support.processes import free_port, http_server, server_env
+from tests.support.processes import free_port, http_server, run_python, server_env
 from tests.support.redis_server import start_redis
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
@@ -212,6 +212,39 @@ async def test_a_reachable_store_logs_no_outage_line(tmp_path: Path, flow: Gener
         async with connect(mcp, MODERN) as client:
             assert (await client.call_tool("flow.start", {})).is_error is False
     assert "the state store" not in log.read_text()
+
+
+# --- 2b. a server installed without its redis extra -------------------------------------------------------
+
+# Runs the server's own __main__ in a fresh interpreter in which `import redis` fails, as after
+# `pip install reliable-server` without `[redis]`.
+WITHOUT_REDIS_PY = """
+import sys
+sys.modules["redis"] = None
+from reliable_server.__main__ import main, parse_arguments
+from reliable_server.server import create_server
+create_server(state_store="memory")  # imports and builds without redis-py
+parse_arguments(["--state-store", f"sqlite:///{sys.argv[1]}"]).store
+print("serves without redis-py", flush=True)
+main(["--state-store", "redis://:pw-in-url@127.0.0.1:6379/0"])
+"""
+
+
+def test_a_server_without_redis_py_runs_and_a_redis_url_says_what_to_install(
+    tmp_path: Path, flow: GeneratedServer
+) -> None:
+    env = server_env(flow.out)
+    done = run_python(["-c", WITHOUT_REDIS_PY, str(tmp_path / "state.db")], cwd=flow.out, env=env)
+    assert done.stdout == "serves without redis-py\n", done.stderr
+    assert done.returncode == 2, done.stderr  # argparse's usage error, at start-up
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "python -m reliable_server: error: --state-store: a redis:// or rediss:// state store needs redis-py "
+        "(redis>=5.0.8), the server's 'redis' extra: pip install 'reliable-server[redis]'"
+    ), done.stderr
+    assert "pw-in-url" not in done.stderr and "Traceback" not in done.stderr
+    pyproject = (flow.out / "pyproject.toml").read_text()
+    assert 'redis = ["redis>=5.0.8"]' in pyproject  # the extra the message names exists
 
 
 # --- 3. health endpoints ---------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Tests for fusiongen/runtime/state_store.py, the workflow state store copied into generated servers.
+"""Tests for fusiongen/runtime/state_store.py and redis_store.py, the workflow state stores copied into generated
+servers.
 
 The runtime is a real module, imported directly (a server's copy is the same bytes).  Every contract test
 runs against all three stores: memory, SQLite in tmp_path, and a real redis-server (each test
@@ -6,8 +7,10 @@ gets its own key prefix).
 """
 
 import asyncio
+import contextlib
 import itertools
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -21,8 +24,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import redis.asyncio
+import redis.exceptions
 
-from fusiongen.runtime import state_store
+from fusiongen.runtime import redis_store, state_store
+from tests.support.processes import free_port
 from tests.support.redis_server import start_redis
 
 SOURCE = Path(state_store.__file__)
@@ -32,6 +38,11 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 @pytest.fixture(scope="session")
 def ss() -> ModuleType:
     return state_store
+
+
+@pytest.fixture(scope="session")
+def rs() -> ModuleType:
+    return redis_store
 
 
 @pytest.fixture
@@ -59,14 +70,14 @@ Factory = Callable[..., Any]
 
 
 @pytest.fixture
-async def make_store(ss: ModuleType, backend: str) -> AsyncIterator[Factory]:
+async def make_store(ss: ModuleType, rs: ModuleType, backend: str) -> AsyncIterator[Factory]:
     """Build stores of the test's backend; two built by one test share state (except memory)."""
     stores: list[Any] = []
     prefix = f"test:{uuid.uuid4().hex}:"
 
     def make(**timing: float) -> Any:
         if backend.startswith("redis://"):
-            store = ss.RedisStore(backend, prefix=prefix, **timing)
+            store = rs.RedisStore(backend, prefix=prefix, **timing)
         else:
             store = ss.open_store(backend, **timing)
         stores.append(store)
@@ -318,7 +329,7 @@ async def test_compare_and_set_alone_lets_exactly_one_writer_win(make_store: Fac
 
 
 async def test_open_store_understands_the_documented_urls(
-    ss: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ss: ModuleType, rs: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert isinstance(ss.open_store("memory"), ss.MemoryStore)
     monkeypatch.chdir(tmp_path)
@@ -329,9 +340,15 @@ async def test_open_store_understands_the_documented_urls(
         await store.close()
     assert (tmp_path / "data" / "rel.db").exists() and (tmp_path / "abs.db").exists()
     # Redis connects lazily, so these need no server.
-    for url in ("redis://127.0.0.1:6379/0", "redis://:pw@localhost", "redis://u:p@h:1/2?prefix=app:"):
+    for url in (
+        "redis://127.0.0.1:6379/0",
+        "redis://:pw@localhost",
+        "redis://u:p@h:1/2?prefix=app:",
+        "rediss://u:p@h:6380/0",
+        f"rediss://h/0?ssl_ca_certs={tmp_path / 'ca.pem'}&prefix=app:",
+    ):
         store = ss.open_store(url)
-        assert isinstance(store, ss.RedisStore)
+        assert isinstance(store, rs.RedisStore)
         await store.close()
 
 
@@ -344,9 +361,12 @@ async def test_open_store_understands_the_documented_urls(
         "sqlite://",
         "sqlite:///",
         "postgres://u:secret@h/db",
-        "rediss://:secret@h:6379/0",
+        "unix://:secret@/tmp/redis.sock",
         "redis://:secret@h/notadb",
         "redis://:secret@h/0?db=1",
+        "redis://:secret@h/0?socket_timeout=1",
+        "redis://:secret@h/0?ssl_ca_certs=/ca.pem",  # TLS files only with rediss://
+        "rediss://:secret@h/0?ssl_cert_reqs=none",  # certificates are always checked
         "redis://:secret@h:port/0",
     ],
 )
@@ -482,11 +502,21 @@ async def test_sqlite_stores_on_one_file_share_state_and_locks(ss: ModuleType, t
 # --- Redis -------------------------------------------------------------------------------------
 
 
-async def test_redis_replicas_share_state_and_locks(ss: ModuleType, redis_url: str) -> None:
+@contextlib.asynccontextmanager
+async def redis_admin(url: str) -> AsyncIterator[redis.asyncio.Redis]:
+    """A plain redis-py client beside the store, to look at and meddle with what the store wrote."""
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def test_redis_replicas_share_state_and_locks(ss: ModuleType, rs: ModuleType, redis_url: str) -> None:
     prefix = f"test:{uuid.uuid4().hex}:"
-    a = ss.RedisStore(redis_url, prefix=prefix, lock_wait=0.2)
-    b = ss.RedisStore(redis_url, prefix=prefix, lock_wait=0.2)
-    other = ss.RedisStore(redis_url, prefix=f"other:{uuid.uuid4().hex}:")
+    a = rs.RedisStore(redis_url, prefix=prefix, lock_wait=0.2)
+    b = rs.RedisStore(redis_url, prefix=prefix, lock_wait=0.2)
+    other = rs.RedisStore(redis_url, prefix=f"other:{uuid.uuid4().hex}:")
     h = new_handle()
     await a.create(h, "order", "draft")
     assert await b.load(h) == ss.Record("order", "draft", 1)
@@ -503,42 +533,31 @@ async def test_redis_replicas_share_state_and_locks(ss: ModuleType, redis_url: s
         await store.close()
 
 
-async def test_redis_keys_carry_the_idle_expiry(ss: ModuleType, redis_url: str) -> None:
+async def test_redis_key_layout_and_idle_expiry(rs: ModuleType, redis_url: str) -> None:
+    """The keys are <prefix>record:<handle> (a hash), <prefix>lock:<handle> and <prefix>fence:<handle>: servers
+    of an older version sharing the Redis during a rolling upgrade must find the same keys."""
     prefix = f"test:{uuid.uuid4().hex}:"
-    store = ss.RedisStore(redis_url, prefix=prefix, idle_ttl=100.0)
-    client = ss.RespClient(redis_url)
-    await store.create("h", "wf", "s")
-    assert 99_000 < await client.execute("PTTL", f"{prefix}record:h") <= 100_000
+    store = rs.RedisStore(f"{redis_url}?prefix={prefix}", prefix="ignored:", idle_ttl=100.0)
+    async with redis_admin(redis_url) as admin:
+        await store.create("h", "wf", "s")
+        assert 99_000 < await admin.pttl(f"{prefix}record:h") <= 100_000
+        fields = await admin.hgetall(f"{prefix}record:h")
+        assert {k: v for k, v in fields.items() if k != b"op"} == {b"workflow": b"wf", b"state": b"s", b"version": b"1"}
+        async with store.lock("h") as fence:
+            assert await admin.get(f"{prefix}fence:h") == str(fence).encode()
+            assert await admin.exists(f"{prefix}lock:h") == 1
+        assert await admin.exists(f"{prefix}lock:h") == 0
+        assert await admin.keys("ignored:*") == []
     await store.close()
-    await client.close()
 
 
-async def test_resp_client_replies(ss: ModuleType, redis_url: str) -> None:
-    client = ss.RespClient(redis_url)
-    key = f"test:{uuid.uuid4().hex}"
-    value = "line one\r\nline two\r\n$5\r\nünïcødé 🚀".encode()
-    assert await client.execute("PING") == "PONG"
-    assert await client.execute("SET", key, value) == "OK"
-    assert await client.execute("GET", key) == value
-    assert await client.execute("GET", key + ":missing") is None
-    assert await client.execute("RPUSH", key + ":list", b"a\r\nb", "", "c") == 3
-    assert await client.execute("LRANGE", key + ":list", 0, -1) == [b"a\r\nb", b"", b"c"]
-    assert await client.execute("EVAL", "return {1, {'x', false}, 'y'}", 0) == [1, [b"x", None], b"y"]
-    with pytest.raises(ss.RedisError, match="WRONGTYPE"):
-        await client.execute("GET", key + ":list")
-    assert await client.execute("PING") == "PONG"  # an error reply leaves the connection usable
-    await client.execute("DEL", key, key + ":list")
-    await client.close()
-
-
-async def test_redis_store_reloads_scripts_after_a_script_flush(ss: ModuleType, redis_url: str) -> None:
-    store = ss.RedisStore(redis_url, prefix=f"test:{uuid.uuid4().hex}:")
-    admin = ss.RespClient(redis_url)
-    await store.create("h", "wf", "s0")
-    await admin.execute("SCRIPT", "FLUSH")  # EVALSHA now answers NOSCRIPT
-    assert await store.compare_and_set("h", 1, "s1") == ss.Record("wf", "s1", 2)
+async def test_redis_store_reloads_scripts_after_a_script_flush(ss: ModuleType, rs: ModuleType, redis_url: str) -> None:
+    store = rs.RedisStore(redis_url, prefix=f"test:{uuid.uuid4().hex}:")
+    async with redis_admin(redis_url) as admin:
+        await store.create("h", "wf", "s0")
+        await admin.script_flush()  # EVALSHA now answers NOSCRIPT
+        assert await store.compare_and_set("h", 1, "s1") == ss.Record("wf", "s1", 2)
     await store.close()
-    await admin.close()
 
 
 def kill_normal_clients_blocking(redis_url: str) -> int:
@@ -552,15 +571,17 @@ def kill_normal_clients_blocking(redis_url: str) -> int:
     return int(reply[1:].strip())
 
 
-async def test_redis_store_reconnects_after_its_connections_are_killed(ss: ModuleType, redis_url: str) -> None:
-    store = ss.RedisStore(redis_url, prefix=f"test:{uuid.uuid4().hex}:")
-    admin = ss.RespClient(redis_url)
-    await store.create("h", "wf", "s0")
-    await asyncio.gather(*(store.load("h") for _ in range(6)))  # several pooled connections
-    # Killed while the loop runs: the client may notice the closed sockets before reusing them.
-    assert await admin.execute("CLIENT", "KILL", "TYPE", "normal") >= 1  # the caller is spared
-    await asyncio.sleep(0.05)
-    assert await asyncio.gather(*(store.load("h") for _ in range(6))) == [ss.Record("wf", "s0", 1)] * 6
+async def test_redis_store_reconnects_after_its_connections_are_killed(
+    ss: ModuleType, rs: ModuleType, redis_url: str
+) -> None:
+    store = rs.RedisStore(redis_url, prefix=f"test:{uuid.uuid4().hex}:")
+    async with redis_admin(redis_url) as admin:
+        await store.create("h", "wf", "s0")
+        await asyncio.gather(*(store.load("h") for _ in range(6)))  # several pooled connections
+        # Killed while the loop runs: the client may notice the closed sockets before reusing them.
+        assert await admin.client_kill_filter(_type="normal") >= 1  # the caller is spared
+        await asyncio.sleep(0.05)
+        assert await asyncio.gather(*(store.load("h") for _ in range(6))) == [ss.Record("wf", "s0", 1)] * 6
     # Killed behind the loop's back: the next command meets a dead connection and must retry.
     assert kill_normal_clients_blocking(redis_url) >= 2
     assert await asyncio.gather(*(store.load("h") for _ in range(6))) == [ss.Record("wf", "s0", 1)] * 6
@@ -571,36 +592,79 @@ async def test_redis_store_reconnects_after_its_connections_are_killed(ss: Modul
         pass
     assert await store.load("h") == ss.Record("wf", "s1", 2)
     await store.close()
-    await admin.close()
 
 
-async def test_redis_scripts_are_safe_to_repeat(ss: ModuleType, redis_url: str) -> None:
-    """A reply lost with its connection makes the client run a script again; that must be harmless."""
-    client = ss.RespClient(redis_url)
+def test_redis_store_retries_once_and_bounds_its_pool_and_timeouts(rs: ModuleType, redis_url: str) -> None:
+    """What makes a broken connection harmless and a dead Redis fail in bounded time: redis-py's own retry
+    (once, on a connection or timeout error), socket timeouts, and a bounded pool that waits."""
+    store = rs.RedisStore(redis_url)
+    pool = store._client.connection_pool
+    assert isinstance(pool, redis.asyncio.BlockingConnectionPool)
+    assert pool.max_connections == rs.MAX_CONNECTIONS == 8
+    kwargs = pool.connection_kwargs
+    assert kwargs["socket_timeout"] == kwargs["socket_connect_timeout"] == rs.SOCKET_TIMEOUT
+    assert kwargs["retry"]._retries == rs.RETRIES == 1  # get_retries() is redis-py 6+
+    assert set(kwargs["retry_on_error"]) == {redis.exceptions.ConnectionError, redis.exceptions.TimeoutError}
+
+
+async def test_redis_store_is_used_again_after_a_redis_restart(ss: ModuleType, tmp_path: Path) -> None:
+    port, stop = start_redis(tmp_path)
+    store = ss.open_store(f"redis://127.0.0.1:{port}/0")
+    try:
+        await store.create("h", "wf", "s0")
+        stop()
+        with pytest.raises(redis.exceptions.ConnectionError):
+            await store.load("h")
+        port, stop = start_redis(tmp_path, port=port)  # an empty Redis: nothing was saved
+        assert await store.load("h") is None
+        await store.create("h", "wf", "s1")
+        assert await store.load("h") == ss.Record("wf", "s1", 1)
+    finally:
+        await store.close()
+        stop()
+
+
+async def test_a_redis_that_never_answers_fails_with_a_timeout(rs: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hung Redis (it accepts connections and never answers) is a TimeoutError after the socket timeout and
+    one retry, not a call that hangs: the gate makes it STORE_UNAVAILABLE."""
+    monkeypatch.setattr(rs, "SOCKET_TIMEOUT", 0.2)
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # the kernel accepts; nobody reads or writes
+        store = rs.RedisStore(f"redis://127.0.0.1:{silent.getsockname()[1]}/0")
+        with pytest.raises(redis.exceptions.TimeoutError):
+            await store.load("h")
+        await store.close()
+
+
+async def test_redis_scripts_are_safe_to_repeat(rs: ModuleType, redis_url: str) -> None:
+    """A reply lost with its connection makes redis-py run a script again; that must be harmless."""
     record, lock = f"test:{uuid.uuid4().hex}:record", f"test:{uuid.uuid4().hex}:lock"
-    for _ in range(2):
-        assert await client.eval(ss._CREATE, [record], ["wf", "s0", 10_000, "op-1"]) == 1
-    assert await client.eval(ss._CREATE, [record], ["wf", "s0", 10_000, "op-2"]) == 0
-    for _ in range(2):
-        assert await client.eval(ss._COMPARE_AND_SET, [record], [1, "s1", 10_000, "op-3"]) == [b"wf", 2]
-    assert await client.eval(ss._COMPARE_AND_SET, [record], [1, "s1", 10_000, "op-4"]) is None
-    assert await client.execute("HMGET", record, "state", "version") == [b"s1", b"2"]
     fence = f"test:{uuid.uuid4().hex}:fence"
-    for _ in range(2):  # a repeated acquisition yields the same fence, it does not take a new one
-        assert await client.eval(ss._LOCK, [lock, fence], ["token-1", 10_000, 20_000]) == 1
-    assert await client.eval(ss._LOCK, [lock, fence], ["token-2", 10_000, 20_000]) == 0
-    for _ in range(2):
-        assert await client.eval(ss._RENEW, [lock], ["token-1", 10_000]) == 1
-    assert await client.eval(ss._RENEW, [lock], ["token-2", 10_000]) == 0
-    for _ in range(2):  # a fenced save repeats like an unfenced one
-        args = [2, "s2", 10_000, "op-5", "token-1"]
-        assert await client.eval(ss._COMPARE_AND_SET, [record, lock], args) == [b"wf", 3]
-    assert await client.eval(ss._COMPARE_AND_SET, [record, lock], [3, "s3", 10_000, "op-6", "token-2"]) is None
-    assert await client.eval(ss._UNLOCK, [lock], ["token-2"]) == 0
-    assert await client.eval(ss._UNLOCK, [lock], ["token-1"]) == 1
-    assert await client.eval(ss._LOCK, [lock, fence], ["token-2", 10_000, 20_000]) == 2  # fences grow
-    await client.execute("DEL", record, lock, fence)
-    await client.close()
+    async with redis_admin(redis_url) as client:
+
+        async def run(script: str, keys: list[str], args: list[object]) -> Any:
+            return await client.eval(script, len(keys), *keys, *args)  # type: ignore[arg-type]
+
+        for _ in range(2):
+            assert await run(rs._CREATE, [record], ["wf", "s0", 10_000, "op-1"]) == 1
+        assert await run(rs._CREATE, [record], ["wf", "s0", 10_000, "op-2"]) == 0
+        for _ in range(2):
+            assert await run(rs._COMPARE_AND_SET, [record], [1, "s1", 10_000, "op-3"]) == [b"wf", 2]
+        assert await run(rs._COMPARE_AND_SET, [record], [1, "s1", 10_000, "op-4"]) is None
+        assert await client.hmget(record, ["state", "version"]) == [b"s1", b"2"]
+        for _ in range(2):  # a repeated acquisition yields the same fence, it does not take a new one
+            assert await run(rs._LOCK, [lock, fence], ["token-1", 10_000, 20_000]) == 1
+        assert await run(rs._LOCK, [lock, fence], ["token-2", 10_000, 20_000]) == 0
+        for _ in range(2):
+            assert await run(rs._RENEW, [lock], ["token-1", 10_000]) == 1
+        assert await run(rs._RENEW, [lock], ["token-2", 10_000]) == 0
+        for _ in range(2):  # a fenced save repeats like an unfenced one
+            args: list[object] = [2, "s2", 10_000, "op-5", "token-1"]
+            assert await run(rs._COMPARE_AND_SET, [record, lock], args) == [b"wf", 3]
+        assert await run(rs._COMPARE_AND_SET, [record, lock], [3, "s3", 10_000, "op-6", "token-2"]) is None
+        assert await run(rs._UNLOCK, [lock], ["token-2"]) == 0
+        assert await run(rs._UNLOCK, [lock], ["token-1"]) == 1
+        assert await run(rs._LOCK, [lock, fence], ["token-2", 10_000, 20_000]) == 2  # fences grow
+        await client.delete(record, lock, fence)
 
 
 async def test_redis_password_and_database(ss: ModuleType, tmp_path: Path) -> None:
@@ -608,14 +672,40 @@ async def test_redis_password_and_database(ss: ModuleType, tmp_path: Path) -> No
     try:
         store = ss.open_store(f"redis://:s3cr%3At%40@127.0.0.1:{port}/3")
         await store.create("h", "wf", "s")
-        admin = ss.RespClient(f"redis://:s3cr%3At%40@127.0.0.1:{port}/3")
-        assert await admin.execute("EXISTS", "fusiongen:record:h") == 1  # default prefix, database 3
-        await admin.close()
+        async with redis_admin(f"redis://:s3cr%3At%40@127.0.0.1:{port}/3") as admin:
+            assert await admin.exists("fusiongen:record:h") == 1  # default prefix, database 3
+        async with redis_admin(f"redis://:s3cr%3At%40@127.0.0.1:{port}/0") as admin:
+            assert await admin.exists("fusiongen:record:h") == 0  # not in database 0
         await store.close()
         wrong = ss.open_store(f"redis://:wrong@127.0.0.1:{port}/0")
-        with pytest.raises(ss.RedisError):
+        with pytest.raises(redis.exceptions.AuthenticationError):
             await wrong.load("h")
         await wrong.close()
+    finally:
+        stop()
+
+
+async def test_redis_acl_user(ss: ModuleType, tmp_path: Path) -> None:
+    """redis://user:password@host/db logs in as an ACL user; the keys it may touch are all the store needs."""
+    acl = ["--user", "default", "off", "--user", "billing", "on", ">p%ss w0rd", "~fusiongen:billing:*", "+@all"]
+    port, stop = start_redis(tmp_path, *acl)
+    try:
+        store = ss.open_store(f"redis://billing:p%25ss%20w0rd@127.0.0.1:{port}/0", namespace="billing")
+        await store.create("h", "wf", "s")
+        async with store.lock("h") as fence:
+            assert await store.compare_and_set("h", 1, "t", fence=fence) == ss.Record("wf", "t", 2)
+        assert await store.load("h") == ss.Record("wf", "t", 2)
+        await store.close()
+        for login in ("billing:wrong@", "", "nobody:p%25ss%20w0rd@"):
+            wrong = ss.open_store(f"redis://{login}127.0.0.1:{port}/0", namespace="billing")
+            with pytest.raises(redis.exceptions.AuthenticationError) as excinfo:
+                await wrong.load("h")
+            assert "p%ss" not in str(excinfo.value)
+            await wrong.close()
+        outside = ss.open_store(f"redis://billing:p%25ss%20w0rd@127.0.0.1:{port}/0", namespace="other")
+        with pytest.raises(redis.exceptions.NoPermissionError):  # ACL: not this user's keys
+            await outside.create("h", "wf", "s")
+        await outside.close()
     finally:
         stop()
 
@@ -624,6 +714,119 @@ async def test_redis_unreachable_raises_connection_error(ss: ModuleType, tmp_pat
     port, stop = start_redis(tmp_path)
     stop()
     store = ss.open_store(f"redis://127.0.0.1:{port}/0")
-    with pytest.raises(ConnectionError):
+    with pytest.raises(redis.exceptions.ConnectionError):
         await store.load("h")
     await store.close()
+
+
+def without_redis_py(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make `import redis` (and every `redis.*`) fail in this process, as on a server without the extra."""
+    for name in [n for n in sys.modules if n == "redis" or n.startswith("redis.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "redis", None)
+    monkeypatch.delitem(sys.modules, redis_store.__name__)
+
+
+def test_a_redis_url_without_redis_py_says_what_to_install(ss: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    without_redis_py(monkeypatch)
+    with pytest.raises(ImportError):
+        import redis  # noqa: F401  -- the premise: redis-py is out of reach
+    for url in ("redis://:secret@127.0.0.1:6379/0", "rediss://:secret@h/0"):
+        with pytest.raises(ValueError) as excinfo:
+            ss.open_store(url, distribution="billing-server")
+        message = str(excinfo.value)
+        assert "pip install 'billing-server[redis]'" in message and "redis>=5.0.8" in message, message
+        assert "secret" not in message
+        with pytest.raises(ValueError, match=re.escape("pip install 'redis>=5.0.8'")):
+            ss.open_store(url)  # a store opened by hand: no distribution to name
+    assert isinstance(ss.open_store("memory"), ss.MemoryStore)  # the other stores do not need it
+
+
+# --- Redis over TLS ------------------------------------------------------------------------------
+
+
+def make_certificates(directory: Path) -> tuple[Path, Path, Path]:
+    """A throw-away CA and a certificate it signed for 127.0.0.1: (ca.pem, server.pem, server.key)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fusiongen test CA")])
+    ca = (
+        x509.CertificateBuilder(subject_name=ca_name, issuer_name=ca_name, public_key=ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    server = (
+        x509.CertificateBuilder(
+            subject_name=x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]),
+            issuer_name=ca_name,
+            public_key=key.public_key(),
+        )
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = directory / "ca.pem", directory / "server.pem", directory / "server.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return paths
+
+
+@pytest.fixture
+def tls_redis(tmp_path: Path) -> Iterator[tuple[int, int, Path]]:
+    """A redis-server with TLS on one port (and plain TCP on another, which start_redis probes): (TLS port,
+    plain port, the CA's certificate). Debian's redis-server is built with TLS; if it were not, this fails."""
+    ca, cert, key = make_certificates(tmp_path)
+    tls_port = free_port()
+    tls = ["--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key)]
+    tls += ["--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no", "--requirepass", "tls-pw"]
+    port, stop = start_redis(tmp_path, *tls)
+    yield tls_port, port, ca
+    stop()
+
+
+async def test_rediss_with_the_ca_given_in_the_url(ss: ModuleType, tls_redis: tuple[int, int, Path]) -> None:
+    tls_port, plain_port, ca = tls_redis
+    store = ss.open_store(f"rediss://:tls-pw@127.0.0.1:{tls_port}/0?ssl_ca_certs={ca}", namespace="billing")
+    await store.create("h", "wf", "s")
+    assert await store.load("h") == ss.Record("wf", "s", 1)
+    await store.ping()
+    await store.close()
+    async with redis_admin(f"redis://:tls-pw@127.0.0.1:{plain_port}/0") as admin:  # the same server
+        assert await admin.exists("fusiongen:billing:record:h") == 1
+        # The store closed its pool: only this client is left (Redis may see the close a moment later).
+        deadline = time.monotonic() + 30
+        while (await admin.info("clients"))["connected_clients"] != 1:
+            assert time.monotonic() < deadline, "the store's TLS connections stayed open after close()"
+            await asyncio.sleep(0.02)
+
+
+async def test_rediss_refuses_a_server_it_cannot_verify(ss: ModuleType, tls_redis: tuple[int, int, Path]) -> None:
+    """Without the CA (only the system's trusted ones) the throw-away certificate fails verification: TLS is
+    never silently unverified. And plain redis:// to the TLS port does not get through either."""
+    tls_port, _, _ = tls_redis
+    store = ss.open_store(f"rediss://:tls-pw@127.0.0.1:{tls_port}/0")
+    with pytest.raises(redis.exceptions.ConnectionError, match=r"(?i)certificate"):
+        await store.load("h")
+    await store.close()
+    plain = ss.open_store(f"redis://:tls-pw@127.0.0.1:{tls_port}/0")
+    with pytest.raises(redis.exceptions.RedisError):
+        await plain.load("h")
+    await plain.close()

@@ -1,7 +1,7 @@
 """Start a throw-away, real ``redis-server`` for tests.
 
-A real server rather than a fake, because what needs testing is our own RESP client, Lua scripts
-and expiry against Redis itself.  CI installs Debian's ``redis-server``; a machine without it
+A real server rather than a fake, because what needs testing is the Redis store (redis-py, our Lua scripts,
+expiry, ACL users, TLS) against Redis itself.  CI installs Debian's ``redis-server``; a machine without it
 must fail loudly, not skip quietly, or the Redis store would go untested without anyone noticing.
 """
 

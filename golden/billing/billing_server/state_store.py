@@ -8,9 +8,10 @@ Each workflow instance is a *handle* (an unguessable string the server mints) ma
 calls on one handle never interleave -- even when they land on different replicas.
 
 Three stores ship, chosen at start-up by URL (:func:`open_store`): ``memory`` for one process,
-``sqlite:///path`` to survive restarts, ``redis://host:port/db`` for replicas behind a load
-balancer.  To add your own, write a class with the five methods of :class:`StateStore` (no base
-class needed) that keeps the contract the gating code relies on:
+``sqlite:///path`` to survive restarts, ``redis://host:port/db`` (or ``rediss://`` for TLS) for
+replicas behind a load balancer.  The Redis store is its own module, ``redis_store.py``, because it
+needs redis-py, the server's optional ``redis`` extra.  To add your own, write a class with the five
+methods of :class:`StateStore` (no base class needed) that keeps the contract the gating code relies on:
 
 * ``version`` starts at 1 and goes up by one on every successful save, so stale writers show;
 * create, load and save count as activity; a handle idle for ``idle_ttl`` seconds is gone and
@@ -32,7 +33,6 @@ Handles are credentials of sorts, so no message raised here ever contains one.
 
 import asyncio
 import contextlib
-import hashlib
 import itertools
 import json
 import os
@@ -41,16 +41,14 @@ import secrets
 import sqlite3
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
-from urllib.parse import parse_qs, unquote, urlsplit
+from typing import Protocol, TypeVar, runtime_checkable
 
-__all__ = ["LockTimeout", "MemoryStore", "Pending", "PendingStore", "Record", "RedisError", "RedisStore", "RespClient"]
-__all__ += ["SQLiteStore", "StateStore", "open_store"]
+__all__ = ["LockTimeout", "MemoryStore", "Pending", "PendingStore", "Record", "SQLiteStore", "StateStore", "open_store"]
 
 _T = TypeVar("_T")
 # Shared-lock polling starts fast so an uncontended hand-over is quick, and backs off so that
@@ -590,294 +588,17 @@ class SQLiteStore(_LockingStore):
         self._worker.shutdown()
 
 
-class RedisError(Exception):
-    """An error reply from Redis, such as ``WRONGPASS ...`` or ``NOSCRIPT ...``."""
-
-
-# A decoded RESP2 reply: simple strings become str, bulk strings bytes, nil None.
-_Reply: TypeAlias = "int | str | bytes | RedisError | list[_Reply] | None"
-_Arg: TypeAlias = "bytes | str | int"
-
-
-async def _read_reply(reader: asyncio.StreamReader) -> _Reply:
-    line = await reader.readuntil(b"\r\n")
-    kind, body = line[:1], line[1:-2]
-    if kind == b"+":
-        return body.decode()
-    if kind == b"-":  # Returned, not raised: the rest of an enclosing array must still be read.
-        return RedisError(body.decode(errors="replace"))
-    if kind == b":":
-        return int(body)
-    if kind == b"$":
-        return None if int(body) < 0 else (await reader.readexactly(int(body) + 2))[:-2]
-    if kind == b"*":
-        return None if int(body) < 0 else [await _read_reply(reader) for _ in range(int(body))]
-    raise ConnectionError("unexpected data from Redis")
-
-
-class _Connection:
-    def __init__(self, streams: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
-        self.reader, self.writer = streams
-
-    async def call(self, args: Sequence[_Arg]) -> _Reply:
-        # Every command goes out as an array of bulk strings, the one form Redis always accepts.
-        data = [arg if isinstance(arg, bytes) else str(arg).encode() for arg in args]
-        self.writer.write(b"*%d\r\n" % len(data) + b"".join(b"$%d\r\n%s\r\n" % (len(d), d) for d in data))
-        await self.writer.drain()
-        return await _read_reply(self.reader)
-
-
-class _Script:
-    """A Lua script sent by SHA1 digest once Redis has cached it, by source otherwise."""
-
-    def __init__(self, source: str) -> None:
-        self.source, self.sha = source, hashlib.sha1(source.encode()).hexdigest()
-
-
-class RespClient:
-    """A minimal asyncio Redis (RESP2) client, so that servers need no third-party library.
-
-    Connects lazily to ``redis://[[user]:password@]host[:port][/db]`` and pools up to
-    ``max_connections`` connections, one command at a time on each.  A command whose connection
-    turns out broken (a Redis restart, ``CLIENT KILL``, an idle timeout) is retried once on a new
-    connection, so whatever runs through here must be safe to repeat.
-    """
-
-    def __init__(self, url: str, *, max_connections: int = 8, timeout: float = 10.0) -> None:
-        parts = urlsplit(url)
-        db = parts.path.strip("/") or "0"
-        if parts.scheme != "redis" or not db.isdigit():
-            raise ValueError("expected a URL like redis://[[user]:password@]host[:port][/db]")
-        # .port raises ValueError by itself when the port is malformed.
-        self._address, self._timeout = (parts.hostname or "127.0.0.1", parts.port or 6379), timeout
-        self._setup: list[list[_Arg]] = [["SELECT", db]] if db != "0" else []
-        if parts.password is not None:
-            user = [unquote(parts.username)] if parts.username else []
-            self._setup.insert(0, ["AUTH", *user, unquote(parts.password)])
-        self._slots = asyncio.Semaphore(max_connections)
-        self._idle: list[_Connection] = []
-
-    async def _call(self, conn: _Connection, args: Sequence[_Arg]) -> _Reply:
-        try:
-            async with asyncio.timeout(self._timeout):
-                return await conn.call(args)
-        except BaseException as exc:
-            conn.writer.close()  # Half a reply may still be on its way: the connection is spoilt.
-            if isinstance(exc, OSError | EOFError) and not isinstance(exc, TimeoutError):
-                raise ConnectionError(f"Redis connection lost: {exc}") from exc
-            raise
-
-    async def _connect(self) -> _Connection:
-        try:
-            async with asyncio.timeout(self._timeout):
-                conn = _Connection(await asyncio.open_connection(*self._address))
-        except OSError as exc:
-            if isinstance(exc, TimeoutError):
-                raise
-            raise ConnectionError(f"cannot connect to Redis: {exc}") from exc
-        for command in self._setup:
-            if isinstance(reply := await self._call(conn, command), RedisError):
-                conn.writer.close()
-                raise reply
-        return conn
-
-    async def _execute_once(self, args: Sequence[_Arg]) -> _Reply:
-        conn = None
-        while self._idle and conn is None:
-            conn = self._idle.pop()
-            if conn.reader.at_eof():  # Closed by the server while idle: don't even try it.
-                conn.writer.close()
-                conn = None
-        conn = conn or await self._connect()
-        reply = await self._call(conn, args)
-        self._idle.append(conn)
-        if isinstance(reply, RedisError):
-            raise reply
-        return reply
-
-    async def execute(self, *args: _Arg) -> _Reply:
-        """Run one command and return its reply; an error reply raises RedisError."""
-        async with self._slots:
-            try:
-                return await self._execute_once(args)
-            except ConnectionError:
-                # What broke one connection (a restart, a kill) most likely broke the idle ones too.
-                await self.close()
-                return await self._execute_once(args)
-
-    async def eval(self, script: _Script, keys: Sequence[_Arg], args: Sequence[_Arg]) -> _Reply:
-        """Run ``script`` with EVALSHA, falling back to EVAL when Redis has not cached it."""
-        try:
-            return await self.execute("EVALSHA", script.sha, len(keys), *keys, *args)
-        except RedisError as exc:
-            if not str(exc).startswith("NOSCRIPT"):
-                raise
-        return await self.execute("EVAL", script.source, len(keys), *keys, *args)
-
-    async def close(self) -> None:
-        """Close the idle connections; the client stays usable and reconnects on demand."""
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.writer.close()
-        for conn in idle:
-            with contextlib.suppress(OSError):
-                await conn.writer.wait_closed()
-
-
-# Each script may run twice with the same arguments (RespClient's retry after a lost reply), so a
-# nonce (``op``) marks the record's last write and a token the lock: both recognise a repeat.
-_LOAD = _Script("""
-local r = redis.call('HMGET', KEYS[1], 'workflow', 'state', 'version', 'pending')
-if r[1] then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return r
-""")
-_CREATE = _Script("""
-local op = redis.call('HGET', KEYS[1], 'op')
-if op and op ~= ARGV[4] then return 0 end
-redis.call('HSET', KEYS[1], 'workflow', ARGV[1], 'state', ARGV[2], 'version', 1, 'op', ARGV[4])
-redis.call('HDEL', KEYS[1], 'pending')
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-""")
-_COMPARE_AND_SET = _Script("""
-if KEYS[2] and redis.call('GET', KEYS[2]) ~= ARGV[5] then return false end
-local r = redis.call('HMGET', KEYS[1], 'workflow', 'version', 'op')
-local want = tonumber(ARGV[1])
-if not r[1] or (tonumber(r[2]) ~= want and not (r[3] == ARGV[4] and tonumber(r[2]) == want + 1)) then
-  return false
-end
-redis.call('HSET', KEYS[1], 'state', ARGV[2], 'version', want + 1, 'op', ARGV[4])
-redis.call('HDEL', KEYS[1], 'pending')
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return {r[1], want + 1}
-""")
-# Setting the same pending twice is harmless, so this one needs no nonce; an empty ARGV[3] clears it.
-_SET_PENDING = _Script("""
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return false end
-local r = redis.call('HMGET', KEYS[1], 'workflow', 'state', 'version')
-if not r[1] or tonumber(r[3]) ~= tonumber(ARGV[2]) then return false end
-if ARGV[3] == '' then redis.call('HDEL', KEYS[1], 'pending') else redis.call('HSET', KEYS[1], 'pending', ARGV[3]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {r[1], r[2]}
-""")
-_LOCK = _Script("""
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local fence = redis.call('INCR', KEYS[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  return fence
-end
-if redis.call('GET', KEYS[1]) == ARGV[1] then return tonumber(redis.call('GET', KEYS[2])) end
-return 0
-""")
-_RENEW = _Script("""
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-""")
-_UNLOCK = _Script("""
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-""")
-
-
-def _ms(seconds: float) -> int:
-    return max(1, round(seconds * 1000))
-
-
-class RedisStore(_LockingStore):
-    """Records as Redis hashes, shared by every replica that uses the same Redis and prefix.
-
-    Scripts make each operation atomic, PEXPIRE on every touch implements idle expiry, and a
-    lock is a ``SET NX PX`` key holding its holder's random token, renewed by PEXPIRE; its fence
-    is ``INCR`` of a ``fence:<handle>`` counter that lives ``idle_ttl`` past the last acquisition,
-    and a fenced save checks the lock key's token in the same script.  The key prefix keeps servers
-    that share one Redis apart: ``?prefix=`` in the URL if given, else ``prefix``; :func:`open_store`
-    passes ``fusiongen:<server name>:``, so by default every server has keys of its own.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        prefix: str = "fusiongen:",
-        idle_ttl: float = 86400.0,
-        lock_ttl: float = 5.0,
-        lock_wait: float = 10.0,
-    ) -> None:
-        super().__init__(idle_ttl, lock_ttl, lock_wait)
-        query = parse_qs(urlsplit(url).query)
-        if set(query) - {"prefix"}:
-            raise ValueError("the only query parameter a Redis state store URL takes is ?prefix=")
-        self._prefix = query["prefix"][-1] if "prefix" in query else prefix
-        self._client = RespClient(url)
-
-    def _key(self, kind: str, handle: str) -> str:
-        return f"{self._prefix}{kind}:{handle}"
-
-    async def create(self, handle: str, workflow: str, state: str) -> Record:
-        args: list[_Arg] = [workflow, state, _ms(self._idle_ttl), secrets.token_hex(8)]
-        if await self._client.eval(_CREATE, [self._key("record", handle)], args) != 1:
-            raise KeyError("handle already exists")
-        return Record(workflow, state, 1)
-
-    async def load(self, handle: str) -> Record | None:
-        match await self._client.eval(_LOAD, [self._key("record", handle)], [_ms(self._idle_ttl)]):
-            case [bytes(workflow), bytes(state), bytes(version), bytes() | None as pending]:
-                return Record(workflow.decode(), state.decode(), int(version), Pending.decode(pending))
-        return None
-
-    async def compare_and_set(
-        self, handle: str, expected_version: int, state: str, *, fence: int | None = None
-    ) -> Record | None:
-        args: list[_Arg] = [expected_version, state, _ms(self._idle_ttl), secrets.token_hex(8)]
-        keys: list[_Arg] = [self._key("record", handle)]
-        if fence is not None:
-            if (token := self._fenced_token(handle, fence)) is None:
-                return None
-            keys.append(self._key("lock", handle))
-            args.append(token)
-        match await self._client.eval(_COMPARE_AND_SET, keys, args):
-            case [bytes(workflow), int(version)]:
-                return Record(workflow.decode(), state, version)
-        return None
-
-    async def set_pending(self, handle: str, version: int, pending: Pending | None, *, fence: int) -> Record | None:
-        """Record (or, given None, clear) the transition about to run, iff the version is still ``version`` and
-        the lease of ``fence`` is held, checked in the same script; the state and the version stay."""
-        if (token := self._fenced_token(handle, fence)) is None:
-            return None
-        keys: list[_Arg] = [self._key("record", handle), self._key("lock", handle)]
-        encoded = "" if pending is None else pending.encode()
-        match await self._client.eval(_SET_PENDING, keys, [token, version, encoded, _ms(self._idle_ttl)]):
-            case [bytes(workflow), bytes(state)]:
-                return Record(workflow.decode(), state.decode(), version, pending)
-        return None
-
-    async def _try_lock(self, handle: str, token: str) -> int:
-        args: list[_Arg] = [token, _ms(self._lock_ttl), _ms(self._idle_ttl + self._lock_ttl)]
-        fence = await self._client.eval(_LOCK, [self._key("lock", handle), self._key("fence", handle)], args)
-        return fence if isinstance(fence, int) else 0
-
-    async def _renew(self, handle: str, token: str) -> bool:
-        args: list[_Arg] = [token, _ms(self._lock_ttl)]
-        return await self._client.eval(_RENEW, [self._key("lock", handle)], args) == 1
-
-    async def _unlock(self, handle: str, token: str) -> None:
-        with contextlib.suppress(OSError, RedisError):  # An unreleased lock key merely expires later.
-            await self._client.eval(_UNLOCK, [self._key("lock", handle)], [token])
-
-    async def ping(self) -> None:
-        """Raise if Redis does not answer now (readiness)."""
-        await self._client.execute("PING")
-
-    async def close(self) -> None:
-        await self._release_held()
-        await self._client.close()
+def _redis_missing(distribution: str) -> str:
+    """What to do when a Redis URL is given to a server installed without redis-py."""
+    extra = f"pip install '{distribution}[redis]'" if distribution else "pip install 'redis>=5.0.8'"
+    return f"a redis:// or rediss:// state store needs redis-py (redis>=5.0.8), the server's 'redis' extra: {extra}"
 
 
 def open_store(
     url: str,
     *,
     namespace: str = "",
+    distribution: str = "",
     idle_ttl: float = 86400.0,
     lock_ttl: float = 5.0,
     lock_wait: float = 10.0,
@@ -885,9 +606,11 @@ def open_store(
     """Build the store named by ``--state-store``.
 
     ``memory``; ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; or
-    ``redis://[[user]:password@]host[:port][/db][?prefix=...]``.  Anything else: ValueError.
-    ``namespace`` is the server's name (the generated server passes it): servers sharing one SQLite
-    file or one Redis then never see each other's handles.  Redis keys start with
+    ``redis://[[user]:password@]host[:port][/db][?prefix=...]`` (``rediss://`` for TLS, which also takes
+    ``ssl_ca_certs``, ``ssl_certfile`` and ``ssl_keyfile``).  Anything else: ValueError, also for a Redis
+    URL when redis-py is not installed (the message names the extra of ``distribution``, the server's pip
+    distribution).  ``namespace`` is the server's name (the generated server passes it): servers sharing
+    one SQLite file or one Redis then never see each other's handles.  Redis keys start with
     ``fusiongen:<namespace>:``, unless the URL gives ``?prefix=``, which wins.
     """
     if url == "memory":
@@ -895,7 +618,13 @@ def open_store(
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
         path = url.removeprefix("sqlite:///")
         return SQLiteStore(path, namespace=namespace, idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
-    if url.startswith("redis://"):
+    if url.startswith(("redis://", "rediss://")):
+        try:  # Only now: a server without redis-py runs with the other stores.
+            from .redis_store import RedisStore
+        except ImportError as exc:
+            if exc.name != "redis":  # redis_store raises it with this name whatever redis-py lacks
+                raise
+            raise ValueError(_redis_missing(distribution)) from None
         prefix = f"fusiongen:{namespace}:" if namespace else "fusiongen:"
         return RedisStore(url, prefix=prefix, idle_ttl=idle_ttl, lock_ttl=lock_ttl, lock_wait=lock_wait)
     # Say what was not understood without echoing the URL, which may hold a password.

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import anyio
 
 from ._serving import add_server_arguments, add_store_arguments, serve, serving_logging, watch_store
-from .server import HANDLERS_MODULE, NAME, create_server
+from .server import DISTRIBUTION, HANDLERS_MODULE, NAME, create_server
 from .state_store import open_store
 
 
@@ -25,9 +25,13 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     arguments = parser.parse_args(argv)
     try:
         arguments.store = open_store(
-            arguments.state_store, namespace=NAME, idle_ttl=arguments.handle_idle_ttl, lock_ttl=arguments.lock_ttl
+            arguments.state_store,
+            namespace=NAME,
+            distribution=DISTRIBUTION,
+            idle_ttl=arguments.handle_idle_ttl,
+            lock_ttl=arguments.lock_ttl,
         )
-    except (ValueError, OSError, sqlite3.Error) as exc:  # a bad URL, or a database that cannot be opened
+    except (ValueError, OSError, sqlite3.Error) as exc:  # a bad URL, no redis-py, or a database that cannot be opened
         parser.error(f"--state-store: {exc}")
     return arguments
 

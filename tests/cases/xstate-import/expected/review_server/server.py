@@ -34,6 +34,7 @@ from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
 
 NAME: Final = "review"
+DISTRIBUTION: Final = "review-server"  # pip's name for this server: open_store names its extras
 VERSION: Final = "0.1.0"
 INSTRUCTIONS: Final = None
 HANDLERS_MODULE: Final = "review_server_handlers"
@@ -135,11 +136,16 @@ def create_server(
     """Build the server.
 
     `handlers` replaces the handler module (tests, hosts embedding the server); `state_store` is a
-    StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0";
-    `starts_per_minute` limits each client's `<workflow>.start` calls (None: no limit).
+    StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0" (redis:// and
+    rediss:// need the `redis` extra); `starts_per_minute` limits each client's `<workflow>.start` calls
+    (None: no limit).
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
-    store = open_store(state_store, namespace=NAME) if isinstance(state_store, str) else state_store
+    store = (
+        open_store(state_store, namespace=NAME, distribution=DISTRIBUTION)
+        if isinstance(state_store, str)
+        else state_store
+    )
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
     routes: dict[str, Route] = {
         "doc.submit": partial(
