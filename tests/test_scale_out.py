@@ -23,6 +23,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Iterator
@@ -36,10 +37,11 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.support.build import ROOT, SPECS, build
 from tests.support.client import LEGACY, MODERN, connect
-from tests.support.processes import free_port, http_server, logged, stop, wait_for_port
+from tests.support.processes import free_port, logged, server_env, stop, wait_for_port
 from tests.support.redis_server import start_redis
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -156,6 +158,7 @@ def haproxy(root: Path, port: int, backends: list[int]) -> Iterator[Path]:
 class Cluster:
     url: str  # the proxy's MCP endpoint
     sock: Path  # HAProxy's runtime API
+    replicas: list[subprocess.Popen[bytes]]  # replicaN in CONFIG is replicas[N - 1]
     logs: list[Path]  # each replica's stderr, at --log-level info
 
     def calls(self) -> list[tuple[int, str, str, str]]:
@@ -168,6 +171,36 @@ class Cluster:
         return found
 
 
+@contextlib.contextmanager
+def replicas(out: Path, args: list[str], logs: list[Path]) -> Iterator[list[tuple[subprocess.Popen[bytes], int]]]:
+    """`python -m billing_server --http` on a free port per log file, until the block ends: their processes and
+    ports. Started all at once, then waited for: each spends its first second importing."""
+    with contextlib.ExitStack() as stack:
+        started = []
+        for log in logs:
+            port, sink = free_port(), stack.enter_context(log.open("w+b"))  # a file, never an unread pipe
+            command = [sys.executable, "-m", "billing_server", "--http", "--port", str(port), *args]
+            process = subprocess.Popen(
+                command, cwd=out, env=server_env(out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink
+            )
+            stack.callback(stop, process)
+            started.append((process, port, sink))
+        for process, port, sink in started:
+            wait_for_port(process, port, log=sink, what=f"the replica on {port}")
+        yield [(process, port) for process, port, _ in started]
+
+
+@contextlib.contextmanager
+def running_cluster(root: Path, out: Path, redis_url: str) -> Iterator[Cluster]:
+    """REPLICAS replicas of the server built in `out`, on one Redis, behind HAProxy, until the block ends."""
+    proxy_port = free_port()
+    # Clients name the proxy in their Host header, which the replicas refuse unless told to accept it.
+    args = ["--state-store", redis_url, "--allowed-host", f"127.0.0.1:{proxy_port}", "--log-level", "info"]
+    logs = [root / f"replica{n}.log" for n in range(1, REPLICAS + 1)]
+    with replicas(out, args, logs) as started, haproxy(root, proxy_port, [port for _, port in started]) as sock:
+        yield Cluster(f"http://127.0.0.1:{proxy_port}/mcp", sock, [process for process, _ in started], logs)
+
+
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port, stop_redis = start_redis(tmp_path_factory.mktemp("redis"))  # pytest.fail if redis-server is missing
@@ -178,19 +211,16 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[Cluster]:
-    root = tmp_path_factory.mktemp("scale-out")
-    out = root / "out"
+def billing_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("billing") / "out"
     build(SPECS / "billing.toml", out)
-    proxy_port = free_port()
-    # Clients name the proxy in their Host header, which the replicas refuse unless told to accept it.
-    args = ["--state-store", redis_url, "--allowed-host", f"127.0.0.1:{proxy_port}", "--log-level", "info"]
-    logs = [root / f"replica{n}.log" for n in range(1, REPLICAS + 1)]
-    with contextlib.ExitStack() as stack:
-        urls = [stack.enter_context(http_server(out, *args, log=log)) for log in logs]
-        ports = [int(url.rsplit(":", 1)[1].split("/")[0]) for url in urls]
-        sock = stack.enter_context(haproxy(root, proxy_port, ports))
-        yield Cluster(f"http://127.0.0.1:{proxy_port}/mcp", sock, logs)
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, billing_out: Path, redis_url: str) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("cluster"), billing_out, redis_url) as running:
+        yield running
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
@@ -331,3 +361,37 @@ async def test_handshake_sessions_stick_to_their_replica_and_walk_their_own_stat
     implicit = Counter(replica for replica, _tool, _outcome, handle in cluster.calls() if handle == "-")
     assert implicit == Counter({replica: 6 * n for replica, n in Counter(stuck_to).items()}), (implicit, stuck_to)
     print("handshake sessions per replica:", Counter(stuck_to))
+
+
+# --- a replica dies ---------------------------------------------------------------------------------------
+
+
+async def test_a_dead_replicas_sessions_start_over_and_handles_survive(
+    tmp_path: Path, billing_out: Path, redis_url: str
+) -> None:
+    with running_cluster(tmp_path, billing_out, redis_url) as cluster:
+        doomed = Session(cluster.url)
+        async with doomed.http() as http, doomed.client(http) as c:
+            await ok(c, "invoice.submit", {"invoice_id": "inv-1"})  # the session's own state: review
+            started = await ok(c, "invoice.start", {})
+            handle: str = started.structured_content["workflow_id"]
+            await ok(c, "invoice.submit", {"invoice_id": "inv-1", "workflow_id": handle})  # the handle: review
+            [session_id] = doomed.session_ids
+            victim = cluster.replicas[sticky_sessions(cluster.sock)[session_id] - 1]
+            victim.kill()
+            victim.wait(timeout=STEP_TIMEOUT)
+            # HAProxy cannot reach the session's replica, so another one gets the request: it has no such session.
+            with pytest.raises(MCPError, match="Session not found"):
+                await bounded(c.call_tool("invoice.status", {}))
+        again = Session(cluster.url)  # what a client does on 404: initialize again, a new session
+        async with again.http() as http, again.client(http) as c:
+            assert (await ok(c, "invoice.status", {})).structured_content == status_in("draft", None)  # over
+            assert (await ok(c, "invoice.status", {"workflow_id": handle})).structured_content == status_in(
+                "review", handle
+            )  # the handle lives in Redis: it survived
+            for tool, _state in WALK[1:]:
+                await ok(c, tool, {"invoice_id": "inv-1", "workflow_id": handle})
+            assert (await ok(c, "invoice.status", {"workflow_id": handle})).structured_content == status_in(
+                "discharged", handle
+            )
+        assert again.session_ids.isdisjoint(doomed.session_ids)
