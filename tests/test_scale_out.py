@@ -9,6 +9,8 @@ environment variables it reads. Through the proxy:
 * the handshake era: sessions stick to the replica that opened them (HAProxy's stick table on Mcp-Session-Id),
   so each walks its session-implicit workflow with list_changed notifications as on one server, while the
   sessions themselves are spread over the replicas.
+* a replica killed: its session gets "Session not found" from the replica HAProxy redispatches to, a new session
+  starts over in the initial state, and a handle from before walks on.
 
 A missing haproxy or redis-server fails the module: it never skips.
 """
