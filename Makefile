@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPECS := $(wildcard specs/*.toml)
 
-.PHONY: venv demo test golden check-golden lint bench redis-server tooling clean
+.PHONY: venv demo test golden check-golden lint bench redis-server haproxy tooling clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,8 @@ demo: venv
 	$(BIN)/fusiongen build specs/billing.toml -o .demo
 	$(BIN)/python specs/demo_client.py .demo
 
-## test: everything (the virtualenv, redis-server from Debian, the npm tooling, lint, then pytest)
-test: venv redis-server tooling lint
+## test: everything (the virtualenv, redis-server and haproxy from Debian, the npm tooling, lint, then pytest)
+test: venv redis-server haproxy tooling lint
 	$(BIN)/python -m pytest
 
 ## redis-server: the real Redis the workflow-store tests run against (Debian package)
@@ -29,6 +29,13 @@ redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		echo "installing Debian's redis-server"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+## haproxy: the real load balancer tests/test_scale_out.py runs examples/haproxy/haproxy.cfg in (Debian package;
+## Debian installs it in /usr/sbin, hence the PATH)
+haproxy:
+	@PATH="$$PATH:/usr/sbin" command -v haproxy >/dev/null 2>&1 || { \
+		echo "installing Debian's haproxy"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null; }
 
 ## tooling: the official MCP tools that tests/test_official_tooling.py runs (Inspector, conformance suite,
 ## Node 22), installed from tooling/package-lock.json
