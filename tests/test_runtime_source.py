@@ -31,7 +31,7 @@ def test_the_runtime_modules_are_the_ones_copied() -> None:
     assert (
         MODULES
         == sorted(runtime_copy.RUNTIME_MODULES)
-        == ["_expressions", "_gate", "_runtime", "_serving", "state_store"]
+        == ["_expressions", "_gate", "_runtime", "_serving", "_stdio", "state_store"]
     )
 
 
@@ -51,10 +51,12 @@ def test_every_golden_server_has_the_runtime_it_needs() -> None:
         ("billing", "_gate"),
         ("billing", "_runtime"),
         ("billing", "_serving"),
+        ("billing", "_stdio"),
         ("billing", "state_store"),
         ("approval", "_gate"),
         ("approval", "_runtime"),
         ("approval", "_serving"),
+        ("approval", "_stdio"),
         ("approval", "state_store"),
     }
 
