@@ -44,11 +44,10 @@ StreamPair = tuple[MemoryObjectReceiveStream[Inbound], MemoryObjectSendStream[Se
 
 
 class InFlight:
-    """The requests read and not yet answered, at most `limit` of them. The reader waits in `admit` while `limit`
-    are outstanding, so stdin is not read further: the pipe fills and the client's writes block. A request leaves
-    when its response or error is written (same id) or when the SDK settles it unanswered (the client cancelled
-    it: the SDK then sends nothing, and calls the `on_request_unanswered` hook attached here). Notifications and
-    the client's responses to the server's own requests never count."""
+    """The requests read and not yet answered, at most `limit` of them. A request leaves when its response or
+    error is written (same id) or when the SDK settles it unanswered (the client cancelled it: the SDK then sends
+    nothing, and calls the `on_request_unanswered` hook attached here). Notifications and the client's responses
+    to the server's own requests never count."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -56,13 +55,10 @@ class InFlight:
         self._ids: dict[types.RequestId, int] = {}  # a client may reuse an id: each request counts
         self._settled = anyio.Event()
 
-    async def admit(self, item: Inbound) -> Inbound:
-        """`item`, once a slot is free if it is a request (then with the hook that frees the slot unanswered)."""
-        if not isinstance(item, SessionMessage) or not isinstance(item.message, types.JSONRPCRequest):
-            return item
+    async def admit(self, item: SessionMessage, request_id: types.RequestId) -> SessionMessage:
+        """The request `item` once a slot is free, with the hook that frees the slot if it goes unanswered."""
         while self.count >= self.limit:
             await self._next_settlement()
-        request_id = item.message.id
         self.count += 1
         self._ids[request_id] = self._ids.get(request_id, 0) + 1
         return SessionMessage(
@@ -95,6 +91,78 @@ class InFlight:
     async def _next_settlement(self) -> None:
         self._settled = anyio.Event()
         await self._settled.wait()
+
+
+async def admit_all(items: AsyncIterator[Inbound], send: MemoryObjectSendStream[Inbound], gate: InFlight) -> None:
+    """What the client sends, to the server, with at most `gate.limit` requests in flight.
+
+    A request waits for a slot; behind it, up to `gate.limit` more messages are read and queued, in order; once the
+    queue is full nothing more is read (so the pipe fills and the client's writes block). Two kinds of message
+    skip the queue, because a handler may be waiting for them: the client's responses to the server's requests,
+    and `notifications/cancelled` (for a queued request it removes that request, which then gets no answer, as a
+    cancelled request gets none; for a running one it goes to the SDK, which stops the handler and frees the slot).
+    At the end of `items` (EOF), the requests already read are answered before the read stream closes (bounded:
+    one may be waiting for the client, who can no longer answer), since closing it cancels them."""
+    queue_send, queue_receive = anyio.create_memory_object_stream[Inbound](gate.limit)
+    queued: dict[types.RequestId, int] = {}  # requests in the queue, by correlated id
+    withdrawn: dict[types.RequestId, int] = {}  # of those, how many the client cancelled
+
+    async def forward_queued(send: MemoryObjectSendStream[Inbound]) -> None:
+        async with queue_receive, send:
+            async for item in queue_receive:
+                if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
+                    key = correlated_id(item.message.id)
+                    _decrement(queued, key)
+                    if withdrawn.get(key):
+                        _decrement(withdrawn, key)
+                        continue
+                    item = await gate.admit(item, item.message.id)
+                await send.send(item)
+            with anyio.move_on_after(EOF_DRAIN_TIMEOUT):
+                await gate.drained()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(forward_queued, send.clone())
+        async with queue_send, send:
+            async for item in items:
+                message = item.message if isinstance(item, SessionMessage) else None
+                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                    await send.send(item)
+                elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                    params = message.params if isinstance(message.params, dict) else {}
+                    key = correlated(params.get("requestId"))
+                    if key is not None and queued.get(key, 0) > withdrawn.get(key, 0):
+                        withdrawn[key] = withdrawn.get(key, 0) + 1
+                    else:
+                        await send.send(item)
+                else:
+                    if isinstance(message, types.JSONRPCRequest):
+                        key = correlated_id(message.id)
+                        queued[key] = queued.get(key, 0) + 1
+                    await queue_send.send(item)
+
+
+def correlated(value: object) -> types.RequestId | None:
+    """A `requestId` as the SDK correlates ids; anything but a string or an integer is none."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    return correlated_id(value)
+
+
+def correlated_id(request_id: types.RequestId) -> types.RequestId:
+    """As the SDK correlates ids: "7" and 7 are one."""
+    if isinstance(request_id, str):
+        with suppress(ValueError):
+            return int(request_id)
+    return request_id
+
+
+def _decrement(counts: dict[types.RequestId, int], key: types.RequestId) -> None:
+    left = counts.get(key, 0) - 1
+    if left > 0:
+        counts[key] = left
+    else:
+        counts.pop(key, None)
 
 
 # --- framing ------------------------------------------------------------------------------------------
@@ -238,19 +306,14 @@ def _set_blocking(fd: int) -> None:
 async def _read_stdin(
     reader: LineReader, send: MemoryObjectSendStream[Inbound], gate: InFlight, reading: anyio.CancelScope
 ) -> None:
-    """stdin to the server, line by line, never more than the gate admits. At EOF the requests already read are
-    answered first (bounded: one may be waiting on the client, who can no longer answer), then the read stream
-    closes, which ends `Server.run`."""
-    with reading:
-        async with send:
-            try:
-                while (line := await reader.readline()) is not None:
-                    for item in parsed_lines(line):
-                        await send.send(await gate.admit(item))
-                with anyio.move_on_after(EOF_DRAIN_TIMEOUT):
-                    await gate.drained()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
+    with reading, suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await admit_all(_stdin_items(reader), send, gate)
+
+
+async def _stdin_items(reader: LineReader) -> AsyncIterator[Inbound]:
+    while (line := await reader.readline()) is not None:
+        for item in parsed_lines(line):
+            yield item
 
 
 async def _write_stdout(
@@ -405,15 +468,8 @@ async def _relayed(read: Any, write: Any, gate: InFlight) -> AsyncIterator[Strea
     reading = anyio.CancelScope()
 
     async def inbound() -> None:
-        with reading:
-            async with read_send:
-                try:
-                    async for item in read:
-                        await read_send.send(await gate.admit(item))
-                    with anyio.move_on_after(EOF_DRAIN_TIMEOUT):
-                        await gate.drained()
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    pass
+        with reading, suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await admit_all(read, read_send, gate)
 
     async def outbound() -> None:
         async with write_receive, write:
