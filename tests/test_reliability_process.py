@@ -178,8 +178,9 @@ async def test_a_signal_mid_call_frees_the_lock_for_the_next_process(
     tmp_path: Path, steady: tuple[Generation, Path], signum: int
 ) -> None:
     """A signal while a bound handler runs (holding its handle's SQLite lock row): the handler is cancelled, its
-    request answered with an error, exit 0, the lock row is released, and a new process takes the same handle's lock at once. The first process holds the lock for an hour
-    (`--lock-ttl 3600`), so an unreleased row would make the second call BUSY after its 10 s lock wait."""
+    request answered with an error, exit 0, the lock row is released, and a new process takes the same handle's
+    lock at once. The first process holds the lock for an hour (`--lock-ttl 3600`), so an unreleased row would
+    make the second call BUSY after its 10 s lock wait."""
     out, database = steady[1], tmp_path / "state.db"
     args = ("--state-store", f"sqlite:///{database}", "--lock-ttl", "3600")
     async with stdio_process(out, tmp_path / "first.log", *args, **files(tmp_path)) as first:

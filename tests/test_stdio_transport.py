@@ -39,6 +39,7 @@ n = "integer"
 
 [models.Peak.fields]
 peak = "integer"
+calls = "string"
 
 [tools.hold]
 description = "Waits for the test's go-ahead, then echoes n."
@@ -57,10 +58,12 @@ from pathlib import Path
 
 RUNNING = 0
 PEAK = 0
+CALLS = []
 
 
 async def hold(args):
     global RUNNING, PEAK
+    CALLS.append(args.n)
     RUNNING += 1
     PEAK = max(PEAK, RUNNING)
     try:
@@ -74,7 +77,7 @@ async def hold(args):
 
 
 def peak(args):
-    return {"peak": PEAK}
+    return {"peak": PEAK, "calls": " ".join(map(str, CALLS))}
 """
 
 
@@ -166,8 +169,18 @@ def appeared(path: Path) -> None:
 
 
 def peak(server: Server) -> int:
+    """The most `hold` calls that ran at once."""
+    return int(stats(server)["peak"])
+
+
+def calls(server: Server) -> list[int]:
+    """The `n` of every `hold` call that started, in order."""
+    return [int(n) for n in str(stats(server)["calls"]).split()]
+
+
+def stats(server: Server) -> dict[str, Any]:
     server.send(request("peak", "tools/call", {"name": "peak", "arguments": {}}))
-    return int(server.response("peak")[0]["result"]["structuredContent"]["peak"])
+    return dict(server.response("peak")[0]["result"]["structuredContent"])
 
 
 # --- framing: the same messages as the SDK's transport ---------------------------------------------------
@@ -262,6 +275,26 @@ def test_a_cancelled_request_frees_its_slot(gated: Path, tmp_path: Path, servers
     assert peak(server) == 2
     server.send(request("last", "ping"))
     assert server.response("last")[1] == []  # the cancelled calls were never answered
+    assert server.exit_code() == 0
+
+
+def test_a_request_cancelled_while_it_waits_for_a_slot_never_runs(
+    gated: Path, tmp_path: Path, servers: list[Server]
+) -> None:
+    """One slot, taken by call 1; call 2 waits behind it. Cancelling 2 removes it (the cancellation skips the
+    queue); cancelling 1 frees the slot for the ping behind them. 2 never starts and neither is answered."""
+    server = Server(gated, tmp_path, "--max-in-flight", "1", limit=1)
+    servers.append(server)
+    server.initialize()
+    server.send(hold(1))
+    appeared(server.full)
+    server.send(hold(2))
+    for n in (2, 1):
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": str(n)}})
+    server.send(request("p", "ping"))
+    assert server.response("p") == ({"jsonrpc": "2.0", "id": "p", "result": {}}, [])
+    server.release.touch()
+    assert calls(server) == [1]
     assert server.exit_code() == 0
 
 
