@@ -19,7 +19,6 @@ The event loop can only watch pipes and sockets; when stdin or stdout is anythin
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import io
 import logging
 import os
@@ -35,6 +34,9 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
+
+if sys.platform != "win32":  # Windows always gets the SDK's transport (stdio_is_pipes)
+    import fcntl
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
