@@ -369,7 +369,7 @@ def pascal_case(name: str) -> str:
 
 
 # The runtime modules copied into generated servers, by their file name there.
-RUNTIME_MODULES = ("_expressions", "_gate", "_runtime", "_serving", "redis_store", "state_store")
+RUNTIME_MODULES = ("_expressions", "_gate", "_runtime", "_serving", "_stdio", "redis_store", "state_store")
 
 
 @functools.cache

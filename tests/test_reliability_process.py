@@ -177,9 +177,10 @@ async def test_a_signal_while_idle_exits_0(tmp_path: Path, steady: tuple[Generat
 async def test_a_signal_mid_call_frees_the_lock_for_the_next_process(
     tmp_path: Path, steady: tuple[Generation, Path], signum: int
 ) -> None:
-    """A signal while a bound handler runs (holding its handle's SQLite lock row): exit 0, the lock row is released,
-    and a new process takes the same handle's lock at once. The first process holds the lock for an hour
-    (`--lock-ttl 3600`), so an unreleased row would make the second call BUSY after its 10 s lock wait."""
+    """A signal while a bound handler runs (holding its handle's SQLite lock row): the handler is cancelled, its
+    request answered with an error, exit 0, the lock row is released, and a new process takes the same handle's
+    lock at once. The first process holds the lock for an hour (`--lock-ttl 3600`), so an unreleased row would
+    make the second call BUSY after its 10 s lock wait."""
     out, database = steady[1], tmp_path / "state.db"
     args = ("--state-store", f"sqlite:///{database}", "--lock-ttl", "3600")
     async with stdio_process(out, tmp_path / "first.log", *args, **files(tmp_path)) as first:
@@ -191,7 +192,9 @@ async def test_a_signal_mid_call_frees_the_lock_for_the_next_process(
         assert live_locks(database) == 1  # the handler runs under the lock
         first.process.send_signal(signum)
         assert await first.exit_code() == 0, (tmp_path / "first.log").read_text()
-        assert not pending.done()  # the call never answered: it was stopped, not finished
+        await asyncio.wait_for(first.reader, WAIT)  # stdout read to its end
+        # The call was stopped, not finished: the SDK answers a request cancelled at shutdown "Connection closed".
+        assert pending.result()["error"] == {"code": -32000, "message": "Connection closed"}, pending.result()
     assert live_locks(database) == 0
     (tmp_path / "release").touch()
     async with stdio_process(out, tmp_path / "second.log", *args, **files(tmp_path)) as second:

@@ -31,7 +31,7 @@ def test_the_runtime_modules_are_the_ones_copied() -> None:
     assert (
         MODULES
         == sorted(runtime_copy.RUNTIME_MODULES)
-        == ["_expressions", "_gate", "_runtime", "_serving", "redis_store", "state_store"]
+        == ["_expressions", "_gate", "_runtime", "_serving", "_stdio", "redis_store", "state_store"]
     )
 
 
@@ -51,11 +51,13 @@ def test_every_golden_server_has_the_runtime_it_needs() -> None:
         ("billing", "_gate"),
         ("billing", "_runtime"),
         ("billing", "_serving"),
+        ("billing", "_stdio"),
         ("billing", "redis_store"),
         ("billing", "state_store"),
         ("approval", "_gate"),
         ("approval", "_runtime"),
         ("approval", "_serving"),
+        ("approval", "_stdio"),
         ("approval", "redis_store"),
         ("approval", "state_store"),
     }

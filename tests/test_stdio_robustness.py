@@ -8,8 +8,9 @@ answer, every line the server writes must be JSON-RPC, a reply to a malformed re
 error, and the process must not exit until its stdin closes. Responses are read with timeouts.
 
 Note: for a line it cannot parse as JSON-RPC the mcp SDK sends nothing at all (no -32700/-32600 error,
-even when the line carries an id); the test accepts that, since it is the SDK's transport, not the
-generated server.
+even when the line carries an id); the test accepts that, and the generated server's own transport
+(_stdio.py) frames and parses lines exactly as the SDK's does. A line longer than --max-request-body (4 MiB by
+default: the 5 MB lines below) is skipped with a warning, and gets no answer either.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = (
     ("_gate", lambda view: bool(view.workflows)),
     ("_runtime", lambda view: True),
     ("_serving", lambda view: True),
+    ("_stdio", lambda view: True),
     ("redis_store", lambda view: bool(view.workflows)),
     ("state_store", lambda view: bool(view.workflows)),
 )

@@ -23,10 +23,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from mcp.server import NotificationOptions, Server
-from mcp.server.stdio import stdio_server
+from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
 from ._runtime import DEFAULT_STARTS_PER_MINUTE
+from ._stdio import stdio_is_pipes, stdio_streams
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -79,7 +80,16 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         type=count_argument,
         default=DEFAULT_MAX_REQUEST_BODY_SIZE,
         metavar="BYTES",
-        help=f"HTTP: largest request body accepted (default {DEFAULT_MAX_REQUEST_BODY_SIZE})",
+        help="largest request accepted: an HTTP body (a larger one gets 413) or a stdio line (a longer one is "
+        f"skipped with a warning on stderr) (default {DEFAULT_MAX_REQUEST_BODY_SIZE})",
+    )
+    parser.add_argument(
+        "--max-in-flight",
+        type=count_argument,
+        default=64,
+        metavar="N",
+        help="stdio: requests read and not yet answered at most; while N are, stdin is not read further, so "
+        "a client that keeps writing blocks (default 64)",
     )
     parser.add_argument(
         "--log-level",
@@ -305,13 +315,19 @@ async def watch_store(name: str, store: Any, url: str) -> None:
 # --- serving ------------------------------------------------------------------------------------------
 
 
-async def exit_on_signal(store: Any) -> None:
-    """stdio: on SIGTERM or SIGINT close the state store, which frees the workflow locks this process holds
-    (also one a running handler holds), and exit 0 at once. Not through cancellation: the transport reads stdin
-    in a thread that nothing interrupts, so the process would wait for the client's next line."""
+async def stop_on_signal(serving: anyio.CancelScope, store: Any, graceful: bool) -> None:
+    """stdio: on SIGTERM or SIGINT end serving, exit 0. Gracefully on pipes: cancelling `serving` stops the running
+    handlers (their locks are released as they unwind, and the SDK answers their requests "Connection closed"),
+    the transport writes what is left, and the caller closes the store. A second signal gets the default action
+    (the receiver is gone), which ends a shutdown that hangs. Otherwise (the SDK's threaded transport, whose read
+    of stdin nothing interrupts) close the store, which frees the locks this process holds, and `os._exit(0)`:
+    cancelling would wait for the client's next line."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             logger.info("%s: closing and exiting", signal.Signals(signum).name)
+            if graceful:
+                serving.cancel()
+                return
             try:
                 if store is not None:
                     with anyio.move_on_after(10):
@@ -319,6 +335,20 @@ async def exit_on_signal(store: Any) -> None:
             finally:
                 sys.stderr.flush()
                 os._exit(0)
+
+
+async def serve_stdio(
+    server: Server[Any], options: InitializationOptions, arguments: argparse.Namespace, store: Any
+) -> None:
+    """Serve one session on stdin/stdout until EOF or a signal."""
+    graceful = stdio_is_pipes()
+    streams = stdio_streams(arguments.max_in_flight, arguments.max_request_body)
+    async with streams as (read_stream, write_stream), anyio.create_task_group() as group:
+        serving = anyio.CancelScope()
+        group.start_soon(stop_on_signal, serving, store, graceful)
+        with serving:
+            await server.run(read_stream, write_stream, options)
+        group.cancel_scope.cancel()
 
 
 def health_routes(store: Any) -> list[Any]:
@@ -345,14 +375,10 @@ async def serve(
 ) -> None:
     """Serve over stdio or, with --http, streamable HTTP, until the process ends."""
     if not arguments.http:
-        async with anyio.create_task_group() as group:
-            group.start_soon(exit_on_signal, store)
-            async with stdio_server() as (read_stream, write_stream):
-                options = server.create_initialization_options(
-                    NotificationOptions(tools_changed=True) if tools_changed else None
-                )
-                await server.run(read_stream, write_stream, options)
-            group.cancel_scope.cancel()
+        options = server.create_initialization_options(
+            NotificationOptions(tools_changed=True) if tools_changed else None
+        )
+        await serve_stdio(server, options, arguments, store)
         return
     import uvicorn
 
