@@ -17,14 +17,17 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from mcp.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
+
+if TYPE_CHECKING:  # the SDK is the optional `otel` extra: imported only by --otel
+    from opentelemetry.sdk.trace import TracerProvider
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -34,6 +37,9 @@ LOG_LEVELS = ["debug", "info", "warning", "error"]
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 STORE_CHECK_TIMEOUT = 5.0  # seconds one reachability check of the state store may take
 STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is unreachable
+# The distribution whose `otel` extra holds the tracing SDK: the package's name with `-`, as fusiongen names it.
+DISTRIBUTION = __name__.rpartition(".")[0].replace("_", "-")
+TRACE_FLUSH_TIMEOUT_MS = 5000  # at exit, how long the spans not yet exported may take to send
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,6 +84,13 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_REQUEST_BODY_SIZE,
         metavar="BYTES",
         help=f"HTTP: largest request body accepted (default {DEFAULT_MAX_REQUEST_BODY_SIZE})",
+    )
+    parser.add_argument(
+        "--otel",
+        action=TracingOption,
+        help="export OpenTelemetry traces (a span per request, tool calls with fusiongen.* attributes) over "
+        "OTLP/HTTP, configured by the standard OTEL_* environment variables (OTEL_EXPORTER_OTLP_ENDPOINT, "
+        "OTEL_SERVICE_NAME defaulting to the server's name, ...); needs the [otel] extra",
     )
     parser.add_argument(
         "--log-level",
@@ -246,6 +259,81 @@ def serving_logging(arguments: argparse.Namespace, own: Sequence[str]) -> None:
         logging.getLogger(name).setLevel(arguments.log_level.upper())
 
 
+# --- tracing (--otel) ------------------------------------------------------------------------------------
+
+
+class TracingOption(argparse.Action):
+    """`--otel`, a flag refused as a usage error (exit 2) when the OpenTelemetry SDK and its OTLP/HTTP exporter
+    (the server's `otel` extra) are not importable, rather than failing once the server runs."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, help=help)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        missing = tracing_missing()
+        if missing is not None:
+            parser.error(
+                f"{option}: the OpenTelemetry SDK or its OTLP/HTTP exporter is not installed ({missing}); install "
+                f"this server's otel extra: pip install '{DISTRIBUTION}[otel]'"
+            )
+        setattr(namespace, self.dest, True)
+
+
+def tracing_missing() -> str | None:
+    """Why --otel cannot work here (the import that fails), or None. Only the API comes with mcp."""
+    try:
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
+class Tracing:
+    """The TracerProvider --otel installed, flushed and stopped once, by whichever exit path comes first."""
+
+    def __init__(self, provider: TracerProvider) -> None:
+        self.provider = provider
+        self.stopped = False
+
+    def stop(self) -> None:
+        """Export the spans still queued and stop: at every exit (stdio's end, a signal, uvicorn's shutdown),
+        since a batch is otherwise sent only every few seconds and the last calls' spans would be lost."""
+        if self.stopped:
+            return
+        self.stopped = True
+        try:
+            self.provider.force_flush(TRACE_FLUSH_TIMEOUT_MS)
+            self.provider.shutdown()
+        except Exception as exc:  # an exporter that fails must not turn a clean exit into a crash
+            logger.warning("--otel: sending the last spans failed: %s: %s", type(exc).__name__, exc)
+
+
+def start_tracing(name: str) -> Tracing:
+    """Install a TracerProvider exporting over OTLP/HTTP in batches.
+
+    Everything comes from the standard OTEL_* variables, read by the SDK itself: the endpoint, headers and
+    timeout (OTEL_EXPORTER_OTLP_*), the sampler (OTEL_TRACES_SAMPLER), batching (OTEL_BSP_*), the resource
+    (OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME); only the service name defaults to the server's name rather
+    than the SDK's `unknown_service`. The SDK's own middleware makes the spans (one per request); the runtime
+    adds `fusiongen.*` attributes to a tool call's span."""
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    resource = Resource.create()
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: name}))
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # Tracing.stop flushes it
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return Tracing(provider)
+
+
 # --- the state store: reachability --------------------------------------------------------------------
 
 
@@ -295,10 +383,11 @@ async def watch_store(name: str, store: Any, url: str) -> None:
 # --- serving ------------------------------------------------------------------------------------------
 
 
-async def exit_on_signal(store: Any) -> None:
+async def exit_on_signal(store: Any, tracing: Tracing | None = None) -> None:
     """stdio: on SIGTERM or SIGINT close the state store, which frees the workflow locks this process holds
-    (also one a running handler holds), and exit 0 at once. Not through cancellation: the transport reads stdin
-    in a thread that nothing interrupts, so the process would wait for the client's next line."""
+    (also one a running handler holds), send the spans not yet exported (--otel), and exit 0 at once. Not
+    through cancellation: the transport reads stdin in a thread that nothing interrupts, so the process would
+    wait for the client's next line."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             logger.info("%s: closing and exiting", signal.Signals(signum).name)
@@ -307,6 +396,8 @@ async def exit_on_signal(store: Any) -> None:
                     with anyio.move_on_after(10):
                         await store.close()
             finally:
+                if tracing is not None:
+                    tracing.stop()
                 sys.stderr.flush()
                 os._exit(0)
 
@@ -333,17 +424,39 @@ def health_routes(store: Any) -> list[Any]:
 async def serve(
     name: str, server: Server[Any], arguments: argparse.Namespace, store: Any = None, *, tools_changed: bool = False
 ) -> None:
-    """Serve over stdio or, with --http, streamable HTTP, until the process ends."""
-    if not arguments.http:
-        async with anyio.create_task_group() as group:
-            group.start_soon(exit_on_signal, store)
-            async with stdio_server() as (read_stream, write_stream):
-                options = server.create_initialization_options(
-                    NotificationOptions(tools_changed=True) if tools_changed else None
-                )
-                await server.run(read_stream, write_stream, options)
-            group.cancel_scope.cancel()
-        return
+    """Serve over stdio or, with --http, streamable HTTP, until the process ends; with --otel, traced."""
+    tracing = start_tracing(name) if arguments.otel else None
+    try:
+        if arguments.http:
+            await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None)
+        else:
+            await serve_stdio(server, store, tools_changed, tracing)
+    finally:
+        if tracing is not None:
+            tracing.stop()
+
+
+async def serve_stdio(server: Server[Any], store: Any, tools_changed: bool, tracing: Tracing | None) -> None:
+    async with anyio.create_task_group() as group:
+        group.start_soon(exit_on_signal, store, tracing)
+        async with stdio_server() as (read_stream, write_stream):
+            options = server.create_initialization_options(
+                NotificationOptions(tools_changed=True) if tools_changed else None
+            )
+            await server.run(read_stream, write_stream, options)
+        group.cancel_scope.cancel()
+
+
+async def serve_http(
+    name: str,
+    server: Server[Any],
+    arguments: argparse.Namespace,
+    store: Any,
+    on_shutdown: Callable[[], None] | None = None,
+) -> None:
+    """Streamable HTTP under uvicorn. `on_shutdown` runs at the end of uvicorn's graceful shutdown: after a
+    SIGTERM or SIGINT uvicorn raises the signal again once it is done, which ends the process before any code
+    after `serve()` would run."""
     import uvicorn
 
     security = transport_security(arguments)
@@ -362,4 +475,13 @@ async def serve(
     config = uvicorn.Config(
         app, host=arguments.host, port=arguments.port, log_level=arguments.dependency_log_level, log_config=None
     )
-    await uvicorn.Server(config).serve()
+
+    class Uvicorn(uvicorn.Server):
+        async def shutdown(self, sockets: list[Any] | None = None) -> None:
+            try:
+                await super().shutdown(sockets=sockets)
+            finally:
+                if on_shutdown is not None:
+                    on_shutdown()
+
+    await Uvicorn(config).serve()
