@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPECS := $(wildcard specs/*.toml)
 
-.PHONY: venv demo test golden check-golden lint bench redis-server haproxy tooling clean
+.PHONY: venv demo test soak golden check-golden lint bench redis-server haproxy tooling clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ demo: venv
 ## test: everything (the virtualenv, redis-server and haproxy from Debian, the npm tooling, lint, then pytest)
 test: venv redis-server haproxy tooling lint
 	$(BIN)/python -m pytest
+
+## soak: the long load tests (pytest marker `soak`), which a plain pytest leaves out: an HTTP server on Redis under
+## sustained mixed load for SOAK_SECONDS (default 60) from SOAK_CLIENTS (default 4) clients
+soak: venv redis-server
+	$(BIN)/python -m pytest -m soak -s
 
 ## redis-server: the real Redis the workflow-store tests run against (Debian package)
 redis-server:

@@ -23,7 +23,8 @@ GOLDEN_PACKAGES = {
 }
 # Third-party imports a runtime module may have; the optional ones only inside try/except ImportError.
 # starlette and uvicorn come with mcp (its streamable HTTP transport); only _serving uses them, for --http.
-REQUIRED_THIRD_PARTY = {"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn"}
+# opentelemetry: mcp requires its API; its SDK (the `otel` extra) is imported only by --otel, guarded.
+REQUIRED_THIRD_PARTY = {"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn", "opentelemetry"}
 OPTIONAL_THIRD_PARTY = {"orjson", "redis"}
 
 

@@ -29,6 +29,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
+from opentelemetry.trace import Span, get_current_span
 
 try:
     import orjson
@@ -546,10 +547,18 @@ async def logged_call(
     handle_key: str | None,
     arguments: Mapping[str, Any],
     call: Callable[[], Awaitable[types.CallToolResult]],
+    workflow: str | None = None,
 ) -> types.CallToolResult:
-    """Run one tool call and log one line about it at info: the tool, the outcome code, the duration and the
-    handle's digest (the one passed, or the one `<workflow>.start` minted). Never an argument or result value."""
-    if not logger.isEnabledFor(logging.INFO):  # the default level: the hot path pays for no clock and no digest
+    """Run one tool call and report it, never with an argument or result value: one line at info (the tool, the
+    outcome code, the duration, the handle's digest: the one passed, or the one `<workflow>.start` minted), and
+    the same as `fusiongen.*` attributes of the current OpenTelemetry span (the SDK's `tools/call` span).
+
+    Either report is made only if someone listens: with info off and no tracing configured (the defaults, where
+    the current span is OpenTelemetry's non-recording one) the call pays for no clock, digest or attribute."""
+    span = get_current_span()
+    tracing = span.is_recording()
+    logging_calls = logger.isEnabledFor(logging.INFO)
+    if not (tracing or logging_calls):
         return await call()
     started = time.perf_counter()
     outcome, handle = "EXCEPTION", arguments.get(handle_key) if handle_key else None
@@ -564,7 +573,23 @@ async def logged_call(
         raise
     finally:
         elapsed = (time.perf_counter() - started) * 1000
-        logger.info("call tool=%s outcome=%s duration_ms=%.1f handle=%s", tool, outcome, elapsed, handle_digest(handle))
+        digest = handle_digest(handle)
+        if tracing:
+            annotate_span(span, tool, outcome, digest, workflow)
+        if logging_calls:
+            logger.info("call tool=%s outcome=%s duration_ms=%.1f handle=%s", tool, outcome, elapsed, digest)
+
+
+def annotate_span(span: Span, tool: str, outcome: str, digest: str, workflow: str | None) -> None:
+    """The call's `fusiongen.*` span attributes: names from the spec, the outcome code and the handle's digest,
+    all of them known to hold no value sent or returned. `fusiongen.handle` and `fusiongen.workflow` are set
+    only when the call has one."""
+    attributes = {"fusiongen.tool": tool, "fusiongen.outcome": outcome}
+    if digest != "-":
+        attributes["fusiongen.handle"] = digest
+    if workflow is not None:
+        attributes["fusiongen.workflow"] = workflow
+    span.set_attributes(attributes)
 
 
 # --- handlers ----------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -27,6 +27,9 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, Transpo
 from ._runtime import DEFAULT_STARTS_PER_MINUTE
 from ._stdio import stdio_is_pipes, stdio_streams
 
+if TYPE_CHECKING:  # the SDK is the optional `otel` extra: imported only by --otel
+    from opentelemetry.sdk.trace import TracerProvider
+
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
 LOG_LEVELS = ["debug", "info", "warning", "error"]
@@ -35,6 +38,9 @@ LOG_LEVELS = ["debug", "info", "warning", "error"]
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 STORE_CHECK_TIMEOUT = 5.0  # seconds one reachability check of the state store may take
 STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is unreachable
+# The distribution whose `otel` extra holds the tracing SDK: the package's name with `-`, as fusiongen names it.
+_DISTRIBUTION = __name__.rpartition(".")[0].replace("_", "-")
+TRACE_FLUSH_TIMEOUT_MS = 5000  # at exit, how long the spans not yet exported may take to send
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,6 +94,13 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="stdio: requests read and not yet answered at most; while N are, stdin is not read further, so "
         "a client that keeps writing blocks (default 64)",
+    )
+    parser.add_argument(
+        "--otel",
+        action=TracingOption,
+        help="export OpenTelemetry traces (a span per request, tool calls with fusiongen.* attributes) over "
+        "OTLP/HTTP, configured by the standard OTEL_* environment variables (OTEL_EXPORTER_OTLP_ENDPOINT, "
+        "OTEL_SERVICE_NAME defaulting to the server's name, ...); needs the [otel] extra",
     )
     parser.add_argument(
         "--log-level",
@@ -264,6 +277,81 @@ def serving_logging(arguments: argparse.Namespace, own: Sequence[str]) -> None:
         logging.getLogger(name).setLevel(arguments.log_level.upper())
 
 
+# --- tracing (--otel) ------------------------------------------------------------------------------------
+
+
+class TracingOption(argparse.Action):
+    """`--otel`, a flag refused as a usage error (exit 2) when the OpenTelemetry SDK and its OTLP/HTTP exporter
+    (the server's `otel` extra) are not importable, rather than failing once the server runs."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, help=help)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        missing = tracing_missing()
+        if missing is not None:
+            parser.error(
+                f"{option}: the OpenTelemetry SDK or its OTLP/HTTP exporter is not installed ({missing}); install "
+                f"this server's otel extra: pip install '{_DISTRIBUTION}[otel]'"
+            )
+        setattr(namespace, self.dest, True)
+
+
+def tracing_missing() -> str | None:
+    """Why --otel cannot work here (the import that fails), or None. Only the API comes with mcp."""
+    try:
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
+class Tracing:
+    """The TracerProvider --otel installed, flushed and stopped once, by whichever exit path comes first."""
+
+    def __init__(self, provider: TracerProvider) -> None:
+        self.provider = provider
+        self.stopped = False
+
+    def stop(self) -> None:
+        """Export the spans still queued and stop: at every exit (stdio's end, a signal, uvicorn's shutdown),
+        since a batch is otherwise sent only every few seconds and the last calls' spans would be lost."""
+        if self.stopped:
+            return
+        self.stopped = True
+        try:
+            self.provider.force_flush(TRACE_FLUSH_TIMEOUT_MS)
+            self.provider.shutdown()
+        except Exception as exc:  # an exporter that fails must not turn a clean exit into a crash
+            logger.warning("--otel: sending the last spans failed: %s: %s", type(exc).__name__, exc)
+
+
+def start_tracing(name: str) -> Tracing:
+    """Install a TracerProvider exporting over OTLP/HTTP in batches.
+
+    Everything comes from the standard OTEL_* variables, read by the SDK itself: the endpoint, headers and
+    timeout (OTEL_EXPORTER_OTLP_*), the sampler (OTEL_TRACES_SAMPLER), batching (OTEL_BSP_*), the resource
+    (OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME); only the service name defaults to the server's name rather
+    than the SDK's `unknown_service`. The SDK's own middleware makes the spans (one per request); the runtime
+    adds `fusiongen.*` attributes to a tool call's span."""
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    resource = Resource.create()
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: name}))
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # Tracing.stop flushes it
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return Tracing(provider)
+
+
 # --- the state store: reachability --------------------------------------------------------------------
 
 
@@ -313,13 +401,14 @@ async def watch_store(name: str, store: Any, url: str) -> None:
 # --- serving ------------------------------------------------------------------------------------------
 
 
-async def stop_on_signal(serving: anyio.CancelScope, store: Any, graceful: bool) -> None:
+async def stop_on_signal(serving: anyio.CancelScope, store: Any, graceful: bool, tracing: Tracing | None) -> None:
     """stdio: on SIGTERM or SIGINT end serving, exit 0. Gracefully on pipes: cancelling `serving` stops the running
     handlers (their locks are released as they unwind, and the SDK answers their requests "Connection closed"),
-    the transport writes what is left, and the caller closes the store. A second signal gets the default action
-    (the receiver is gone), which ends a shutdown that hangs. Otherwise (the SDK's threaded transport, whose read
-    of stdin nothing interrupts) close the store, which frees the locks this process holds, and `os._exit(0)`:
-    cancelling would wait for the client's next line."""
+    the transport writes what is left, and the caller closes the store and flushes the spans (--otel). A second
+    signal gets the default action (the receiver is gone), which ends a shutdown that hangs. Otherwise (the SDK's
+    threaded transport, whose read of stdin nothing interrupts) close the store, which frees the locks this
+    process holds, send the spans not yet exported, and `os._exit(0)`: cancelling would wait for the client's
+    next line."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             logger.info("%s: closing and exiting", signal.Signals(signum).name)
@@ -331,19 +420,25 @@ async def stop_on_signal(serving: anyio.CancelScope, store: Any, graceful: bool)
                     with anyio.move_on_after(10):
                         await store.close()
             finally:
+                if tracing is not None:
+                    tracing.stop()
                 sys.stderr.flush()
                 os._exit(0)
 
 
 async def serve_stdio(
-    server: Server[Any], options: InitializationOptions, arguments: argparse.Namespace, store: Any
+    server: Server[Any],
+    options: InitializationOptions,
+    arguments: argparse.Namespace,
+    store: Any,
+    tracing: Tracing | None = None,
 ) -> None:
     """Serve one session on stdin/stdout until EOF or a signal."""
     graceful = stdio_is_pipes()
     streams = stdio_streams(arguments.max_in_flight, arguments.max_request_body)
     async with streams as (read_stream, write_stream), anyio.create_task_group() as group:
         serving = anyio.CancelScope()
-        group.start_soon(stop_on_signal, serving, store, graceful)
+        group.start_soon(stop_on_signal, serving, store, graceful, tracing)
         with serving:
             await server.run(read_stream, write_stream, options)
         group.cancel_scope.cancel()
@@ -371,13 +466,31 @@ def health_routes(store: Any) -> list[Any]:
 async def serve(
     name: str, server: Server[Any], arguments: argparse.Namespace, store: Any = None, *, tools_changed: bool = False
 ) -> None:
-    """Serve over stdio or, with --http, streamable HTTP, until the process ends."""
-    if not arguments.http:
-        options = server.create_initialization_options(
-            NotificationOptions(tools_changed=True) if tools_changed else None
-        )
-        await serve_stdio(server, options, arguments, store)
-        return
+    """Serve over stdio or, with --http, streamable HTTP, until the process ends; with --otel, traced."""
+    tracing = start_tracing(name) if arguments.otel else None
+    try:
+        if arguments.http:
+            await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None)
+        else:
+            options = server.create_initialization_options(
+                NotificationOptions(tools_changed=True) if tools_changed else None
+            )
+            await serve_stdio(server, options, arguments, store, tracing)
+    finally:
+        if tracing is not None:
+            tracing.stop()
+
+
+async def serve_http(
+    name: str,
+    server: Server[Any],
+    arguments: argparse.Namespace,
+    store: Any,
+    on_shutdown: Callable[[], None] | None = None,
+) -> None:
+    """Streamable HTTP under uvicorn. `on_shutdown` runs at the end of uvicorn's graceful shutdown: after a
+    SIGTERM or SIGINT uvicorn raises the signal again once it is done, which ends the process before any code
+    after `serve()` would run."""
     import uvicorn
 
     security = transport_security(arguments)
@@ -396,4 +509,13 @@ async def serve(
     config = uvicorn.Config(
         app, host=arguments.host, port=arguments.port, log_level=arguments.dependency_log_level, log_config=None
     )
-    await uvicorn.Server(config).serve()
+
+    class Uvicorn(uvicorn.Server):
+        async def shutdown(self, sockets: list[Any] | None = None) -> None:
+            try:
+                await super().shutdown(sockets=sockets)
+            finally:
+                if on_shutdown is not None:
+                    on_shutdown()
+
+    await Uvicorn(config).serve()

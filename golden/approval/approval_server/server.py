@@ -225,10 +225,10 @@ def create_server(
         if route is None:
             raise unknown_tool(params.name, list(routes))
         arguments = params.arguments or {}
+        workflow = gate.workflow_of.get(params.name)
         if params.name in BINDINGS:
-            return await logged_call(
-                params.name, HANDLE_KEY, arguments, partial(gate.call, params.name, arguments, ctx, route)
-            )
-        return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx))
+            call = partial(gate.call, params.name, arguments, ctx, route)
+            return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow)
+        return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow)
 
     return _Server(NAME, version=VERSION, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)

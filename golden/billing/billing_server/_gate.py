@@ -252,6 +252,10 @@ class Gate:
         self.machines = machines
         self.bindings = bindings
         self.handle_key = handle_key
+        # The workflow each of its tools belongs to (bound tools, W.start, W.status), for the call's span.
+        self.workflow_of: dict[str, str] = {tool: binding.workflow for tool, binding in bindings.items()}
+        for name in machines:
+            self.workflow_of.update({f"{name}.start": name, f"{name}.status": name})
         # A store written for the fence-less interface (§10.9), or a wrapper around a bundled store that
         # forwards lock() but not fence=, is saved unfenced: only the version then protects the save.
         self.fenced = "fence" in inspect.signature(store.compare_and_set).parameters
