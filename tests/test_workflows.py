@@ -970,3 +970,26 @@ def test_approval_json_is_the_machine_the_spec_imports() -> None:
     machine = (SPECS / "approval.machine.json").read_text(encoding="utf-8")
     for name in [*APPROVAL_ALLOWED, "SUBMIT", "APPROVE", "REJECT", "REVISE", "PAY"]:
         assert f'"{name}"' in machine
+
+
+# --- the W.start limit and W.resolve through a real client ---------------------------------------------------
+
+
+async def test_start_limit_through_a_client(billing: GeneratedServer) -> None:
+    server = billing.package.create_server(billing.handlers, starts_per_minute=2)
+    async with client(server, MODERN) as c:
+        await start(c)
+        await start(c)
+        limited = await c.call_tool("invoice.start", {})
+        assert limited.is_error and 'code="RATE_LIMITED"' in text(limited)
+
+
+async def test_resolve_is_listed_with_its_schema_and_refuses_without_a_doubt(billing: GeneratedServer) -> None:
+    async with client(make_server(billing), MODERN) as c:
+        [tool] = [t for t in (await c.list_tools()).tools if t.name == "invoice.resolve"]
+        assert tool.input_schema["required"] == ["outcome"]
+        assert tool.annotations is not None and tool.annotations.destructive_hint is True
+        handle = await start(c)
+        refused = await c.call_tool("invoice.resolve", {"workflow_id": handle, "outcome": "completed"})
+        assert refused.is_error and "Nothing is in doubt" in text(refused)
+        assert (await status(c, handle))["state"] == "draft"
