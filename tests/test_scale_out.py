@@ -57,7 +57,7 @@ STEP_TIMEOUT = 20.0  # seconds for one MCP call through the proxy, however loade
 READY_TIMEOUT = 30.0  # seconds for HAProxy to see every replica up
 
 UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
-GENERATED = ["invoice.start", "invoice.status"]
+GENERATED = ["invoice.start", "invoice.status", "invoice.resolve"]
 ALLOWED = {
     "draft": ["invoice.submit"],
     "review": ["invoice.approve", "invoice.reject"],
@@ -254,7 +254,14 @@ def digest(handle: str) -> str:
 def status_in(state: str, handle: str | None) -> dict[str, Any]:
     """What invoice.status answers in `state` (handle None: a session's own state)."""
     allowed, final = ALLOWED[state], state == "discharged"
-    return {"workflow_id": handle, "workflow": "invoice", "state": state, "allowed_tools": allowed, "final": final}
+    return {
+        "workflow_id": handle,
+        "workflow": "invoice",
+        "state": state,
+        "allowed_tools": allowed,
+        "final": final,
+        "pending": None,
+    }
 
 
 # --- 2026-07-28: stateless, round-robin ----------------------------------------------------------------------
