@@ -32,7 +32,8 @@ def fixed_names(module: str, *, workflows: bool) -> frozenset[str]:
     return {
         "inputs": _TYPING | runtime,
         "presenters": _TYPING | runtime | {"types", "shapes"},
-        "schemas": _TYPING | ({"WORKFLOW_STATUS_INPUT", "WORKFLOW_STATE_OUTPUT"} if workflows else set()),
+        "schemas": _TYPING
+        | ({"WORKFLOW_STATUS_INPUT", "WORKFLOW_STATE_OUTPUT", "WORKFLOW_RESOLVE_INPUT"} if workflows else set()),
         "shapes": _TYPING | runtime,
         "workflows": _TYPING | runtime_exports("_gate") | {"HANDLE_KEY", "MACHINES", "BINDINGS"},
         # The handler module fusiongen scaffolds imports these (and the input classes, checked separately).
