@@ -64,7 +64,7 @@ async def test_tools_are_listed_with_schemas_and_hints(billing: GeneratedServer,
         if mode == "legacy"
         else ["invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"]
     )
-    assert list(tools) == [*core, *bound, "invoice.start", "invoice.status"]
+    assert list(tools) == [*core, *bound, "invoice.start", "invoice.status", "invoice.resolve"]
     assert tools["invoice.get"].annotations.read_only_hint is True
     assert tools["invoice.create"].annotations.destructive_hint is True
     create = tools["invoice.create"].input_schema
