@@ -369,7 +369,16 @@ def pascal_case(name: str) -> str:
 
 
 # The runtime modules copied into generated servers, by their file name there.
-RUNTIME_MODULES = ("_expressions", "_gate", "_runtime", "_serving", "_stdio", "redis_store", "state_store")
+RUNTIME_MODULES = (
+    "_expressions",
+    "_gate",
+    "_runtime",
+    "_serving",
+    "_stdio",
+    "_store_base",
+    "redis_store",
+    "state_store",
+)
 
 
 @functools.cache
@@ -382,7 +391,8 @@ def runtime_source(module: str) -> str:
 
 @functools.cache
 def runtime_exports(module: str) -> frozenset[str]:
-    """Every name generated code may import from a runtime module: its public top-level definitions (in
+    """Every name generated code may import from a runtime module: its public top-level definitions and the
+    names it re-exports from a sibling (`from ._x import A as A`, the explicit re-export idiom) (in
     `_expressions`, the `_x_` names). Generated modules import them all, so a name the spec generates
     must not be one of them (lowering checks it; codegen orders the imports)."""
     names: list[str] = []
@@ -393,6 +403,8 @@ def runtime_exports(module: str) -> frozenset[str]:
             names += [t.id for t in node.targets if isinstance(t, ast.Name)]
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.append(node.target.id)
+        elif isinstance(node, ast.ImportFrom) and node.level == 1:  # `from ._x import A as A`: re-exported
+            names += [alias.name for alias in node.names if alias.asname == alias.name]
     if module == "_expressions":  # the expression helpers are all prefixed: they live among user data names
         return frozenset(n for n in names if n.startswith("_x_"))
     return frozenset(n for n in names if not n.startswith("_") and n != "logger")

@@ -4,8 +4,7 @@ Layers, from the top: `cli` → `api` → the phase packages (`load`, `lower`, `
 `scaffold`) → the shared bottom (`ir`, `diagnostics`, `names`, `expr`, `pyliteral`, `templating`). A module may
 import its own layer's package, anything below it, and — the one sideways step — `lower` may use
 `load`'s types (it lowers a loaded spec). `runtime` is code for generated servers and imports
-nothing from fusiongen. The graph is read statically (imports under TYPE_CHECKING count too); an import
-inside a function may close a cycle only if `DEFERRED_CYCLE_EDGES` lists it.
+nothing from fusiongen. The graph is read statically (imports under TYPE_CHECKING count too).
 """
 
 from __future__ import annotations
@@ -61,25 +60,12 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def _deferred_imports(tree: ast.Module) -> set[ast.AST]:
-    """The import statements inside a function body: they run when it is called, not at import time."""
-    found: set[ast.AST] = set()
-    for func in ast.walk(tree):
-        if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
-            found |= {n for n in ast.walk(func) if isinstance(n, ast.Import | ast.ImportFrom)}
-    return found
-
-
-def imported(module: str, path: Path, known: dict[str, Path], *, deferred: bool = True) -> set[str]:
+def imported(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The fusiongen modules `module` imports (a name imported from a package counts as the submodule
-    when there is one); without `deferred`, only those imported at import time (not inside a function)."""
+    when there is one)."""
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     targets: set[str] = set()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = set() if deferred else _deferred_imports(tree)
-    for node in ast.walk(tree):
-        if node in skipped:
-            continue
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             candidates = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -98,11 +84,6 @@ def imported(module: str, path: Path, known: dict[str, Path], *, deferred: bool 
 
 
 GRAPH = {name: imported(name, path, modules()) for name, path in modules().items()}
-IMPORT_TIME_GRAPH = {name: imported(name, path, modules(), deferred=False) for name, path in modules().items()}
-# Imports inside a function that close a cycle: harmless (both modules are loaded before the function runs),
-# but each is a decision, listed here. state_store.open_store imports redis_store (which subclasses its lock
-# protocol) only for a Redis URL, so that a server without redis-py imports and runs.
-DEFERRED_CYCLE_EDGES = {("fusiongen.runtime.state_store", "fusiongen.runtime.redis_store")}
 
 
 def test_the_graph_is_read() -> None:
@@ -113,7 +94,7 @@ def test_the_graph_is_read() -> None:
     assert len(GRAPH) > 40
 
 
-def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def test_no_import_cycles() -> None:
     cycles: list[list[str]] = []
     state: dict[str, str] = {}
     stack: list[str] = []
@@ -121,7 +102,7 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     def visit(node: str) -> None:
         state[node] = "open"
         stack.append(node)
-        for target in sorted(graph[node]):
+        for target in sorted(GRAPH[node]):
             if state.get(target) == "open":
                 cycles.append([*stack[stack.index(target) :], target])
             elif target not in state:
@@ -129,19 +110,10 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         stack.pop()
         state[node] = "done"
 
-    for node in sorted(graph):
+    for node in sorted(GRAPH):
         if node not in state:
             visit(node)
-    return cycles
-
-
-def test_no_import_cycles() -> None:
-    assert find_cycles(IMPORT_TIME_GRAPH) == []
-    # With deferred imports too, only the listed edges close cycles: without them there is none.
-    pruned = {m: {t for t in targets if (m, t) not in DEFERRED_CYCLE_EDGES} for m, targets in GRAPH.items()}
-    assert find_cycles(pruned) == []
-    assert all(target in GRAPH[module] for module, target in DEFERRED_CYCLE_EDGES)  # the list is not stale
-    assert find_cycles(GRAPH) != []  # the deferred edges are seen, and they do close a cycle
+    assert cycles == []
 
 
 @pytest.mark.parametrize("module", sorted(m for m in GRAPH if area(m) != "runtime"))

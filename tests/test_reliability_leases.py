@@ -23,7 +23,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from fusiongen.runtime import _gate, _runtime, redis_store, state_store
+from fusiongen.runtime import _gate, _runtime, _store_base, redis_store, state_store
 from tests.support.build import SPECS, build
 from tests.support.client import MODERN, connect
 from tests.support.processes import free_port, http_server, logged, server_env, wait_for_port
@@ -382,7 +382,7 @@ async def test_a_killed_replicas_lease_expires_and_its_fence_cannot_commit(tmp_p
     try:
         loop = asyncio.get_running_loop()
         bare = handle  # the namespace prefix is added by the store
-        store._gate[bare] = state_store._Holder(dead_token, loop.time() + 60, asyncio.Event(), fence=dead_fence)
+        store._gate[bare] = _store_base._Holder(dead_token, loop.time() + 60, asyncio.Event(), fence=dead_fence)
         record = await store.load(bare)
         assert record is not None and record.state == "discharged"
         assert await store.compare_and_set(bare, record.version, "approved", fence=dead_fence) is None

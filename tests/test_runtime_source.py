@@ -32,7 +32,7 @@ def test_the_runtime_modules_are_the_ones_copied() -> None:
     assert (
         MODULES
         == sorted(runtime_copy.RUNTIME_MODULES)
-        == ["_expressions", "_gate", "_runtime", "_serving", "_stdio", "redis_store", "state_store"]
+        == ["_expressions", "_gate", "_runtime", "_serving", "_stdio", "_store_base", "redis_store", "state_store"]
     )
 
 
@@ -53,12 +53,14 @@ def test_every_golden_server_has_the_runtime_it_needs() -> None:
         ("billing", "_runtime"),
         ("billing", "_serving"),
         ("billing", "_stdio"),
+        ("billing", "_store_base"),
         ("billing", "redis_store"),
         ("billing", "state_store"),
         ("approval", "_gate"),
         ("approval", "_runtime"),
         ("approval", "_serving"),
         ("approval", "_stdio"),
+        ("approval", "_store_base"),
         ("approval", "redis_store"),
         ("approval", "state_store"),
     }
@@ -150,6 +152,7 @@ def test_the_import_checker_sees_what_it_must() -> None:
     assert ("_runtime", 1, False) in gate and ("state_store", 1, False) in gate
     assert ("redis", 0, True) in imports_of("redis_store")
     assert ("redis_store", 1, False) in imports_of("state_store")
+    assert ("_store_base", 1, False) in imports_of("redis_store")
     assert not any(name == "fusiongen" for m in MODULES for name, _, _ in imports_of(m))
 
 
@@ -168,7 +171,7 @@ def test_importing_the_runtime_does_not_import_fusiongen() -> None:
         f"spec = importlib.util.spec_from_file_location('srv', {str(RUNTIME / '__init__.py')!r}, "
         f"submodule_search_locations=[{str(RUNTIME)!r}])\n"
         "pkg = importlib.util.module_from_spec(spec); sys.modules['srv'] = pkg; spec.loader.exec_module(pkg)\n"
-        "import srv._gate, srv._runtime, srv.state_store, srv.redis_store, srv._expressions\n"
+        "import srv._gate, srv._runtime, srv._store_base, srv.state_store, srv.redis_store, srv._expressions\n"
         "print(sorted(m for m in sys.modules if m == 'fusiongen' or m.startswith('fusiongen.')))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd="/")

@@ -394,12 +394,18 @@ def test_store_module_stands_alone_without_fusiongen() -> None:
 # --- SQLite ----------------------------------------------------------------------------------
 
 CHILD = """
-import asyncio, importlib.machinery, importlib.util, json, os, signal, sys, time
+import asyncio, importlib.util, json, os, signal, sys, time
 
 template, db, mode = sys.argv[1:4]
-loader = importlib.machinery.SourceFileLoader("state_store", template)
-ss = importlib.util.module_from_spec(importlib.util.spec_from_loader("state_store", loader))
-loader.exec_module(ss)
+# The runtime folder as a package of its own, as a generated server holds its copy (state_store imports siblings).
+runtime = os.path.dirname(template)
+spec = importlib.util.spec_from_file_location(
+    "srv", os.path.join(runtime, "__init__.py"), submodule_search_locations=[runtime]
+)
+package = importlib.util.module_from_spec(spec)
+sys.modules["srv"] = package
+spec.loader.exec_module(package)
+import srv.state_store as ss
 
 async def crash_after_commit():
     store = ss.SQLiteStore(db)

@@ -18,7 +18,7 @@ import secrets
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from .state_store import Pending, Record, _LockingStore
+from ._store_base import LockingStore, Pending, Record
 
 try:
     from redis.asyncio import BlockingConnectionPool, Redis
@@ -124,7 +124,7 @@ def _split_url(url: str, prefix: str) -> tuple[str, str]:
     return urlunsplit(parts._replace(query=rest)), prefix
 
 
-class RedisStore(_LockingStore):
+class RedisStore(LockingStore):
     """Records as Redis hashes, shared by every replica that uses the same Redis and prefix.
 
     Scripts make each operation atomic, PEXPIRE on every touch implements idle expiry, and a
