@@ -366,17 +366,9 @@ class Gate:
                     return await route(
                         rest, WorkflowCall(ctx, machine.name, None if implicit else handle, record.state, None, 1)
                     )
-                assert binding.event is not None
-                pending = record.pending if self.pends else None
-                if pending is not None and not pending.retry:  # every transition waits for <workflow>.resolve
-                    return in_doubt(tool, machine.name, pending, f"{machine.name}.resolve")
-                if pending is not None and pending.tool != tool:
-                    pending = None  # a tool safe to run again was abandoned for another one: nothing to finish
-                if pending is None:
-                    key = idempotency_key(handle, machine.name, binding.event, record.state, record.version)
-                    pending = Pending(tool, key, 1, binding.retry_in_doubt)
-                else:
-                    pending = Pending(tool, pending.key, pending.attempt + 1, pending.retry)
+                pending = self.this_run(tool, binding, machine, handle, record)
+                if not isinstance(pending, Pending):
+                    return pending  # IN_DOUBT
                 store = self.pending_store
                 if (
                     store is not None
@@ -417,6 +409,20 @@ class Gate:
         if changed is not None and implicit:
             await ctx.session.send_tool_list_changed()
         return result
+
+    def this_run(
+        self, tool: str, binding: Binding, machine: Machine, handle: str, record: Record
+    ) -> Pending | types.CallToolResult:
+        """What this call of a transition is, given what the record says is pending: a first run (a new key), a
+        run again of the same transition (its key, the next attempt), or IN_DOUBT."""
+        found = record.pending if self.pends else None
+        if found is not None and not found.retry:  # every transition waits for <workflow>.resolve
+            return in_doubt(tool, machine.name, found, f"{machine.name}.resolve")
+        if found is not None and found.tool == tool:
+            return Pending(tool, found.key, found.attempt + 1, found.retry)
+        # Nothing pending, or a tool safe to run again was abandoned for another one: a first run.
+        key = idempotency_key(handle, machine.name, str(binding.event), record.state, record.version)
+        return Pending(tool, key, 1, binding.retry_in_doubt)
 
     async def settle_failure(self, store: PendingStore, tool: str, handle: str, version: int, fence: int) -> None:
         """The handler failed without effect (invalid arguments, a domain error): nothing is in doubt."""
