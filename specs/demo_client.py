@@ -32,9 +32,10 @@ def blocks(result: Any) -> str:
 
 
 async def call(client: Client, name: str, arguments: dict[str, Any], why: str) -> Any:
+    # The title first (flushed), so that what the server logs on stderr during the call appears under it.
+    print(f"\n=== tools/call {name} {arguments} — {why}", flush=True)
     result = await client.call_tool(name, arguments)
-    flag = " → isError" if result.is_error else ""
-    show(f"tools/call {name} {arguments}{flag} — {why}", blocks(result))
+    print(textwrap.indent(("isError\n" if result.is_error else "") + blocks(result), "  "), flush=True)
     return result
 
 
@@ -53,7 +54,9 @@ async def handshake_era(params: StdioServerParameters) -> None:
     async with Client(params, mode="legacy", cache=None, message_handler=on_message) as client:
         print(
             f"\n##### handshake era: protocol {client.protocol_version}, "
-            f"tools.listChanged={client.server_capabilities.tools.list_changed}"
+            f"tools.listChanged={client.server_capabilities.tools.list_changed}\n"
+            "(protocols up to 2025-11-25: the client opens a session with an initialize handshake; the server keeps\n"
+            "this session's workflow state, lists only the tools it allows, and notifies list_changed when it moves)"
         )
         show("tools/list (workflow in state draft)", await tool_names(client))
         await call(
@@ -70,7 +73,12 @@ async def handshake_era(params: StdioServerParameters) -> None:
             {"customer_id": 7, "amount_cents": 1, "due_date": "tomorrow", "id": "mine"},
             "bad arguments: each named, guarded id refused",
         )
-        await call(client, "invoice.get", {"id": "inv-404"}, "a handler exception: generic error, still serving")
+        await call(
+            client,
+            "invoice.get",
+            {"id": "inv-404"},
+            "a handler exception: the agent gets a generic error (the server logs the ERROR line below on stderr)",
+        )
         await call(client, "invoice.discharge", {"invoice_id": "inv-4"}, "out of order: FORBIDDEN")
         await call(client, "invoice.submit", {"invoice_id": "inv-4"}, "draft → review")
         show("tools/list after the transition", await tool_names(client))
@@ -83,7 +91,11 @@ async def handshake_era(params: StdioServerParameters) -> None:
 
 async def modern_era(params: StdioServerParameters) -> None:
     async with Client(params, mode="2026-07-28", cache=None) as client:
-        print(f"\n##### 2026-07-28: protocol {client.protocol_version}: one stable list, state handles")
+        print(
+            f"\n##### 2026-07-28: protocol {client.protocol_version}: one stable list, state handles\n"
+            "(no per-connection state: every client sees every tool, and a workflow's state travels as a handle\n"
+            "that invoice.start mints and each bound call passes back)"
+        )
         show("tools/list (stable)", await tool_names(client))
         await call(client, "invoice.submit", {"invoice_id": "inv-2"}, "no handle: refused, names invoice.start")
         started = await call(client, "invoice.start", {}, "mint a handle")

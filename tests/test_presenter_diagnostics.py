@@ -847,6 +847,44 @@ suggest = [{ tool = "invoice.gett", reason = "Reload" }, { tool = "mail.send", r
     )
 
 
+def test_a_suggestion_may_name_a_tool_generated_for_a_workflow(tmp_path: Path) -> None:
+    """`<workflow>.start` and `.status` are tools the server lists: suggesting them is fine, and a misspelt one gets
+    the generated name as its "did you mean" (the one error below is the misspelling)."""
+    source = (
+        BASE
+        + """
+[workflows.ticket]
+initial = "open"
+[workflows.ticket.states]
+open = { on = { CLOSE = "closed" } }
+closed = { type = "final" }
+
+[tools."ticket.close"]
+bind_state = { states = ["open"], transition = "CLOSE" }
+
+[presenters.S]
+model = "Invoice"
+suggest = [
+  { tool = "ticket.start", reason = "Open a ticket about {id}" },
+  { tool = "ticket.status", reason = "See where it stands" },
+  { tool = "ticket.strat", reason = "Typo" },
+]
+"""
+    )
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, '"ticket.strat"'),
+                "FG159",
+                'suggestion names unknown tool "ticket.strat"',
+                'did you mean "ticket.start"?',
+            )
+        ],
+    )
+
+
 # --- UI blocks: FG160 -------------------------------------------------------------------------------------
 
 

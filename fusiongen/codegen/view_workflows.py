@@ -146,7 +146,8 @@ def state_schemas(server: ServerIR) -> tuple[dict[str, Any], dict[str, Any]]:
         "properties": {
             key: {
                 "type": "string",
-                "description": "A handle from .start; omit it (older protocols only) for this session's own workflow.",
+                "description": "A handle returned by this workflow's start tool (W.start for W.status); "
+                "omit it (older protocols only) for this session's own workflow.",
             }
         },
         "additionalProperties": False,

@@ -29,7 +29,8 @@ def lower_presenters(ctx: LowerContext, models: tuple[ModelIR, ...]) -> tuple[tu
     scope = PresenterScope(by_name, schemas, ctx.spec.presenters)
     check_embed_cycles(ctx)
     lowering = _PresenterLowering(ctx, scope)
-    tools = set(ctx.spec.tools)
+    # A suggestion may name a spec tool or one fusiongen generates for a workflow (`<workflow>.start`, `.status`).
+    tools = set(ctx.spec.tools) | {f"{w}.{suffix}" for w in ctx.spec.workflows for suffix in ("start", "status")}
     presenters = tuple(lowering.lower(name, p, tools) for name, p in ctx.spec.presenters.items())
     check_parent_redactions(ctx, scope, {p.name: p for p in presenters})
     return presenters, scope

@@ -21,7 +21,7 @@ WORKFLOW_STATUS_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "A handle from .start; omit it (older protocols only) for this session's own workflow.",
+            "description": "A handle returned by this workflow's start tool (W.start for W.status); omit it (older protocols only) for this session's own workflow.",
         },
     },
     "additionalProperties": False,

@@ -1,0 +1,34 @@
+"""`make demo`'s client (specs/demo_client.py) against a freshly built billing server, over real stdio.
+
+The demo is the first thing a newcomer runs: it must finish, introduce both protocol eras, and show a server's log
+line under the call that caused it (stderr and stdout share the terminal: the test merges them the same way).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.build import SPECS, build
+
+
+def test_the_demo_runs_and_explains_what_it_shows(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build(SPECS / "billing.toml", out)
+    done = subprocess.run(
+        [sys.executable, str(SPECS / "demo_client.py"), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
+    shown = done.stdout
+    assert done.returncode == 0, shown
+    assert "##### handshake era: protocol 2025-11-25" in shown and "initialize handshake" in shown
+    assert "##### 2026-07-28: protocol 2026-07-28" in shown and "travels as a handle" in shown
+    title = shown.index("=== tools/call invoice.get {'id': 'inv-404'}")
+    log = shown.index("ERROR billing_server: tool invoice.get: handler raised KeyError")
+    answer = shown.index('<tool_error tool="invoice.get" code="INTERNAL_ERROR"')
+    assert title < log < answer, shown[title - 200 : answer + 200]
+    assert "Traceback" not in shown
