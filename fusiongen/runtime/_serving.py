@@ -232,6 +232,15 @@ def transport_security(arguments: argparse.Namespace) -> TransportSecuritySettin
     )
 
 
+def serving_banner(name: str, arguments: argparse.Namespace) -> str:
+    """The one line every server writes to stderr as it starts: what it serves, how and where. stderr, because
+    stdout carries the protocol on stdio; MCP hosts show a server's stderr in their logs."""
+    if not arguments.http:
+        return f"{name}: serving MCP over stdio (JSON-RPC on stdin/stdout; logs on stderr)"
+    host = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
+    return f"{name}: serving MCP over streamable HTTP at http://{host}:{arguments.port}/mcp (probes: /healthz, /readyz)"
+
+
 def exposure_notice(name: str, arguments: argparse.Namespace, security: TransportSecuritySettings) -> str | None:
     """What a bind beyond loopback exposes, for stderr at start-up; None on loopback."""
     scope = bind_scope(arguments.host)
@@ -468,6 +477,7 @@ async def serve(
 ) -> None:
     """Serve over stdio or, with --http, streamable HTTP, until the process ends; with --otel, traced."""
     tracing = start_tracing(name) if arguments.otel else None
+    print(serving_banner(name, arguments), file=sys.stderr, flush=True)
     try:
         if arguments.http:
             await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None)
