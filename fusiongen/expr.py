@@ -63,6 +63,7 @@ class FieldInfo:
     type: ExprType
     nullable: bool
     item: ExprType | None = None
+    values: tuple[str, ...] = ()  # an enum's values: comparing with another string literal is a mistake
 
 
 @dataclass(frozen=True)
@@ -371,6 +372,7 @@ class _Out:
     prec: int = _ATOM  # Python precedence of src, to parenthesize only where needed
     item: ExprType | None = None
     strict: bool = False  # src always evaluates to a real bool
+    values: tuple[str, ...] = ()  # the enum values a field path can hold
 
 
 def _wrap(out: _Out, least: int) -> str:
@@ -490,7 +492,7 @@ class _Checker:
         if info is not None:
             if path not in self.paths:
                 self.paths[path] = _atomic(self.access(path))
-            return _Out(self.paths[path], info.type, item=info.item)
+            return _Out(self.paths[path], info.type, item=info.item, values=info.values)
         for k in range(1, len(path) + 1):  # find the first segment that does not exist
             known = self.resolve(path[:k]) if k < len(path) else None
             if known is None:
@@ -509,6 +511,18 @@ class _Checker:
         best = max(found, key=lambda c: difflib.SequenceMatcher(None, name, c).ratio(), default="")
         return f' (did you mean "{".".join((*prefix, best))}"?)' if best else ""
 
+    def not_a_value(self, field: _Node, out: _Out, other: _Node) -> bool:
+        """Whether `other` is a string literal that the enum field `field` never holds (reported: a typo such as
+        `status == 'Open'` would otherwise make the condition silently never true)."""
+        if not out.values or other.kind != "lit" or not isinstance(other.value, str) or other.value in out.values:
+            return False
+        name = ".".join(field.names)
+        close = difflib.get_close_matches(other.value, out.values, n=1)
+        folded = [v for v in out.values if v.casefold() == other.value.casefold()]
+        hint = f" (did you mean '{(folded or close)[0]}'?)" if folded or close else ""
+        self.fail(other, f"'{other.value}' is not a value of {name} ({', '.join(out.values)}){hint}")
+        return True
+
     def binary(self, node: _Node, a: _Out, b: _Out) -> _Out | None:
         op, (left, right), before = node.op, node.kids, len(self.errors)
         got = f"got {a.type.name} and {b.type.name}"
@@ -520,10 +534,14 @@ class _Checker:
         if op in ("==", "!="):
             if not _comparable(a.type, b.type):
                 return self.fail(node, f"'{op}' compares {a.type.name} with {b.type.name}: they are never equal")
+            if self.not_a_value(left, a, right) | self.not_a_value(right, b, left):
+                return None
             if right.kind == "lit" and right.value is None:  # exact, and reads better
                 return _Out(f"{_wrap(a, _ATOM)} is{' not' * (op == '!=')} None", _T.BOOLEAN, _CMP, strict=True)
             return _Out(f"{_wrap(a, _ATOM)} {op} {_wrap(b, _ATOM)}", _T.BOOLEAN, _CMP, strict=True)
         if op in ("in", "not in"):
+            if right.kind == "list" and any([self.not_a_value(left, a, item) for item in right.kids]):
+                return None
             if b.type is _T.LIST and b.item is not None and not _comparable(a.type, b.item):
                 self.fail(node, f"'{op}' looks for {a.type.name} in a list of {b.item.name}: it is never there")
             elif b.type is _T.STRING and a.type not in _TEXT:

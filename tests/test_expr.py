@@ -29,6 +29,7 @@ T = ExprType
 SCHEMA: dict[tuple[str, ...], FieldInfo] = {
     ("id",): FieldInfo(T.STRING, False),
     ("status",): FieldInfo(T.STRING, False),
+    ("stage",): FieldInfo(T.STRING, True, values=("open", "review", "closed")),  # an enum
     ("amount_cents",): FieldInfo(T.INTEGER, False),
     ("rate",): FieldInfo(T.NUMBER, True),
     ("paid",): FieldInfo(T.BOOLEAN, True),
@@ -444,6 +445,29 @@ def test_conditions_must_be_boolean() -> None:
     assert errs("null", compile_condition)[0][:2] == (0, 4)
     assert ok("meta", compile_condition).python == "_x_get(item, ('meta',)) is True"
     assert ok("paid and not paid", compile_condition).type is T.BOOLEAN
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("stage == 'Open'", [(9, 15, "'Open' is not a value of stage (open, review, closed) (did you mean 'open'?)")]),
+        (
+            "'reveiw' != stage",
+            [(0, 8, "'reveiw' is not a value of stage (open, review, closed) (did you mean 'review'?)")],
+        ),
+        ("stage in ['open', 'done']", [(18, 24, "'done' is not a value of stage (open, review, closed)")]),
+        ("stage == 'open' and stage != 'xyz'", [(29, 34, "'xyz' is not a value of stage (open, review, closed)")]),
+    ],
+)
+def test_an_enum_compared_with_a_string_it_never_holds(text: str, expected: list[tuple[int, int, str]]) -> None:
+    assert errs(text) == expected
+
+
+def test_an_enum_compared_with_its_values_compiles() -> None:
+    assert run("stage == 'open'", {"stage": "open"}) is True
+    assert run("stage in ['open', 'closed']", {"stage": "review"}) is False
+    assert run("stage != null", {"stage": None}) is False  # null is not a string: no check
+    assert run("status == 'Open'", {"status": "Open"}) is True  # not an enum: any string may be meant
 
 
 # --- unknown fields ----------------------------------------------------------------------------------

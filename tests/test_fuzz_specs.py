@@ -254,6 +254,12 @@ def test_valid_specs_generate_a_server_that_imports_and_lists_its_tools(workdir:
     with build.imported(out, ir.package) as package:
         server = package.create_server(stub_handlers(ir))
         generated = {f"{w.name}.{suffix}" for w in ir.workflows for suffix in ("start", "status")}
+        # <workflow>.resolve, for a workflow with a transition whose tool refuses to run again in doubt
+        generated |= {
+            f"{t.binding.workflow}.resolve"
+            for t in ir.tools
+            if t.binding and t.binding.transition and not t.binding.retry_in_doubt
+        }
         everything = {t.name for t in ir.tools} | generated
         assert sorted(anyio.run(tool_names, server, "2026-07-28")) == sorted(everything)
         legacy = set(anyio.run(tool_names, server, "legacy"))  # what the workflows' initial states allow

@@ -820,6 +820,36 @@ redact_pii = ["customer.name", "customer.id"]
     )
 
 
+def test_an_enum_field_compared_with_a_value_it_never_holds(tmp_path: Path) -> None:
+    """`status == 'Open'` where status is an enum of lower-case values: the rule would never apply, silently."""
+    source = """\
+[server]
+name = "diag"
+
+[models.Ticket.fields]
+id = "string"
+status = { type = "enum", values = ["open", "closed"] }
+
+[presenters.T]
+model = "Ticket"
+rules_when = [{ when = "status == 'Open'", rule = "Say it is open." }]
+suggest = [{ tool = "ticket.get", reason = "Reload", when = "status in ['open', 'shut']" }]
+
+[tools."ticket.get"]
+returns = "T"
+"""
+    check(
+        tmp_path,
+        source,
+        [
+            Expected(
+                at(source, "'Open'"), "FG157", "'Open' is not a value of status (open, closed) (did you mean 'open'?)"
+            ),
+            Expected(at(source, "'shut'"), "FG157", "'shut' is not a value of status (open, closed)"),
+        ],
+    )
+
+
 # --- suggestions: FG159 -----------------------------------------------------------------------------------
 
 

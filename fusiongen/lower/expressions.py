@@ -70,7 +70,8 @@ class PresenterExpressions:
             if depth == len(path) - 1:
                 kind = field.cast or field.type.kind
                 item = _EXPR_TYPES.get(field.type.items.kind) if field.type.items else None
-                return expr.FieldInfo(_EXPR_TYPES[kind], nullable, item)
+                values = field.type.enum_values if kind == "enum" else ()
+                return expr.FieldInfo(_EXPR_TYPES[kind], nullable, item, values)
             if field.type.kind != "model":
                 return None
             inner = self.scope.children(field, embeds.get(name))

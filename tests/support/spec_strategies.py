@@ -660,7 +660,7 @@ def spec_documents(draw: Any, clean: bool = False) -> tuple[dict[str, Any], File
     tool_names = [
         t
         for t in names(draw, TOOL_NAMES, at_least, 4)
-        if not any(t in (f"{w}.start", f"{w}.status") for w in workflow_names)
+        if not any(t in (f"{w}.start", f"{w}.status", f"{w}.resolve") for w in workflow_names)
     ]
     models: dict[str, Any] = {}
     for name in model_names:
