@@ -519,7 +519,7 @@ def test_cast_date() -> None:
 
 
 def test_cast_datetime() -> None:
-    assert rt.cast_datetime(datetime.date(2026, 1, 31), "r", "n") == "2026-01-31T00:00:00"
+    assert rt.cast_datetime(datetime.date(2026, 1, 31), "r", "n") == "2026-01-31T00:00:00+00:00"  # midnight UTC
     assert rt.cast_datetime(0, "r", "n") == "1970-01-01T00:00:00+00:00"
     assert rt.cast_datetime(1.5, "r", "n") == "1970-01-01T00:00:01.500000+00:00"
     assert rt.cast_datetime("2026-01-31T09:30:00Z", "r", "n") == "2026-01-31T09:30:00Z"
