@@ -184,20 +184,15 @@ def _rfc3339(value: datetime.datetime, at: str, name: str) -> str:
     """`value` as RFC 3339: naive → UTC; an offset that is not whole minutes (RFC 3339 has none) → UTC."""
     if value.tzinfo is datetime.UTC:  # the common case, and the cheapest
         return datetime.datetime.isoformat(value)
-    if value.utcoffset() is None:
+    offset = value.utcoffset()
+    if offset is None:
         return datetime.datetime.isoformat(value) + "+00:00"
-    if _sub_minute(value):  # e.g. a local mean time such as +00:09:21
+    if offset.seconds % 60 or offset.microseconds:  # isoformat would write it (`+00:09:21`, a local mean time)
         try:
             value = value.astimezone(datetime.UTC)
         except OverflowError:
             raise OutputError(at, name, "a date-time whose UTC time is within years 1 to 9999") from None
     return datetime.datetime.isoformat(value)
-
-
-def _sub_minute(value: datetime.datetime) -> bool:
-    """Whether `value`'s offset has seconds, which `isoformat` writes (`+05:30:15`) and RFC 3339 forbids."""
-    offset = value.utcoffset()
-    return offset is not None and bool(offset.seconds % 60 or offset.microseconds)
 
 
 def out_uuid(value: object, at: str, name: str) -> str:
