@@ -2,6 +2,8 @@
 
 - The MCP Inspector CLI drives `python -m billing_server` over stdio, in both protocol eras.
 - The MCP conformance suite tests `python -m billing_server --http` over streamable HTTP on 127.0.0.1.
+- The TypeScript SDK's client (a dependency of the Inspector, locked by tooling/package-lock.json), which
+  validates structured content against the outputSchema with formats, calls a server over stdio.
 
 The tools and the Node 22 they need are pinned in tooling/package.json (+ package-lock.json) and installed by
 `npm ci --prefix tooling` (`make tooling`, which `make test` depends on). Missing tools fail these tests.
@@ -171,6 +173,82 @@ def test_inspector_calls_invoice_get(built: Path, era: str) -> None:
     # The era really was negotiated: only 2026-07-28 responses name the server in `_meta`.
     server_info = result.get("_meta", {}).get("io.modelcontextprotocol/serverInfo")
     assert server_info == ({"name": "billing", "version": "1.0.0"} if era == "modern" else None)
+
+
+# --- the TypeScript SDK's client: structured content validated, formats included -------------------------
+
+STAMPS_SPEC = """
+[server]
+name = "stamps"
+package = "stamps_server"
+handlers = "stamps_handlers"
+
+[models.Stamp]
+description = "When something happened."
+[models.Stamp.fields]
+at = "datetime"
+seen = "datetime"
+
+[tools."stamp.get"]
+kind = "query"
+description = "A stamp."
+returns = "Stamp"
+handler = "get_stamp"
+"""
+
+# A naive datetime and a string without offset or seconds: the TS SDK refused what the server sent for both
+# (-32602 `data/at must match format "date-time"`) before naive values were sent as UTC (docs/spec.md §5.9).
+STAMPS_HANDLERS = """
+import datetime
+
+
+def get_stamp(args):
+    return {"at": datetime.datetime(2026, 11, 29, 17, 30), "seen": "2026-11-29T17:30"}
+"""
+
+# Lists the tools (which makes the client cache a validator per outputSchema), checks that the validator
+# refuses a date-time without an offset (so acceptance below is not vacuous), then calls stamp.get: the
+# client throws if the structured content does not validate.
+TS_CLIENT = """
+const [, , sdk, python, cwd] = process.argv;
+const { Client } = await import(sdk + "/client/index.js");
+const { StdioClientTransport } = await import(sdk + "/client/stdio.js");
+const { AjvJsonSchemaValidator } = await import(sdk + "/validation/ajv-provider.js");
+const client = new Client({ name: "fusiongen-tests", version: "1.0.0" });
+const env = { PYTHONPATH: cwd };
+await client.connect(new StdioClientTransport({ command: python, args: ["-m", "stamps_server"], cwd, env }));
+const { tools } = await client.listTools();
+const schema = tools.find((tool) => tool.name === "stamp.get").outputSchema;
+const naive = { at: "2026-11-29T17:30", seen: "2026-11-29T17:30:00Z" };
+const refusesNaive = !new AjvJsonSchemaValidator().getValidator(schema)(naive).valid;
+const result = await client.callTool({ name: "stamp.get", arguments: {} });
+await client.close();
+console.log(JSON.stringify({ refusesNaive, result }));
+"""
+
+
+@pytest.mark.timeout(120)
+def test_ts_sdk_client_accepts_naive_datetimes_sent_as_utc(tmp_path: Path) -> None:
+    tools = tooling()
+    sdk = NODE_MODULES / "@modelcontextprotocol" / "sdk" / "dist" / "esm"
+    if not (sdk / "client" / "index.js").is_file():
+        pytest.fail(f"the TypeScript SDK is missing from {NODE_MODULES}: {INSTALL_HINT}", pytrace=False)
+    out = tmp_path / "out"
+    build(STAMPS_SPEC, out, handlers=STAMPS_HANDLERS)
+    script = tmp_path / "client.mjs"
+    script.write_text(TS_CLIENT, encoding="utf-8")
+    command = [str(tools.node), str(script), sdk.as_uri(), sys.executable, str(out)]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=node_env(tmp_path), stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, f"the TS client exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    output = json.loads(done.stdout)
+    assert output["refusesNaive"] is True
+    assert output["result"]["isError"] is False
+    assert output["result"]["structuredContent"] == {
+        "at": "2026-11-29T17:30:00+00:00",
+        "seen": "2026-11-29T17:30:00+00:00",
+    }
 
 
 # --- MCP conformance suite over streamable HTTP -----------------------------------------------------------

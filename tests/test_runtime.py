@@ -408,6 +408,10 @@ def test_out_datetime() -> None:
     moment = datetime.datetime(2026, 1, 31, 9, 30, tzinfo=datetime.UTC)
     assert rt.out_datetime(moment, "r", "n") == "2026-01-31T09:30:00+00:00"
     assert rt.out_datetime("2026-01-31T09:30:00Z", "r", "n") == "2026-01-31T09:30:00Z"  # sent unchanged
+    # naive (object or string) is taken as UTC; other accepted forms are re-written as RFC 3339 (spec §5.9)
+    assert rt.out_datetime(moment.replace(tzinfo=None), "r", "n") == "2026-01-31T09:30:00+00:00"
+    assert rt.out_datetime("2026-01-31T09:30", "r", "n") == "2026-01-31T09:30:00+00:00"
+    assert rt.out_datetime("20260131T093000+0200", "r", "n") == "2026-01-31T09:30:00+02:00"
     for bad in [datetime.date(2026, 1, 31), "2026-01-31", "2026-01-31T99:00", 1_700_000_000, None]:
         assert str(output_error(rt.out_datetime, bad)) == "result.amount: expected an ISO 8601 date-time"
 
@@ -519,7 +523,7 @@ def test_cast_date() -> None:
 
 
 def test_cast_datetime() -> None:
-    assert rt.cast_datetime(datetime.date(2026, 1, 31), "r", "n") == "2026-01-31T00:00:00"
+    assert rt.cast_datetime(datetime.date(2026, 1, 31), "r", "n") == "2026-01-31T00:00:00+00:00"  # midnight UTC
     assert rt.cast_datetime(0, "r", "n") == "1970-01-01T00:00:00+00:00"
     assert rt.cast_datetime(1.5, "r", "n") == "1970-01-01T00:00:01.500000+00:00"
     assert rt.cast_datetime("2026-01-31T09:30:00Z", "r", "n") == "2026-01-31T09:30:00Z"

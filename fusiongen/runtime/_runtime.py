@@ -41,7 +41,12 @@ logger = logging.getLogger(__name__.rpartition(".")[0])
 MISSING: Final = object()
 _NOT_OBJECTS: Final = (str, bytes, int, float, list, tuple, set, frozenset)
 _NUMBERS: Final = (int, float)
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")  # ASCII digits, as RFC 3339
+# An RFC 3339 date-time as `isoformat` writes it (or with `Z`); whether the fields are in range is left to
+# `fromisoformat`. A string of this form is sent unchanged; any other accepted form is re-formatted.
+_RFC3339_DATETIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})\Z"
+)
 
 
 class OutputError(Exception):
@@ -139,8 +144,9 @@ def out_boolean(value: object, at: str, name: str) -> bool:
 
 
 def out_date(value: object, at: str, name: str) -> str:
+    """An RFC 3339 full-date (`format: date`). A `datetime` is refused: its calendar day depends on a zone."""
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return value.isoformat()
+        return datetime.date.isoformat(value)  # the base method: a subclass cannot change the format
     if isinstance(value, str) and _DATE.match(value):
         try:
             datetime.date.fromisoformat(value)
@@ -152,21 +158,45 @@ def out_date(value: object, at: str, name: str) -> str:
 
 
 def out_datetime(value: object, at: str, name: str) -> str:
+    """An RFC 3339 date-time with an offset (`format: date-time`), whatever form the handler used.
+
+    A string is parsed as input is (`fromisoformat`, with a `T`); one already in RFC 3339 form is sent
+    unchanged, any other is sent re-formatted, so what the schema advertises holds by construction. A
+    naive value (object or string) is taken as UTC (spec §5.8).
+    """
     if isinstance(value, datetime.datetime):
-        return value.isoformat()
+        return _rfc3339(value, at, name)
     if isinstance(value, str) and "T" in value:
         try:
-            datetime.datetime.fromisoformat(value)
+            parsed = datetime.datetime.fromisoformat(value)
         except ValueError:
             pass
         else:
-            return value
+            if _RFC3339_DATETIME.match(value):
+                return str(value)  # `str()`: a subclass is sent as plain text
+            return _rfc3339(parsed, at, name)
     raise OutputError(at, name, "an ISO 8601 date-time")
 
 
+def _rfc3339(value: datetime.datetime, at: str, name: str) -> str:
+    """`value` as RFC 3339: naive → UTC; an offset that is not whole minutes (RFC 3339 has none) → UTC."""
+    if value.tzinfo is datetime.UTC:  # the common case, and the cheapest
+        return datetime.datetime.isoformat(value)
+    offset = value.utcoffset()
+    if offset is None:
+        return datetime.datetime.isoformat(value) + "+00:00"
+    if offset.seconds % 60 or offset.microseconds:  # isoformat would write it (`+00:09:21`, a local mean time)
+        try:
+            value = value.astimezone(datetime.UTC)
+        except OverflowError:
+            raise OutputError(at, name, "a date-time whose UTC time is within years 1 to 9999") from None
+    return datetime.datetime.isoformat(value)
+
+
 def out_uuid(value: object, at: str, name: str) -> str:
+    """The canonical lowercase hyphenated form (`format: uuid`), whichever form `uuid.UUID` was given."""
     if isinstance(value, uuid.UUID):
-        return str(value)
+        return uuid.UUID.__str__(value)
     if isinstance(value, str):
         try:
             return str(uuid.UUID(value))
@@ -252,7 +282,7 @@ def cast_date(value: object, at: str, name: str) -> str:
 
 def cast_datetime(value: object, at: str, name: str) -> str:
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return datetime.datetime.combine(value, datetime.time()).isoformat()
+        return datetime.datetime.combine(value, datetime.time(), datetime.UTC).isoformat()  # midnight UTC
     if isinstance(value, _NUMBERS) and not isinstance(value, bool):
         try:
             return datetime.datetime.fromtimestamp(value, datetime.UTC).isoformat()
