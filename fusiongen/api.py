@@ -196,5 +196,5 @@ def init_project(directory: Path, name: str | None) -> list[str]:
         f"created {', '.join(display_path(p) for p in project.files)}",
         f"built {display_path(directory / project.package)}/",
         f"run it:   cd {shown} && python -m {project.package}          (stdio; add --http for HTTP)",
-        f"test it:  cd {shown} && python -m pytest",
+        f"test it:  cd {shown} && pip install pytest && python -m pytest",
     ]

@@ -4,6 +4,7 @@ that builds, runs its own tests and passes them as created."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -54,3 +55,34 @@ def test_init_project_builds_and_passes_its_own_tests(tmp_path: Path) -> None:
     assert check.returncode == 0, check.stdout + check.stderr
     again = run_process("init", project, cwd=tmp_path)
     assert again.returncode == 2 and "already exists" in again.stderr
+
+
+@pytest.mark.timeout(300)
+def test_an_init_project_installed_as_a_wheel_finds_its_handlers(tmp_path: Path) -> None:
+    """`pip install .` in an init project, then the server, run from anywhere: its handler module ships in the wheel
+    (the generated README says `pip install .` then `<name>-server`)."""
+    project = tmp_path / "notes"
+    assert run_process("init", project, cwd=tmp_path).returncode == 0
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    pip = ["-m", "pip", "--disable-pip-version-check", "-q"]
+    built = run_python([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, project], timeout=240)
+    assert built.returncode == 0, built.stdout + built.stderr
+    [wheel] = wheels.glob("notes_server-*.whl")
+    installed = run_python([*pip, "install", "--no-deps", "--target", site, wheel], timeout=240)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert (site / "notes_server_handlers.py").is_file()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = (
+        "import anyio\n"
+        "from mcp import Client\n"
+        "from notes_server import create_server\n"
+        "async def main():\n"
+        "    async with Client(create_server(), cache=None) as client:\n"
+        "        print(sorted(t.name for t in (await client.list_tools()).tools))\n"
+        "anyio.run(main)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = run_python(["-c", code], cwd=elsewhere, env=env)
+    assert done.returncode == 0, done.stderr  # not "the handler module ... is not importable"
+    assert "notes." in done.stdout

@@ -71,6 +71,9 @@ class ServerView:
     package: str
     handlers_module_literal: str
     handlers_dir_literal: str
+    # The handler module's file when it sits beside the package (the spec's folder is OUT, as `fusiongen init` makes
+    # it): the wheel includes it, so that `pip install .` gives an installed server whose handlers import.
+    bundled_handlers_file: str | None
     tools: tuple[ToolView, ...]
     shapes: tuple[ShapeView, ...]
     nested_inputs: tuple[NestedInputView, ...]
@@ -209,6 +212,9 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         package=server.package,
         handlers_module_literal=py_string(server.handlers_module),
         handlers_dir_literal=py_string(handlers_dir),
+        bundled_handlers_file=toml_string(f"{server.handlers_module}.py")
+        if handlers_dir == ".." and "." not in server.handlers_module
+        else None,
         tools=tools,
         shapes=shapes,
         nested_inputs=nested,
