@@ -85,7 +85,7 @@ class RuleIR:
 
 @dataclass(frozen=True)
 class SuggestionIR:
-    tool: str
+    tool: str  # the wire name of the tool suggested
     reason: ExprIR
     when: ExprIR | None = None
 
@@ -165,6 +165,10 @@ class WorkflowIR:
     states: tuple[str, ...]
     finals: tuple[str, ...]
     transitions: tuple[tuple[str, str, str], ...]  # (state, event, target), in declaration order
+    # The wire names of the tools fusiongen generates for it ([server] tool_names): "invoice.start" or "invoice_start".
+    start_tool: str
+    status_tool: str
+    resolve_tool: str  # reserved even when no tool of the workflow needs it
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,8 @@ class BindingIR:
 
 @dataclass(frozen=True)
 class ToolIR:
-    name: str  # the MCP tool name, e.g. "invoice.get"
+    name: str  # the spec's name, e.g. "invoice.get": diagnostics and spec lookups use it
+    wire: str  # the MCP tool name the model sees ([server] tool_names): "invoice.get", or "invoice_get"
     ident: str  # a Python identifier derived from it, e.g. "invoice_get"
     handler: str  # the handler function's name in the handler module
     kind: str  # query | mutation | action
@@ -201,6 +206,7 @@ class ServerIR:
     tools: tuple[ToolIR, ...]
     workflows: tuple[WorkflowIR, ...] = ()
     state_handle_key: str = "workflow_id"
+    tool_names: str = "dotted"  # [server] tool_names: how spec tool names become the names the model sees
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

@@ -10,6 +10,8 @@ from importlib import resources
 
 SERVER_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
 TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,127}\Z")
+# What LLM APIs accept as a function name (OpenAI's rule, the strictest common one): `[server] tool_names = "snake"`.
+WIRE_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # A code block's fence info (```python, ```{r}): on the fence's line, so no line break, no other control
 # character and no backtick (which would make the line not a fence) may end the block early.
@@ -362,6 +364,18 @@ def snake_case(name: str) -> str:
     name = re.sub(r"[.\-\s]+", "_", name)
     name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
     return name.lower()
+
+
+def wire_tool_name(name: str, style: str) -> str:
+    """The name the model sees for spec tool `name`: itself ("dotted"), or with each run of characters
+    outside `[A-Za-z0-9_-]` as one `_` ("snake": `invoice.get` → `invoice_get`). Case is kept, unlike
+    `snake_case`: the wire name is what the model calls, not a Python name."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name) if style == "snake" else name
+
+
+def generated_tool_name(workflow: str, suffix: str, style: str) -> str:
+    """The wire name of a tool fusiongen generates for a workflow: `invoice.start`, or `invoice_start`."""
+    return wire_tool_name(f"{workflow}.{suffix}", style)
 
 
 def pascal_case(name: str) -> str:

@@ -49,6 +49,7 @@ from tests.support.cases import (
     skipped,
     spec_dependent,
     spec_tool_names,
+    wire_name,
 )
 
 EXIT_OK, EXIT_INVALID = 0, 2
@@ -118,9 +119,12 @@ def snapshot(directory: Path) -> dict[str, int]:
     }
 
 
-def run_python(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_python(args: list[str], cwd: Path, *, checkout: bool = False) -> subprocess.CompletedProcess[str]:
+    """`python ARGS`; with `checkout`, this checkout's fusiongen importable (not whichever one is installed)."""
     env = {k: v for k, v in os.environ.items() if k not in ("FUSIONGEN_DEBUG", "PYTHONPATH")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if checkout:
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     return subprocess.run(
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False
     )
@@ -128,7 +132,7 @@ def run_python(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def run_validate(case: Path) -> subprocess.CompletedProcess[str]:
     """`fusiongen validate spec.toml`, run from the case folder exactly as a user would."""
-    return run_python(["-m", "fusiongen", "validate", SPEC], cwd=case)
+    return run_python(["-m", "fusiongen", "validate", SPEC], cwd=case, checkout=True)
 
 
 def formatted(diagnostics: list[Diagnostic], *, failed: bool) -> str:
@@ -230,7 +234,8 @@ def check_server(case: Path, generation: Generation, tmp_path: Path) -> None:
     spec = tomllib.loads((case / SPEC).read_text(encoding="utf-8"))
     if spec.get("workflows"):
         # The handshake era lists the unbound tools and those bound to the session's (initial) state.
-        unbound = [n for n in names if "bind_state" not in spec.get("tools", {}).get(n, {})]
+        tools = spec.get("tools", {})
+        unbound = [wire_name(spec, n) for n, tool in tools.items() if "bind_state" not in tool]
         assert set(unbound) <= set(listed["legacy"]) <= set(names)
         assert listed["legacy"] == [n for n in names if n in listed["legacy"]]
     else:

@@ -146,13 +146,13 @@ class _ToolViews:
             "action": "read_only_hint=False, destructive_hint=False",
         }
         return ToolView(
-            name=tool.name,
-            name_literal=py_string(tool.name),
+            name=tool.wire,
+            name_literal=py_string(tool.wire),
             ident=tool.ident,
             handler=tool.handler,
             input_class=f"{pascal_case(tool.ident)}Input",
             parse_function=f"parse_{tool.ident}",
-            description_literal=py_string(tool.description or tool.name),
+            description_literal=py_string(tool.description or tool.wire),
             keys_constant=keys,
             guarded_constant=guarded,
             inputs=tuple(self.inputs.input_field(f, "") for f in tool.inputs),
@@ -168,9 +168,9 @@ class _ToolViews:
             ),
             annotations=kind_hints[tool.kind],
             kind=tool.kind,
-            description_text=markdown_text(tool.description or tool.name, inline=True),
+            description_text=markdown_text(tool.description or tool.wire, inline=True),
             bound=tool.binding is not None,
-            modern_description_literal=py_string(modern_description(tool, self.server.state_handle_key)),
+            modern_description_literal=py_string(modern_description(self.server, tool)),
             compact_description_literal=py_string(tool.compact_description) if tool.compact_description else None,
         )
 

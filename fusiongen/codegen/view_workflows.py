@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fusiongen.ir import ServerIR, ToolIR, WorkflowIR
+from fusiongen.names import generated_tool_name
 from fusiongen.pyliteral import py_literal, py_string
 
 
@@ -28,6 +29,8 @@ class WorkflowView:
     status_description_literal: str
     resolve_tool_literal: str | None  # only for a workflow with a tool that refuses to run again in doubt
     resolve_description_literal: str | None
+    # Machine(start_tool=..., ...) arguments when the wire names are not the runtime's default `<name>.start`.
+    tool_name_arguments: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -49,12 +52,21 @@ def _transitions_literal(workflow: WorkflowIR) -> str:
 def _tools_by_state(server: ServerIR, workflow: WorkflowIR) -> dict[str, tuple[str, ...]]:
     return {
         state: tuple(
-            t.name
+            t.wire
             for t in server.tools
             if t.binding and t.binding.workflow == workflow.name and state in t.binding.states
         )
         for state in workflow.states
     }
+
+
+def _tool_name_arguments(workflow: WorkflowIR) -> tuple[tuple[str, str], ...]:
+    """The generated tools' names the runtime's Machine would not derive itself (`<name>.start`), as arguments."""
+    names = {"start_tool": workflow.start_tool, "status_tool": workflow.status_tool}
+    names["resolve_tool"] = workflow.resolve_tool
+    return tuple(
+        (key, py_string(name)) for key, name in names.items() if name != f"{workflow.name}.{key.removesuffix('_tool')}"
+    )
 
 
 def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
@@ -63,7 +75,7 @@ def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
         upper = workflow.ident.upper()
         by_state = _tools_by_state(server, workflow)
         refusing = sorted(
-            t.name
+            t.wire
             for t in server.tools
             if t.binding
             and t.binding.workflow == workflow.name
@@ -79,8 +91,8 @@ def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
                 finals_literal=py_literal(frozenset(workflow.finals)),
                 transitions_literal=_transitions_literal(workflow),
                 tools_by_state_literal=py_literal(by_state, 1, 19),
-                start_tool_literal=py_string(f"{workflow.name}.start"),
-                status_tool_literal=py_string(f"{workflow.name}.status"),
+                start_tool_literal=py_string(workflow.start_tool),
+                status_tool_literal=py_string(workflow.status_tool),
                 start_description_literal=py_string(
                     f'Start a new "{workflow.name}" workflow in state "{workflow.initial}" and get its '
                     f"{server.state_handle_key}: pass it to the workflow's tools."
@@ -88,7 +100,7 @@ def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
                 status_description_literal=py_string(
                     f'The current state of a "{workflow.name}" workflow and the tools it allows now.'
                 ),
-                resolve_tool_literal=py_string(f"{workflow.name}.resolve") if refusing else None,
+                resolve_tool_literal=py_string(workflow.resolve_tool) if refusing else None,
                 resolve_description_literal=py_string(
                     f"Settle a call of {', '.join(refusing)} whose outcome is unknown (the tool answered IN_DOUBT): "
                     'first check with the user or the system whether it took effect, then pass outcome "completed" '
@@ -97,6 +109,7 @@ def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
                 )
                 if refusing
                 else None,
+                tool_name_arguments=_tool_name_arguments(workflow),
             )
         )
     return tuple(views)
@@ -105,7 +118,7 @@ def workflow_views(server: ServerIR) -> tuple[WorkflowView, ...]:
 def binding_views(server: ServerIR) -> tuple[BindingView, ...]:
     return tuple(
         BindingView(
-            py_string(t.name),
+            py_string(t.wire),
             py_string(t.binding.workflow),
             py_literal(frozenset(t.binding.states)),
             py_string(t.binding.transition) if t.binding.transition else "None",
@@ -118,35 +131,41 @@ def binding_views(server: ServerIR) -> tuple[BindingView, ...]:
 
 def handle_property(server: ServerIR, tool: ToolIR) -> dict[str, Any]:
     assert tool.binding is not None
-    workflow = tool.binding.workflow
+    start = _workflow(server, tool.binding.workflow).start_tool
     return {
         "type": "string",
-        "description": f"The handle from {workflow}.start. Required on protocol 2026-07-28; on older protocols, "
+        "description": f"The handle from {start}. Required on protocol 2026-07-28; on older protocols, "
         "omit it to use this session's own workflow.",
     }
 
 
-def modern_description(tool: ToolIR, handle_key: str) -> str:
+def _workflow(server: ServerIR, name: str) -> WorkflowIR:
+    return next(w for w in server.workflows if w.name == name)
+
+
+def modern_description(server: ServerIR, tool: ToolIR) -> str:
     """Bound tools in the stable 2026-07-28 list say which states they need and how to pass the handle."""
-    description = tool.description or tool.name
+    description = tool.description or tool.wire
     if tool.binding is None:
         return description
     states = ", ".join(tool.binding.states)
+    start = _workflow(server, tool.binding.workflow).start_tool
     return (
         f'{description} (Workflow "{tool.binding.workflow}": runs only in state {states}; '
-        f"pass {handle_key} from {tool.binding.workflow}.start.)"
+        f"pass {server.state_handle_key} from {start}.)"
     )
 
 
 def state_schemas(server: ServerIR) -> tuple[dict[str, Any], dict[str, Any]]:
     """Input schema of `<workflow>.status` and output schema of `.start`/`.status`."""
     key = server.state_handle_key
+    start, status = (generated_tool_name("W", suffix, server.tool_names) for suffix in ("start", "status"))
     status_input = {
         "type": "object",
         "properties": {
             key: {
                 "type": "string",
-                "description": "A handle returned by this workflow's start tool (W.start for W.status); "
+                "description": f"A handle returned by this workflow's start tool ({start} for {status}); "
                 "omit it (older protocols only) for this session's own workflow.",
             }
         },

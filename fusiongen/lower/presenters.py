@@ -18,7 +18,7 @@ from fusiongen.lower.context import LowerContext
 from fusiongen.lower.expressions import PresenterExpressions
 from fusiongen.lower.fields import lower_field
 from fusiongen.lower.scope import PresenterScope
-from fusiongen.names import snake_case
+from fusiongen.names import generated_tool_name, snake_case, wire_tool_name
 
 
 def lower_presenters(ctx: LowerContext, models: tuple[ModelIR, ...]) -> tuple[tuple[PresenterIR, ...], PresenterScope]:
@@ -29,8 +29,11 @@ def lower_presenters(ctx: LowerContext, models: tuple[ModelIR, ...]) -> tuple[tu
     scope = PresenterScope(by_name, schemas, ctx.spec.presenters)
     check_embed_cycles(ctx)
     lowering = _PresenterLowering(ctx, scope)
-    # A suggestion may name a spec tool or one fusiongen generates for a workflow (`<workflow>.start`, `.status`).
-    tools = set(ctx.spec.tools) | {f"{w}.{suffix}" for w in ctx.spec.workflows for suffix in ("start", "status")}
+    # A suggestion may name a spec tool or one fusiongen generates for a workflow (`<workflow>.start`, `.status`),
+    # by its spec name; the model is shown its wire name ([server] tool_names).
+    style = ctx.spec.server.tool_names
+    tools = {name: wire_tool_name(name, style) for name in ctx.spec.tools}
+    tools |= {f"{w}.{s}": generated_tool_name(w, s, style) for w in ctx.spec.workflows for s in ("start", "status")}
     presenters = tuple(lowering.lower(name, p, tools) for name, p in ctx.spec.presenters.items())
     check_parent_redactions(ctx, scope, {p.name: p for p in presenters})
     return presenters, scope
@@ -133,7 +136,7 @@ class _PresenterLowering:
         self._embedded_memo: dict[str, tuple[RedactionPath, ...]] = {}
 
     # --- presenters ------------------------------------------------------------------------------
-    def lower(self, name: str, presenter: PresenterSpec, tools: set[str]) -> PresenterIR:
+    def lower(self, name: str, presenter: PresenterSpec, tools: dict[str, str]) -> PresenterIR:
         loc: Loc = ("presenters", name)
         self.ctx.check_identifier(name, loc, "presenter name", value=False)
         fields = self.scope.schemas.get(name, ())
@@ -176,7 +179,7 @@ class _PresenterLowering:
             reason = context.template(suggestion.reason, (*at, "reason"), collection=False)
             when = context.condition(suggestion.when, (*at, "when"), collection=False) if suggestion.when else None
             if reason:
-                suggestions.append(SuggestionIR(suggestion.tool, reason, when))
+                suggestions.append(SuggestionIR(tools.get(suggestion.tool, suggestion.tool), reason, when))
         return PresenterIR(
             name=name,
             snake=snake_case(name),

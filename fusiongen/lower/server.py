@@ -16,7 +16,7 @@ from fusiongen.lower.context import LowerContext
 from fusiongen.lower.generated_names import check_generated_names
 from fusiongen.lower.models import lower_models
 from fusiongen.lower.presenters import lower_presenters, with_implicit_presenters
-from fusiongen.lower.tools import check_collisions, check_workflow_names, lower_tool
+from fusiongen.lower.tools import check_collisions, check_wire_names, check_workflow_names, lower_tool
 from fusiongen.lower.workflows import lower_workflows
 from fusiongen.names import MODULE, RESERVED_PACKAGES, SERVER_NAME, STDLIB_MODULES, snake_case
 
@@ -101,6 +101,7 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     check_workflow_names(ctx, server.state_handle_key, tools)
     presenters = with_implicit_presenters(ctx, presenters, models, tools)
     check_collisions(ctx, models, tools)
+    check_wire_names(ctx, tools)
     check_generated_names(ctx, models, presenters, tools, tuple(workflows.values()))
     return ServerIR(
         name=server.name,
@@ -113,4 +114,5 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         tools=tools,
         workflows=tuple(workflows.values()),
         state_handle_key=server.state_handle_key,
+        tool_names=server.tool_names,
     )

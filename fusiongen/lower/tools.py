@@ -13,7 +13,7 @@ from fusiongen.load.loader import Loc
 from fusiongen.load.spec import ToolSpec
 from fusiongen.lower.context import LowerContext
 from fusiongen.lower.fields import lower_field
-from fusiongen.names import TOOL_NAME, snake_case
+from fusiongen.names import TOOL_NAME, WIRE_TOOL_NAME, generated_tool_name, snake_case, wire_tool_name
 
 
 def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR | None = None) -> ToolIR:
@@ -40,6 +40,7 @@ def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR 
     returns = _resolve_returns(ctx, tool.returns, (*loc, "returns")) if tool.returns is not None else None
     return ToolIR(
         name=name,
+        wire=wire_tool_name(name, ctx.spec.server.tool_names),
         ident=ident,
         handler=handler,
         kind=tool.kind,
@@ -127,20 +128,25 @@ def _resolve_returns(ctx: LowerContext, returns: str, loc: Loc) -> ReturnsIR | N
 
 def check_workflow_names(ctx: LowerContext, handle_key: str, tools: tuple[ToolIR, ...]) -> None:
     """The generated <workflow>.start/.status/.resolve tools and the handle argument must not clash with the spec.
-    `.resolve` is reserved even for workflows that do not get it, so adding a refusing tool never breaks a spec."""
+    `.resolve` is reserved even for workflows that do not get it, so adding a refusing tool never breaks a spec.
+    Names are compared as the model sees them ([server] tool_names): with "snake", tool `invoice_start` is
+    the generated `invoice.start` too."""
     if not ctx.spec.workflows:
         return
     ctx.check_identifier(handle_key, ("server", "state_handle_key"), "state_handle_key")
+    style = ctx.spec.server.tool_names
     for workflow in ctx.spec.workflows:
         for suffix in ("start", "status", "resolve"):
-            generated = f"{workflow}.{suffix}"
-            if generated in ctx.spec.tools:
-                ctx.error(
-                    "FG177",
-                    f'tool "{generated}" clashes with the tool fusiongen generates for workflow "{workflow}"',
-                    ("tools", generated),
-                    hint="rename the tool",
-                )
+            generated = generated_tool_name(workflow, suffix, style)
+            for tool in tools:
+                if tool.wire == generated:
+                    ctx.error(
+                        "FG177",
+                        f'tool "{tool.name}" clashes with the tool fusiongen generates for workflow "{workflow}"'
+                        + ("" if tool.name == generated else f' ("{generated}")'),
+                        ("tools", tool.name),
+                        hint="rename the tool",
+                    )
     for tool in tools:
         if tool.binding and any(f.name == handle_key for f in tool.inputs):
             ctx.error(
@@ -148,6 +154,41 @@ def check_workflow_names(ctx: LowerContext, handle_key: str, tools: tuple[ToolIR
                 f'tool "{tool.name}" has an input "{handle_key}", the workflow handle argument',
                 ("tools", tool.name, "input", handle_key),
                 hint="rename the input or set [server] state_handle_key",
+            )
+
+
+def check_wire_names(ctx: LowerContext, tools: tuple[ToolIR, ...]) -> None:
+    """With `tool_names = "snake"`, every name the model sees must be one LLM APIs accept as a function name
+    (`^[a-zA-Z0-9_-]{1,64}$`, FG104) and name one tool only (FG143). Two tools with the same Python name are
+    reported by `check_collisions` already; the generated workflow tools by `check_workflow_names` and here."""
+    if ctx.spec.server.tool_names != "snake":
+        return
+    first_by_wire: dict[str, ToolIR] = {}
+    for tool in tools:
+        loc: Loc = ("tools", tool.name)
+        if TOOL_NAME.match(tool.name) and not WIRE_TOOL_NAME.match(tool.wire):
+            ctx.error(
+                "FG104",
+                f'tool "{tool.name}" has the wire name "{tool.wire}", longer than the 64 characters LLM APIs accept',
+                loc,
+                hint='shorten the tool name (tool_names = "snake")',
+            )
+        other = first_by_wire.setdefault(tool.wire, tool)
+        if other is not tool and other.ident != tool.ident:
+            ctx.error(
+                "FG143",
+                f'tools "{other.name}" and "{tool.name}" have the same wire name "{tool.wire}" (tool_names = "snake")',
+                loc,
+                hint="rename one of them",
+            )
+    for workflow in ctx.spec.workflows:
+        resolve = generated_tool_name(workflow, "resolve", "snake")
+        if not WIRE_TOOL_NAME.match(resolve):
+            ctx.error(
+                "FG104",
+                f'workflow "{workflow}" generates the tool "{resolve}", longer than the 64 characters LLM APIs accept',
+                ("workflows", workflow),
+                hint='shorten the workflow name (tool_names = "snake")',
             )
 
 

@@ -21,7 +21,7 @@ from fusiongen.ir import BindingIR, WorkflowIR
 from fusiongen.load.loader import LoadedSpec, Loc
 from fusiongen.load.spec import StateSpec, ToolSpec, TransitionSpec, WorkflowSpec
 from fusiongen.lower.context import LowerContext
-from fusiongen.names import snake_case
+from fusiongen.names import generated_tool_name, snake_case
 
 _UNSUPPORTED_STATE_KEYS = ("always", "after", "invoke", "entry", "exit", "initial", "states", "history")
 _UNSUPPORTED_TRANSITION_KEYS = ("guard", "cond", "actions", "reenter")
@@ -190,7 +190,11 @@ class WorkflowLowering:
                     ("states", state),
                     warning=True,
                 )
-        return WorkflowIR(name, snake_case(name), initial, tuple(states), tuple(finals), tuple(transitions))
+        style = self.ctx.spec.server.tool_names
+        start, status, resolve = (generated_tool_name(name, suffix, style) for suffix in ("start", "status", "resolve"))
+        return WorkflowIR(
+            name, snake_case(name), initial, tuple(states), tuple(finals), tuple(transitions), start, status, resolve
+        )
 
     def target(
         self,

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fusiongen.api import Generation, generate
 from fusiongen.diagnostics import Diagnostic, SpecError, sorted_diagnostics
@@ -139,7 +140,9 @@ def read_stderr(case: Path) -> str:
 def spec_tool_names(case: Path) -> list[str]:
     """The tools a case's server must list, read from the spec itself (§2.7): its tools in spec order, then
     `<workflow>.start` and `<workflow>.status` per workflow, and `<workflow>.resolve` for a workflow with a tool
-    that refuses to run again in doubt (`in_doubt = "refuse"`, the default of a mutation that fires a transition)."""
+    that refuses to run again in doubt (`in_doubt = "refuse"`, the default of a mutation that fires a transition).
+    With `[server] tool_names = "snake"`, as the model sees them: every run of other characters than
+    `[A-Za-z0-9_-]` becomes `_` (`invoice.get` → `invoice_get`, `invoice_start`)."""
     spec = tomllib.loads((case / SPEC).read_text(encoding="utf-8"))
     tools = spec.get("tools", {})
     workflows = list(spec.get("workflows", {}))
@@ -154,7 +157,13 @@ def spec_tool_names(case: Path) -> list[str]:
     for workflow in workflows:
         names += [f"{workflow}.start", f"{workflow}.status"]
         names += [f"{workflow}.resolve"] if workflow in refusing else []
-    return names
+    return [wire_name(spec, n) for n in names]
+
+
+def wire_name(spec: dict[str, Any], name: str) -> str:
+    """The name the model sees for tool `name` of a parsed spec (`[server] tool_names`, docs/spec.md §4)."""
+    snake = spec.get("server", {}).get("tool_names") == "snake"
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name) if snake else name
 
 
 def _write(path: Path, text: str) -> None:

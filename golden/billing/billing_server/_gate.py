@@ -62,6 +62,16 @@ class Machine:
     finals: frozenset[str]
     transitions: Mapping[tuple[str, str], str]  # (state, event) → target
     tools_by_state: Mapping[str, tuple[str, ...]]  # the bound tools each state allows
+    # The names of the tools generated for it, as the model sees them: `<name>.start` and so on unless the
+    # spec's `[server] tool_names` is "snake" (`<name>_start`). Every message naming one uses these.
+    start_tool: str = ""
+    status_tool: str = ""
+    resolve_tool: str = ""
+
+    def __post_init__(self) -> None:
+        for suffix in ("start", "status", "resolve"):
+            if not getattr(self, f"{suffix}_tool"):
+                object.__setattr__(self, f"{suffix}_tool", f"{self.name}.{suffix}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,13 +193,13 @@ def store_failed(tool: str, workflow: str, exc: Exception) -> types.CallToolResu
     )
 
 
-def transition_lost(tool: str, workflow: str, target: str) -> types.CallToolResult:
+def transition_lost(tool: str, workflow: str, target: str, status: str) -> types.CallToolResult:
     """The handler ran, but its transition could not be saved: its lease was lost, or the state moved meanwhile."""
     return error_result(
         f'<tool_error tool="{escape_attribute(tool)}" code="CONFLICT" severity="error"><message>Tool '
         f'"{escape_text(tool)}" ran, but workflow "{escape_text(workflow)}" changed or was taken over by another '
         f'call meanwhile, so its move to state "{escape_text(target)}" was not saved.</message><recovery>Call '
-        f"{escape_text(workflow)}.status to see the current state; the tool's effects may have happened, so "
+        f"{escape_text(status)} to see the current state; the tool's effects may have happened, so "
         "check them before calling it again.</recovery></tool_error>"
     )
 
@@ -255,7 +265,7 @@ class Gate:
         # The workflow each of its tools belongs to (bound tools, W.start, W.status), for the call's span.
         self.workflow_of: dict[str, str] = {tool: binding.workflow for tool, binding in bindings.items()}
         for name in machines:
-            self.workflow_of.update({f"{name}.start": name, f"{name}.status": name})
+            self.workflow_of.update({machines[name].start_tool: name, machines[name].status_tool: name})
         # A store written for the fence-less interface (§10.9), or a wrapper around a bundled store that
         # forwards lock() but not fence=, is saved unfenced: only the version then protects the save.
         self.fenced = "fence" in inspect.signature(store.compare_and_set).parameters
@@ -297,7 +307,7 @@ class Gate:
 
     # --- refusals -----------------------------------------------------------------------------------
     def needs_handle(self, tool: str, machine: Machine) -> types.CallToolResult:
-        start = f"{machine.name}.start"
+        start = machine.start_tool
         return forbidden(
             tool,
             f'Tool "{tool}" needs a workflow handle: pass "{self.handle_key}".',
@@ -307,7 +317,7 @@ class Gate:
         )
 
     def unknown_handle(self, tool: str, machine: Machine) -> types.CallToolResult:
-        start = f"{machine.name}.start"
+        start = machine.start_tool
         return forbidden(
             tool,
             f'Unknown or expired {self.handle_key} for workflow "{machine.name}".',
@@ -332,7 +342,7 @@ class Gate:
 
     # --- the call path ------------------------------------------------------------------------------
     def resolve_tool(self, machine: Machine) -> str | None:
-        return f"{machine.name}.resolve" if machine.name in self.resolvable else None
+        return machine.resolve_tool if machine.name in self.resolvable else None
 
     async def call(self, tool: str, arguments: Mapping[str, Any], ctx: Any, route: Route) -> types.CallToolResult:
         binding = self.bindings[tool]
@@ -341,7 +351,7 @@ class Gate:
         handle = rest.pop(self.handle_key, None)
         if handle is not None and type(handle) is not str:
             return validation_error(
-                tool, [FieldError(self.handle_key, f"expected a string handle from {machine.name}.start.")]
+                tool, [FieldError(self.handle_key, f"expected a string handle from {machine.start_tool}.")]
             )
         implicit = handle is None
         if handle is not None and ":" in handle:  # minted handles never hold ":"; session keys do and stay private
@@ -407,7 +417,7 @@ class Gate:
                 raise
             return store_failed(tool, machine.name, exc)
         if lost is not None:
-            return transition_lost(tool, machine.name, lost)
+            return transition_lost(tool, machine.name, lost, machine.status_tool)
         if changed is not None and implicit:
             await ctx.session.send_tool_list_changed()
         return result
@@ -419,7 +429,7 @@ class Gate:
         run again of the same transition (its key, the next attempt), or IN_DOUBT."""
         found = record.pending if self.pends else None
         if found is not None and not found.retry:  # every transition waits for <workflow>.resolve
-            return in_doubt(tool, machine.name, found, f"{machine.name}.resolve")
+            return in_doubt(tool, machine.name, found, machine.resolve_tool)
         if found is not None and found.tool == tool:
             return Pending(tool, found.key, found.attempt + 1, found.retry)
         # Nothing pending, or a tool safe to run again was abandoned for another one: a first run.
@@ -461,19 +471,19 @@ class Gate:
         if arguments:
             names = ", ".join(sorted(arguments))
             return validation_error(
-                f"{machine.name}.start", [FieldError(names, "unknown field; this tool takes no arguments.")]
+                machine.start_tool, [FieldError(names, "unknown field; this tool takes no arguments.")]
             )
         if self.limiter is not None and (wait := self.limiter.wait(client_key(ctx))) > 0:
-            return rate_limited(f"{machine.name}.start", wait)
+            return rate_limited(machine.start_tool, wait)
         handle = secrets.token_urlsafe(24)
         try:
             record = await self.store.create(handle, machine.name, machine.initial)
         except Exception as exc:
-            return store_failed(f"{machine.name}.start", machine.name, exc)
+            return store_failed(machine.start_tool, machine.name, exc)
         return self.describe(machine, handle, record)
 
     async def status(self, machine: Machine, arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
-        tool = f"{machine.name}.status"
+        tool = machine.status_tool
         unknown = [
             FieldError(k, f'unknown field; the only argument is "{self.handle_key}".')
             for k in arguments
@@ -510,7 +520,7 @@ class Gate:
         same idempotency key (in case they did after all). Only a pending transition can be resolved, and only
         a handler that started leaves one: this never moves a workflow along a transition nobody attempted.
         """
-        tool = f"{machine.name}.resolve"
+        tool = machine.resolve_tool
         problems = [
             FieldError(k, f'unknown field; the arguments are "{self.handle_key}" and "outcome".')
             for k in arguments
