@@ -44,6 +44,11 @@ class ServerSpec(_Strict):
     package: str | None = Field(default=None, description="The generated package; default <name>_server.")
     instructions: str | None = Field(default=None, description="Sent to clients as server instructions.")
     handlers: str | None = Field(default=None, description="The handler module; default <package>_handlers.")
+    user_blocks: Literal["omit", "send"] = Field(
+        default="omit",
+        description='UI blocks with audience = "user": "omit" (the default: clients may hand every block to the '
+        'model, audience is only a hint) or "send". A presenter\'s own user_blocks overrides it.',
+    )
 
 
 class ModelSpec(_Strict):
@@ -127,6 +132,9 @@ class PresenterSpec(_Strict):
     ui: list[UIBlockSpec] = Field(default_factory=list)
     collection_ui: list[UIBlockSpec] = Field(default_factory=list)
     suggest: list[SuggestionSpec] = Field(default_factory=list)
+    user_blocks: Literal["omit", "send"] | None = Field(
+        default=None, description='Its audience = "user" blocks: "omit" or "send"; default: [server] user_blocks.'
+    )
 
 
 class TransitionSpec(_Strict):
