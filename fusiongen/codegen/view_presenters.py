@@ -128,9 +128,7 @@ def user_blocks_in(server: ServerIR, presenter: PresenterIR, collection: bool) -
     )
 
 
-def _block(
-    block: UIBlockIR, collection: bool, constants: dict[str, str], owner: PresenterIR, index: int
-) -> BlockView:
+def _block(block: UIBlockIR, collection: bool, constants: dict[str, str], owner: PresenterIR, index: int) -> BlockView:
     if block.type == "table":
         columns = f"_{owner.snake.upper()}_{'COLLECTION_' if collection else ''}COLUMNS_{index}"
         constants[columns] = py_literal(block.columns)
