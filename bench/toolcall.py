@@ -188,7 +188,7 @@ def _breakdown(core: Any, presented: Any | None, rounds: int) -> Row:
         ),
     }
     if presented is not None and hasattr(presented, "presenters"):
-        steps["presented: present_invoice"] = timed(lambda: presented.presenters.present_invoice(raw))
+        steps["presented: present_invoice"] = timed(lambda: presented.presenters.present_invoice(raw, frozenset()))
     samples = interleave(steps, rounds)
     measured = "  ".join(f"{name} {samples.median(name) * 1e6:.1f}us" for name in steps)
     return Row("  generated per-call steps [info]", measured)

@@ -124,6 +124,7 @@ CODES: dict[str, str] = {
     "FG158": "expression reads a hidden or redacted field",
     "FG159": "suggestion names an unknown tool",
     "FG160": "UI block misused",
+    "FG161": "user-only UI block shows a redacted field",
     "FG170": "workflow state unknown",
     "FG171": "workflow event unknown",
     "FG172": "unsupported XState feature",

@@ -131,6 +131,12 @@ class PresenterIR:
     collection_ui: tuple[UIBlockIR, ...] = ()
     suggestions: tuple[SuggestionIR, ...] = ()
     model_reads: tuple[tuple[str, ...], ...] = ()  # paths its rules, suggestions and model-facing blocks read
+    send_user_blocks: bool = False  # what the spec says of its audience = "user" blocks (a server may override)
+
+    @property
+    def user_blocks(self) -> bool:
+        """Whether it declares any audience = "user" block (its own, not its children's)."""
+        return any(b.for_user for b in (*self.ui, *self.collection_ui))
 
     def embed(self, field: str) -> str | None:
         return dict(self.embeds).get(field)

@@ -1,7 +1,9 @@
 """A scripted agent session against the generated billing server over stdio: `make demo` runs it.
 
-It prints exactly what an agent receives: tool lists, and each call's content blocks (blocks meant
-only for the human are marked). It runs the server twice: once in the handshake era, where the tool
+It prints exactly what an agent receives: tool lists, and each call's content blocks. Blocks meant only
+for the human (audience = "user") are not among them: the billing spec omits them, the default, because
+clients such as langchain hand every block to the model; run the server with `--user-blocks send` and
+they appear, marked "[for the user only]". It runs the server twice: once in the handshake era, where the tool
 list follows the session's workflow state, and once in the 2026-07-28 era, with state handles.
 Usage: python specs/demo_client.py OUT   (OUT: where `fusiongen build` wrote billing_server/)
 """

@@ -32,3 +32,5 @@ def test_the_demo_runs_and_explains_what_it_shows(tmp_path: Path) -> None:
     answer = shown.index('<tool_error tool="invoice.get" code="INTERNAL_ERROR"')
     assert title < log < answer, shown[title - 200 : answer + 200]
     assert "Traceback" not in shown
+    # The spec omits its user-only blocks (the default): the customer's real email is shown nowhere.
+    assert "[for the user only]" not in shown and "ada@example.com" not in shown

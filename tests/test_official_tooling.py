@@ -95,8 +95,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # --- MCP Inspector CLI over stdio -------------------------------------------------------------------------
 
 
-def inspect(built: Path, era: str, *method: str) -> dict[str, Any]:
-    """One Inspector CLI call against `python -m billing_server` on stdio; the JSON object it prints."""
+def inspect(built: Path, era: str, *method: str, server_args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One Inspector CLI call against `python -m billing_server SERVER_ARGS` on stdio; the JSON it prints."""
     tools = tooling()
     command = [
         str(tools.node),
@@ -115,6 +115,7 @@ def inspect(built: Path, era: str, *method: str) -> dict[str, Any]:
         sys.executable,
         "-m",
         "billing_server",
+        *server_args,
     ]
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=60, env=node_env(built.parent), stdin=subprocess.DEVNULL
@@ -146,7 +147,8 @@ def test_inspector_lists_tools(built: Path, era: str, tool_count: int) -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-def test_inspector_calls_invoice_get(built: Path, era: str) -> None:
+@pytest.mark.parametrize("user_blocks", ["spec", "send"])
+def test_inspector_calls_invoice_get(built: Path, era: str, user_blocks: str) -> None:
     output = inspect(
         built,
         era,
@@ -156,6 +158,7 @@ def test_inspector_calls_invoice_get(built: Path, era: str) -> None:
         "invoice.get",
         "--tool-args-json",
         json.dumps({"id": "inv-1"}),
+        server_args=("--user-blocks", user_blocks),
     )
     result = output["result"]
     assert result["isError"] is False
@@ -167,9 +170,11 @@ def test_inspector_calls_invoice_get(built: Path, era: str) -> None:
     printed = json.dumps(output)
     for hidden in HIDDEN_VALUES:
         assert hidden not in printed
-    # The real email only goes to the human: the one block that carries it is annotated audience ["user"].
+    # The spec omits user-only blocks (the default); sent, the one block that carries the real email is
+    # annotated audience ["user"].
     carrying = [block for block in result["content"] if REAL_EMAIL in block.get("text", "")]
-    assert [block.get("annotations", {}).get("audience") for block in carrying] == [["user"]]
+    expected = [["user"]] if user_blocks == "send" else []
+    assert [block.get("annotations", {}).get("audience") for block in carrying] == expected
     # The era really was negotiated: only 2026-07-28 responses name the server in `_meta`.
     server_info = result.get("_meta", {}).get("io.modelcontextprotocol/serverInfo")
     assert server_info == ({"name": "billing", "version": "1.0.0"} if era == "modern" else None)

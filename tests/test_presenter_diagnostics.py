@@ -65,9 +65,10 @@ class Expected:
     code: str
     message: str
     hint: object = None  # None: no hint printed; ANY_HINT: not checked
+    severity: str = "error"
 
     def line(self) -> str:
-        return f"{SPEC_NAME}:{self.where}: error[{self.code}]: {self.message}"
+        return f"{SPEC_NAME}:{self.where}: {self.severity}[{self.code}]: {self.message}"
 
 
 def at(source: str, needle: str, offset: int = 0, *, nth: int | None = None) -> str:
@@ -112,7 +113,8 @@ def check(tmp_path: Path, source: str, expected: list[Expected]) -> None:
     for want, (line, hint) in zip(expected, got, strict=True):
         if want.hint is not ANY_HINT:
             assert hint == want.hint, f"hint of {line!r}:\n{output}"
-    assert f"{len(expected)} error(s); nothing was written." in result.stderr, output
+    errors = sum(e.severity == "error" for e in expected)
+    assert f"{errors} error(s); nothing was written." in result.stderr, output
 
 
 def test_the_base_spec_is_valid(tmp_path: Path) -> None:
@@ -617,6 +619,31 @@ item = "{id}: {status}"
                 "FG158",
                 redacted_email,
                 'show it in a UI block with audience = "user", or read another field',
+            ),
+            # Allowed for the user, but a client that ignores audience would show the model: FG161 warns.
+            Expected(
+                at(source, '[[presenters.H.ui]]\ntype = "summary"'),
+                "FG161",
+                'the user-only summary block ui[3] shows "customer.email", '
+                'which redact_pii "customer.email" masks for the model',
+                'omitted while user_blocks = "omit"; with "send" (or --user-blocks send) a client that ignores '
+                "audience hands the real value to the model",
+                "warning",
+            ),
+            Expected(
+                at(source, '[[presenters.H.ui]]\ntype = "summary"'),
+                "FG161",
+                'the user-only summary block ui[3] shows "status", which redact_pii "status" masks for the model',
+                ANY_HINT,
+                "warning",
+            ),
+            Expected(
+                at(source, '[[presenters.H.ui]]\ntype = "json"\npath = "customer.email"'),
+                "FG161",
+                'the user-only json block ui[4] shows "customer.email", '
+                'which redact_pii "customer.email" masks for the model',
+                ANY_HINT,
+                "warning",
             ),
             Expected(
                 at(source, '"{id}: {status}"'),

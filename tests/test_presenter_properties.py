@@ -301,6 +301,10 @@ def handed_over(draw: st.DrawFn) -> tuple[list[dict[str, Any]], Any]:
 # --- checks --------------------------------------------------------------------------------------------
 
 
+# Every presenter's user-only blocks sent (the default omits them): they must be annotated for the user.
+SENT = frozenset({"PersonCard", "AccountView"})
+
+
 def for_user(block: Any) -> bool:
     return bool(block.annotations and block.annotations.audience == ["user"])
 
@@ -348,13 +352,13 @@ def test_nothing_marked_reaches_the_model_and_results_fit_the_schema(
     built: Built, payload: tuple[list[dict[str, Any]], Any]
 ) -> None:
     accounts, handed = payload
-    single = built.presenters.present_account_view(handed[0])
+    single = built.presenters.present_account_view(handed[0], user=SENT)
     check_single(single, built.single)
-    many = built.presenters.present_account_view_many(handed)
+    many = built.presenters.present_account_view_many(handed, user=SENT)
     check_many(many, built.many, len(accounts))
     # Containers do not matter: the plain dicts give exactly the same result.
-    same(single, built.presenters.present_account_view(accounts[0]))
-    same(many, built.presenters.present_account_view_many(accounts))
+    same(single, built.presenters.present_account_view(accounts[0], user=SENT))
+    same(many, built.presenters.present_account_view_many(accounts, user=SENT))
 
 
 async def through_client(built: Built, tool: str, payload: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -363,7 +367,7 @@ async def through_client(built: Built, tool: str, payload: Any) -> tuple[list[An
     results: list[Any] = []
     schema: dict[str, Any] = {}
     for mode in ("legacy", "2026-07-28"):
-        async with Client(built.server.create_server(), mode=mode, cache=None) as client:
+        async with Client(built.server.create_server(user_blocks="send"), mode=mode, cache=None) as client:
             schema = {t.name: t for t in (await client.list_tools()).tools}[tool].output_schema
             results.append(await client.call_tool(tool, {}))
     return results, schema
@@ -383,7 +387,7 @@ def test_the_same_holds_through_a_real_client(built: Built, payload: tuple[list[
     for result in (legacy, modern):
         check_many(result, built.many, len(accounts))
     same(legacy, modern)
-    same(legacy, built.presenters.present_account_view_many(accounts))
+    same(legacy, built.presenters.present_account_view_many(accounts, user=SENT))
 
 
 def test_the_spec_uses_every_path_form(built: Built) -> None:

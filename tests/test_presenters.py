@@ -564,6 +564,7 @@ text = "Person {name}"
 [presenters.AccountView]
 model = "Account"
 fields = ["id", "places", "lines", "owner", "members", "secret"]
+user_blocks = "send"  # the tests below check what its user-only blocks show
 embed = { owner = "PersonCard", members = "PersonCard" }
 redact_pii = ["places.*.street", "lines[*].payments[*].card", "lines[*].codes[*]", "secret"]
 censor = "###"
@@ -938,7 +939,7 @@ def invoice_table(number: str, amount: str, status: str, due: str) -> str:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_billing_invoice_get_overdue(billing: GeneratedServer, mode: str) -> None:
-    async with Client(billing.create_server(), mode=mode, cache=None) as client:
+    async with Client(billing.create_server(user_blocks="send"), mode=mode, cache=None) as client:
         schema = {t.name: t for t in (await client.list_tools()).tools}["invoice.get"].output_schema
         result = await client.call_tool("invoice.get", {"id": "inv-1"})
     assert not result.is_error
@@ -958,7 +959,7 @@ async def test_billing_invoice_get_overdue(billing: GeneratedServer, mode: str) 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_billing_invoice_get_draft_and_paid(billing: GeneratedServer, mode: str) -> None:
-    async with Client(billing.create_server(), mode=mode, cache=None) as client:
+    async with Client(billing.create_server(user_blocks="send"), mode=mode, cache=None) as client:
         draft = await client.call_tool("invoice.get", {"id": "inv-2"})
         paid = await client.call_tool("invoice.get", {"id": "inv-5"})
     assert texts(draft)[1:] == [
@@ -1019,7 +1020,7 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_billing_customer_card(billing: GeneratedServer, mode: str) -> None:
-    async with Client(billing.create_server(), mode=mode, cache=None) as client:
+    async with Client(billing.create_server(user_blocks="send"), mode=mode, cache=None) as client:
         result = await client.call_tool("customer.get", {"id": "c-1"})
     assert result.structured_content == {"id": "c-1", "name": "Ada Lovelace", "email": "***"}
     assert texts(result)[1:] == [

@@ -271,7 +271,8 @@ async def walk_both_eras(url: str) -> tuple[list[str], list[str]]:
 @pytest.mark.parametrize("level", ["debug", "info"])
 async def test_the_servers_own_level_opens_no_dependency_logs(built: Path, tmp_path: Path, level: str) -> None:
     log = tmp_path / "server.log"
-    with http_server(built, "--log-level", level, log=log) as url:
+    # --user-blocks send: the user-only email does go over the wire (walk_both_eras checks), never to the log.
+    with http_server(built, "--log-level", level, "--user-blocks", "send", log=log) as url:
         sessions, handles = await walk_both_eras(url)
     text = log.read_text()
     for secret in [*sessions, *handles, USER_ONLY_EMAIL]:
@@ -283,7 +284,8 @@ async def test_the_servers_own_level_opens_no_dependency_logs(built: Path, tmp_p
 
 async def test_dependency_debug_logs_show_credentials_only_hashed(built: Path, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
-    with http_server(built, "--log-level", "debug", "--dependency-log-level", "debug", log=log) as url:
+    debug = ("--log-level", "debug", "--dependency-log-level", "debug", "--user-blocks", "send")
+    with http_server(built, *debug, log=log) as url:
         sessions, handles = await walk_both_eras(url)
     text = log.read_text()
     assert "mcp.server.streamable_http_manager: Created new transport with session ID: sha256:" in text

@@ -14,7 +14,7 @@ from fusiongen.codegen.constants import ConstantView
 from fusiongen.codegen.jsonschema import input_schema, output_schema
 from fusiongen.codegen.runtime_copy import exports
 from fusiongen.codegen.view_inputs import InputFieldView, InputViews, NestedInputView
-from fusiongen.codegen.view_presenters import PresenterView, build_presenters
+from fusiongen.codegen.view_presenters import PresenterView, build_presenters, user_blocks_in
 from fusiongen.codegen.view_shapes import ShapeView, ShapeViews
 from fusiongen.codegen.view_workflows import (
     BindingView,
@@ -46,6 +46,7 @@ class ToolView:
     input_schema: ConstantView
     output_schema: ConstantView | None
     present_function: str | None  # in presenters.py
+    present_takes_user: bool  # it takes `user`, the presenters whose user-only blocks are sent
     annotations: str
     kind: str
     description_text: str  # for the generated README's table
@@ -94,6 +95,8 @@ class ServerView:
     handle_key_literal: str
     state_constants: tuple[ConstantView, ...]  # schemas of the generated <workflow>.start/.status tools
     definitions: tuple[ConstantView, ...]  # model definitions the tool schemas share, by name
+    # presenter name -> its spec sends its audience = "user" blocks; None when no presenter declares one
+    user_blocks_literal: str | None
 
 
 class _ToolViews:
@@ -166,6 +169,8 @@ class _ToolViews:
                 f"present_{self.server.presenter(tool.returns.presenter).snake}"
                 + ("_many" if tool.returns.collection else "")
             ),
+            present_takes_user=tool.returns is not None
+            and user_blocks_in(self.server, self.server.presenter(tool.returns.presenter), tool.returns.collection),
             annotations=kind_hints[tool.kind],
             kind=tool.kind,
             description_text=markdown_text(tool.description or tool.wire, inline=True),
@@ -234,4 +239,10 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         handle_key_literal=py_string(server.state_handle_key),
         state_constants=state_constants,
         definitions=tuple(sorted(tool_views.definitions.values(), key=lambda c: c.name)),
+        user_blocks_literal=_user_blocks_literal(server),
     )
+
+
+def _user_blocks_literal(server: ServerIR) -> str | None:
+    declared = {p.name: p.send_user_blocks for p in server.presenters if p.user_blocks}
+    return py_literal(declared) if declared else None

@@ -16,7 +16,7 @@ from fusiongen.pyliteral import docstring_text, py_literal, py_string
 
 @dataclass(frozen=True)
 class BlockView:
-    when: str | None
+    when: str | None  # its `when`, and for a user-only block whether this server sends its presenter's
     type_literal: str
     text: str  # a Python expression producing the block's text
     for_user: bool
@@ -27,6 +27,7 @@ class ChildView:
     key: str
     is_list: bool
     function: str
+    takes_user: bool = False  # its UI function takes the set of presenters whose user-only blocks are sent
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class PresenterView:
     mask_children: tuple[ChildView, ...]
     has_item_notes: bool
     has_ui: bool
+    takes_user: bool  # its UI function (and present_x) takes `user`: it or an embed has user-only blocks
+    many_takes_user: bool  # present_x_many takes `user`: a collection_ui block is user-only
     has_mask: bool
     mask_lines: tuple[str, ...]
     censor_constant: str
@@ -115,9 +118,19 @@ def _mask_lines(trie: _Trie, censor: str) -> list[str]:
     return lines
 
 
-def _block(block: UIBlockIR, collection: bool, constants: dict[str, str], owner: str, index: int) -> BlockView:
+def user_blocks_in(server: ServerIR, presenter: PresenterIR, collection: bool) -> bool:
+    """Whether presenting one item (or a collection) of `presenter` can add a user-only block: then its
+    functions take `user`, the presenters whose user-only blocks this server sends (chosen at start-up)."""
+    if collection:
+        return any(b.for_user for b in presenter.collection_ui)
+    return any(b.for_user for b in presenter.ui) or any(
+        user_blocks_in(server, server.presenter(child), False) for _, child in presenter.embeds
+    )
+
+
+def _block(block: UIBlockIR, collection: bool, constants: dict[str, str], owner: PresenterIR, index: int) -> BlockView:
     if block.type == "table":
-        columns = f"_{owner.upper()}_{'COLLECTION_' if collection else ''}COLUMNS_{index}"
+        columns = f"_{owner.snake.upper()}_{'COLLECTION_' if collection else ''}COLUMNS_{index}"
         constants[columns] = py_literal(block.columns)
         cells = ["(" + ", ".join(c.python for c in row) + ("," if len(row) == 1 else "") + ")" for row in block.rows]
         rows = f"[{cells[0]} for data in items]" if collection else "[" + ", ".join(cells) + "]"
@@ -148,7 +161,11 @@ def _block(block: UIBlockIR, collection: bool, constants: dict[str, str], owner:
             text = f"summary_text({python})"
         else:
             text = python
-    return BlockView(block.when.python if block.when else None, py_string(block.type), text, block.for_user)
+    when = block.when.python if block.when else None
+    if block.for_user:  # an omitted block is not even computed
+        sent = f"{py_string(owner.name)} in user"
+        when = f"{sent} and ({when})" if when else sent
+    return BlockView(when, py_string(block.type), text, block.for_user)
 
 
 def _read(path: tuple[str, ...]) -> str:
@@ -197,6 +214,7 @@ def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str,
                             py_string(field_name),
                             field.type.kind == "list",
                             f"{prefix}_{server.presenter(child).snake}",
+                            kind == "ui" and user_blocks_in(server, server.presenter(child), False),
                         )
                     )
             return tuple(found)
@@ -221,16 +239,18 @@ def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str,
                 suggestions=tuple(
                     (_expr(s.when), py_string(s.tool + ": "), s.reason.python) for s in presenter.suggestions
                 ),
-                blocks=tuple(_block(b, False, constants, snake, i) for i, b in enumerate(presenter.ui)),
+                blocks=tuple(_block(b, False, constants, presenter, i) for i, b in enumerate(presenter.ui)),
                 collection_rules=tuple(r.text.python for r in presenter.collection_rules),
                 collection_blocks=tuple(
-                    _block(b, True, constants, snake, i) for i, b in enumerate(presenter.collection_ui)
+                    _block(b, True, constants, presenter, i) for i, b in enumerate(presenter.collection_ui)
                 ),
                 note_children=kids("notes", "item_notes"),
                 ui_children=kids("ui", "ui"),
                 mask_children=kids("mask", "mask"),
                 has_item_notes=flag(presenter)["notes"],
                 has_ui=flag(presenter)["ui"],
+                takes_user=user_blocks_in(server, presenter, False),
+                many_takes_user=user_blocks_in(server, presenter, True),
                 has_mask=flag(presenter)["mask"],
                 mask_lines=tuple(_mask_lines(trie, censor_constant)),
                 censor_constant=censor_constant,

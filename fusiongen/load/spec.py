@@ -49,6 +49,11 @@ class ServerSpec(_Strict):
         description='The tool names the model sees: the spec\'s ("dotted"), or with every "." as "_" ("snake"), '
         "for LLM APIs whose function names must match ^[a-zA-Z0-9_-]{1,64}$.",
     )
+    user_blocks: Literal["omit", "send"] = Field(
+        default="omit",
+        description='UI blocks with audience = "user": "omit" (the default: clients may hand every block to the '
+        'model, audience is only a hint) or "send". A presenter\'s own user_blocks overrides it.',
+    )
 
 
 class ModelSpec(_Strict):
@@ -132,6 +137,9 @@ class PresenterSpec(_Strict):
     ui: list[UIBlockSpec] = Field(default_factory=list)
     collection_ui: list[UIBlockSpec] = Field(default_factory=list)
     suggest: list[SuggestionSpec] = Field(default_factory=list)
+    user_blocks: Literal["omit", "send"] | None = Field(
+        default=None, description='Its audience = "user" blocks: "omit" or "send"; default: [server] user_blocks.'
+    )
 
 
 class TransitionSpec(_Strict):

@@ -55,6 +55,8 @@ class PresenterExpressions:
         self.embeds = embeds
         self.redactions = redactions
         self.reads: list[tuple[str, ...]] = []  # what model-facing expressions read (checked against parents)
+        self.user_reads: list[tuple[str, ...]] = []  # what the user-only block being compiled reads
+        self.sends_user_blocks = False  # its effective user_blocks setting, for FG161's hint
         model = scope.models.get(scope.specs[str(loc[1])].model or "") if len(loc) > 1 else None
         self.top_hidden = {f.name: f for f in model.fields if f.hidden} if model else {}
 
@@ -97,11 +99,15 @@ class PresenterExpressions:
             if inner is None:
                 break
             level = inner
+        written = self.redaction_of(path)
+        return f'"{".".join(path)}" is redacted (redact_pii "{written}")' if written is not None else None
+
+    def redaction_of(self, path: tuple[str, ...]) -> str | None:
+        """The redaction path (as written) that overlaps `path`, if one does: this presenter's or an embed's."""
         for redacted in self.redactions:
             plain = tuple(s for s in redacted if s != "[*]")
             if plain[: len(path)] == path or path[: len(plain)] == plain:
-                written = "".join(s if s == "[*]" else f".{s}" for s in redacted).lstrip(".")
-                return f'"{".".join(path)}" is redacted (redact_pii "{written}")'
+                return "".join(s if s == "[*]" else f".{s}" for s in redacted).lstrip(".")
         return None
 
     def _compile(
@@ -123,6 +129,8 @@ class PresenterExpressions:
             return None
         if not for_user:
             self.reads.extend(p for p in result.paths if p not in self.reads)
+        else:
+            self.user_reads.extend(p for p in result.paths if p not in self.user_reads)
         for path in result.paths:
             reason = self.hidden_reason(path)
             if reason is None:
@@ -152,6 +160,40 @@ class PresenterExpressions:
         return self._compile("condition", text, loc, collection=collection)
 
     def block(self, spec: UIBlockSpec, loc: Loc, *, collection: bool) -> UIBlockIR | None:
+        self.user_reads = []
+        compiled = self._block(spec, loc, collection=collection)
+        if compiled is not None and compiled.for_user:
+            self.warn_user_block_redactions(spec, loc, compiled)
+        return compiled
+
+    def warn_user_block_redactions(self, spec: UIBlockSpec, loc: Loc, block: UIBlockIR) -> None:
+        """FG161: a user-only block that shows a redacted value. Allowed (that is what such blocks are for),
+        but audience is only a hint: a client that ignores it hands the real value to the model."""
+        reads = [*self.user_reads, *([block.path] if block.type == "json" else [])]
+        shown: dict[str, str] = {}  # what the block reads -> what masks it for the model
+        for path in reads:
+            if not path:  # a json block of the whole result
+                if self.redactions:
+                    shown.setdefault("the whole result", "which holds fields redact_pii masks for the model")
+            elif (written := self.redaction_of(path)) is not None:
+                shown.setdefault(f'"{".".join(path)}"', f'which redact_pii "{written}" masks for the model')
+        where = f"{loc[-2]}[{loc[-1]}]"
+        now = (
+            'this presenter sends user blocks (user_blocks = "send"): a client that ignores audience, '
+            "such as langchain, hands the real value to the model"
+            if self.sends_user_blocks
+            else 'omitted while user_blocks = "omit"; with "send" (or --user-blocks send) a client that '
+            "ignores audience hands the real value to the model"
+        )
+        for what, masked_by in shown.items():
+            self.ctx.warning(
+                "FG161",
+                f"the user-only {spec.type} block {where} shows {what}, {masked_by}",
+                loc,
+                hint=now,
+            )
+
+    def _block(self, spec: UIBlockSpec, loc: Loc, *, collection: bool) -> UIBlockIR | None:
         user = spec.audience == "user"
         allowed = {
             "table": {"columns", "rows"} if not collection else {"columns", "row"},

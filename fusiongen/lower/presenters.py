@@ -148,6 +148,7 @@ class _PresenterLowering:
         context = PresenterExpressions(
             self.ctx, self.scope, fields, dict(embeds), self.effective_redactions(name, redactions), loc
         )
+        context.sends_user_blocks = (presenter.user_blocks or self.ctx.spec.server.user_blocks) == "send"
         rules = [
             RuleIR(t)
             for i, text in enumerate(presenter.rules)
@@ -204,6 +205,7 @@ class _PresenterLowering:
             ),
             suggestions=tuple(suggestions),
             model_reads=tuple(context.reads),
+            send_user_blocks=context.sends_user_blocks,
         )
 
     def embeds(self, name: str, presenter: PresenterSpec, by_name: dict[str, FieldIR]) -> tuple[tuple[str, str], ...]:

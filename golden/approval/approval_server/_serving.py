@@ -26,7 +26,7 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
-from ._runtime import DEFAULT_STARTS_PER_MINUTE
+from ._runtime import DEFAULT_STARTS_PER_MINUTE, USER_BLOCK_MODES
 from ._stdio import stdio_is_pipes, stdio_streams
 
 if TYPE_CHECKING:  # the SDK is the optional `otel` extra: imported only by --otel
@@ -117,6 +117,17 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         choices=LOG_LEVELS,
         help="log level of every other logger: mcp, uvicorn, sse_starlette, ... (default "
         "warning); at debug they dump whole messages, data meant only for the user included",
+    )
+
+
+def add_presenter_arguments(parser: argparse.ArgumentParser) -> None:
+    """The option of servers whose spec declares audience = "user" UI blocks."""
+    parser.add_argument(
+        "--user-blocks",
+        choices=USER_BLOCK_MODES,
+        default="spec",
+        help='UI blocks meant only for the user (audience = "user"): send them, omit them, or do what the spec '
+        "says (default spec). Audience is a hint: clients that ignore it, such as langchain, show them to the model",
     )
 
 

@@ -851,6 +851,26 @@ def truncation_block(shown: int, left_out: int) -> Block:
 
 _FOR_USER: Final = types.Annotations(audience=["user"])
 
+# --user-blocks / create_server(user_blocks=): what the spec says, or every presenter's user-only blocks
+# sent, or none. "omit" is the spec's default: audience is only a hint, and clients such as langchain hand
+# every block to the model.
+USER_BLOCK_MODES: Final = ("spec", "send", "omit")
+
+
+def sent_user_blocks(mode: str, spec: Mapping[str, bool]) -> frozenset[str]:
+    """The presenters whose audience = "user" blocks this server sends, chosen once at start-up.
+
+    `spec` maps each presenter that declares such blocks to its spec's user_blocks == "send". An omitted
+    block is not computed at all: its presenter's name is not in the set its UI function checks.
+    """
+    if mode == "spec":
+        return frozenset(name for name, send in spec.items() if send)
+    if mode == "send":
+        return frozenset(spec)
+    if mode == "omit":
+        return frozenset()
+    raise ValueError(f"user_blocks must be one of {', '.join(USER_BLOCK_MODES)}, not {mode!r}")
+
 
 def presented_result(text_data: object, structured: dict[str, Any], notes: Notes) -> types.CallToolResult:
     """The wire format: data as JSON, then UI blocks, then domain rules, then action suggestions."""

@@ -133,7 +133,7 @@ def item_notes_invoice(data: dict[str, Any], notes: Notes) -> None:
         item_notes_customer(child, notes)
 
 
-def ui_invoice(data: dict[str, Any], notes: Notes) -> None:
+def ui_invoice(data: dict[str, Any], notes: Notes, user: frozenset[str]) -> None:
     """UI blocks of one Invoice item (and of the presenters it embeds)."""
     notes.blocks.append(
         Block(
@@ -166,15 +166,19 @@ def ui_invoice(data: dict[str, Any], notes: Notes) -> None:
     )
     if data.get("status") != "paid":
         notes.blocks.append(Block("mermaid", fenced("mermaid", "graph LR; draft-->review-->approved-->paid"), False))
-    notes.blocks.append(
-        Block(
-            "list",
-            list_text(
-                ["Contact: " + _x_fmt(_x_get(data, ("customer", "email"))), "Internal id: " + _x_fmt(data.get("id"))]
-            ),
-            True,
+    if "Invoice" in user:
+        notes.blocks.append(
+            Block(
+                "list",
+                list_text(
+                    [
+                        "Contact: " + _x_fmt(_x_get(data, ("customer", "email"))),
+                        "Internal id: " + _x_fmt(data.get("id")),
+                    ]
+                ),
+                True,
+            )
         )
-    )
 
 
 def mask_invoice(data: dict[str, Any]) -> None:
@@ -193,11 +197,11 @@ def mask_invoice(data: dict[str, Any]) -> None:
         mask_customer(node_3)
 
 
-def present_invoice(raw: object) -> types.CallToolResult:
+def present_invoice(raw: object, user: frozenset[str]) -> types.CallToolResult:
     data = shape_invoice(raw, "result")
     notes = Notes()
     item_notes_invoice(data, notes)
-    ui_invoice(data, notes)
+    ui_invoice(data, notes, user)
     mask_invoice(data)
     return presented_result(data, data, notes)
 
@@ -259,12 +263,13 @@ def item_notes_customer_card(data: dict[str, Any], notes: Notes) -> None:
     notes.rules.append("Customer cards are read-only.")
 
 
-def ui_customer_card(data: dict[str, Any], notes: Notes) -> None:
+def ui_customer_card(data: dict[str, Any], notes: Notes, user: frozenset[str]) -> None:
     """UI blocks of one CustomerCard item (and of the presenters it embeds)."""
     notes.blocks.append(
         Block("code", fenced("text", _x_fmt(data.get("name")) + " (" + _x_fmt(data.get("id")) + ")"), False)
     )
-    notes.blocks.append(Block("json", json_text(data.get("email")), True))
+    if "CustomerCard" in user:
+        notes.blocks.append(Block("json", json_text(data.get("email")), True))
 
 
 def mask_customer_card(data: dict[str, Any]) -> None:
@@ -273,10 +278,10 @@ def mask_customer_card(data: dict[str, Any]) -> None:
         data["email"] = _CUSTOMER_CARD_CENSOR
 
 
-def present_customer_card(raw: object) -> types.CallToolResult:
+def present_customer_card(raw: object, user: frozenset[str]) -> types.CallToolResult:
     data = shape_customer_card(raw, "result")
     notes = Notes()
     item_notes_customer_card(data, notes)
-    ui_customer_card(data, notes)
+    ui_customer_card(data, notes, user)
     mask_customer_card(data)
     return presented_result(data, data, notes)

@@ -26,6 +26,7 @@ from ._runtime import (
     import_handlers,
     logged_call,
     run_tool,
+    sent_user_blocks,
     unknown_tool,
 )
 from .state_store import StateStore, open_store
@@ -41,6 +42,8 @@ HANDLERS_MODULE: Final = "billing_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../../../specs"
+# Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
+USER_BLOCKS: Final[dict[str, bool]] = {"Invoice": False, "CustomerCard": False}
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
@@ -175,6 +178,7 @@ def create_server(
     handlers: ModuleType | None = None,
     state_store: StateStore | str = "memory",
     starts_per_minute: int | None = DEFAULT_STARTS_PER_MINUTE,
+    user_blocks: str = "spec",
 ) -> Server[Any]:
     """Build the server.
 
@@ -182,6 +186,8 @@ def create_server(
     StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0" (redis:// and
     rediss:// need the `redis` extra); `starts_per_minute` limits each client's `<workflow>.start` calls
     (None: no limit).
+    `user_blocks` is "spec" (what each presenter's user_blocks says), "send" or "omit": which
+    audience = "user" blocks are sent.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     store = (
@@ -190,12 +196,13 @@ def create_server(
         else state_store
     )
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
+    user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
         "invoice.get": partial(
             run_tool,
             "invoice.get",
             inputs.parse_invoice_get,
-            presenters.present_invoice,
+            partial(presenters.present_invoice, user=user),
             bind_handler(module, "get_invoice", "invoice.get"),
         ),
         "invoice.list": partial(
@@ -209,21 +216,21 @@ def create_server(
             run_tool,
             "invoice.create",
             inputs.parse_invoice_create,
-            presenters.present_invoice,
+            partial(presenters.present_invoice, user=user),
             bind_handler(module, "create_invoice", "invoice.create"),
         ),
         "invoice.update": partial(
             run_tool,
             "invoice.update",
             inputs.parse_invoice_update,
-            presenters.present_invoice,
+            partial(presenters.present_invoice, user=user),
             bind_handler(module, "update_invoice", "invoice.update"),
         ),
         "customer.get": partial(
             run_tool,
             "customer.get",
             inputs.parse_customer_get,
-            presenters.present_customer_card,
+            partial(presenters.present_customer_card, user=user),
             bind_handler(module, "get_customer", "customer.get"),
         ),
         "billing.remind": partial(

@@ -95,15 +95,16 @@ def item_notes_client(data: dict[str, Any], notes: Notes) -> None:
     )
 
 
-def ui_client(data: dict[str, Any], notes: Notes) -> None:
+def ui_client(data: dict[str, Any], notes: Notes, user: frozenset[str]) -> None:
     """UI blocks of one Client item (and of the presenters it embeds)."""
-    notes.blocks.append(
-        Block(
-            "list",
-            list_text(["SSN: " + _x_fmt(data.get("ssn")), "Email: " + _x_fmt(_x_get(data, ("contact", "email")))]),
-            True,
+    if "Client" in user:
+        notes.blocks.append(
+            Block(
+                "list",
+                list_text(["SSN: " + _x_fmt(data.get("ssn")), "Email: " + _x_fmt(_x_get(data, ("contact", "email")))]),
+                True,
+            )
         )
-    )
 
 
 def mask_client(data: dict[str, Any]) -> None:
@@ -162,11 +163,11 @@ def mask_client(data: dict[str, Any]) -> None:
                 node_10[:] = [None if v is None else _CLIENT_CENSOR for v in expect_list(node_10, "orders[*].notes")]
 
 
-def present_client(raw: object) -> types.CallToolResult:
+def present_client(raw: object, user: frozenset[str]) -> types.CallToolResult:
     data = shape_client(raw, "result")
     notes = Notes()
     item_notes_client(data, notes)
-    ui_client(data, notes)
+    ui_client(data, notes, user)
     mask_client(data)
     return presented_result(data, data, notes)
 

@@ -15,7 +15,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, sent_user_blocks, unknown_tool
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
 
@@ -26,6 +26,8 @@ HANDLERS_MODULE: Final = "crm_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
+USER_BLOCKS: Final[dict[str, bool]] = {"Client": False}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
@@ -45,15 +47,19 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 
-def create_server(handlers: ModuleType | None = None) -> Server[Any]:
-    """Build the server. `handlers` replaces the handler module (tests, hosts embedding the server)."""
+def create_server(handlers: ModuleType | None = None, user_blocks: str = "spec") -> Server[Any]:
+    """Build the server. `handlers` replaces the handler module (tests, hosts embedding the server);
+    `user_blocks` is "spec" (what each presenter's user_blocks says), "send" or "omit": which
+    audience = "user" blocks are sent.
+    """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
         "client.get": partial(
             run_tool,
             "client.get",
             inputs.parse_client_get,
-            presenters.present_client,
+            partial(presenters.present_client, user=user),
             bind_handler(module, "client_get", "client.get"),
         ),
         "client.people": partial(

@@ -12,13 +12,14 @@ from collections.abc import Sequence
 
 import anyio
 
-from ._serving import add_server_arguments, serve, serving_logging
+from ._serving import add_presenter_arguments, add_server_arguments, serve, serving_logging
 from .server import HANDLERS_MODULE, NAME, create_server
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m dashboard_server", description=f"The {NAME} MCP server.")
     add_server_arguments(parser)
+    add_presenter_arguments(parser)
     arguments = parser.parse_args(argv)
     return arguments
 
@@ -29,7 +30,7 @@ def configure_logging(arguments: argparse.Namespace) -> None:
 
 
 async def run(arguments: argparse.Namespace) -> None:
-    await serve(NAME, create_server(), arguments)
+    await serve(NAME, create_server(user_blocks=arguments.user_blocks), arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -78,7 +78,7 @@ def shape_metric(src: object, at: str) -> dict[str, Any]:
     return out
 
 
-def ui_metric(data: dict[str, Any], notes: Notes) -> None:
+def ui_metric(data: dict[str, Any], notes: Notes, user: frozenset[str]) -> None:
     """UI blocks of one Metric item (and of the presenters it embeds)."""
     notes.blocks.append(
         Block(
@@ -117,8 +117,9 @@ def ui_metric(data: dict[str, Any], notes: Notes) -> None:
         notes.blocks.append(
             Block("summary", summary_text(_x_fmt(data.get("name")) + " is " + _x_fmt(data.get("value"))), False)
         )
-    notes.blocks.append(Block("json", json_text(data), True))
-    if data.get("owner_email") != "":
+    if "Metric" in user:
+        notes.blocks.append(Block("json", json_text(data), True))
+    if "Metric" in user and (data.get("owner_email") != ""):
         notes.blocks.append(Block("markdown", "Owner: " + _x_fmt(data.get("owner_email")), True))
 
 
@@ -128,15 +129,15 @@ def mask_metric(data: dict[str, Any]) -> None:
         data["owner_email"] = _METRIC_CENSOR
 
 
-def present_metric(raw: object) -> types.CallToolResult:
+def present_metric(raw: object, user: frozenset[str]) -> types.CallToolResult:
     data = shape_metric(raw, "result")
     notes = Notes()
-    ui_metric(data, notes)
+    ui_metric(data, notes, user)
     mask_metric(data)
     return presented_result(data, data, notes)
 
 
-def present_metric_many(raw: object) -> types.CallToolResult:
+def present_metric_many(raw: object, user: frozenset[str]) -> types.CallToolResult:
     found = items_of(raw, "result", "")
     total = len(found)
     items = [shape_metric(item, f"result[{index}]") for index, item in enumerate(found)]
@@ -168,7 +169,8 @@ def present_metric_many(raw: object) -> types.CallToolResult:
             )
         )
     notes.blocks.append(Block("json", json_text([data.get("name") for data in items]), False))
-    notes.blocks.append(Block("markdown", "Showing metrics.", True))
+    if "Metric" in user:
+        notes.blocks.append(Block("markdown", "Showing metrics.", True))
     notes.blocks.append(Block("mermaid", fenced("mermaid", "pie"), False))
     notes.blocks.append(Block("code", fenced("", _x_fmt(count)), False))
     for data in items:
