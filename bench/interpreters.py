@@ -309,7 +309,7 @@ class PresenterInterpreter:
                 notes.conditional.append(ev(rule.text, data))
         for s in p.suggestions:
             if s.when is None or ev(s.when, data):
-                notes.suggestions.append(s.tool + ": " + ev(s.reason, data))
+                notes.suggestions.append((s.tool, ev(s.reason, data)))
         self._children(p, data, notes, self._notes)
 
     def _ui(self, p: PresenterIR, data: dict[str, Any], notes: Any) -> None:
@@ -373,7 +373,7 @@ class PresenterInterpreter:
         self._notes(p, data, notes)
         self._ui(p, data, notes)
         self._masks[p.name].apply_in_place(data)
-        return rt.presented_result(data, data, notes)
+        return rt.presented_result(data, notes)
 
     def present_many(self, raw: object) -> Any:
         """What `present_<name>_many(raw)` returns, interpreted."""
@@ -396,5 +396,4 @@ class PresenterInterpreter:
         for data in items:
             self._notes(p, data, notes)
             mask.apply_in_place(data)
-        structured = {"items": items, "total": total, "shown": len(items), "truncated": total > len(items)}
-        return rt.presented_result(items, structured, notes)
+        return rt.presented_collection(items, total, notes)

@@ -559,6 +559,19 @@ class InvoiceCardOut(BaseModel):
     due_date: datetime.date
 
 
+class SuggestionOut(BaseModel):
+    tool: str
+    reason: str
+
+
+class InvoiceCardEnvelope(BaseModel):
+    """The generated result's structuredContent: the data, with its rules and suggestions beside it."""
+
+    data: InvoiceCardOut
+    rules: list[str]
+    suggestions: list[SuggestionOut]
+
+
 _MASKED = (("customer", "email"), ("customer", "ssn"), ("lines", "*", "card_number"))  # split once
 
 
@@ -602,7 +615,9 @@ def _card_result(data: dict[str, Any]) -> types.CallToolResult:
     table = "| Field | Value |\n| --- | --- |\n" + "\n".join(
         f"| {k} | {v.replace('|', chr(92) + '|').replace(chr(10), ' ')} |" for k, v in cells
     )
-    suggestions = [f"billing.remind: Send a payment reminder for {data['id']}"] if data["status"] == "overdue" else []
+    overdue = data["status"] == "overdue"
+    suggestions = [("billing.remind", f"Send a payment reminder for {data['id']}")] if overdue else []
+    rules = ["amount_cents: CENTS, divide by 100", "CRITICAL: amount_cents is in CENTS. Divide by 100."]
     for path in _MASKED:
         _mask(data, path)
     content = [
@@ -610,20 +625,20 @@ def _card_result(data: dict[str, Any]) -> types.CallToolResult:
         types.TextContent(type="text", text=f'<ui_passthrough type="table">{_escape(table)}</ui_passthrough>'),
         types.TextContent(
             type="text",
-            text="<domain_rules>\n- amount_cents: CENTS, divide by 100\n"
-            "- CRITICAL: amount_cents is in CENTS. Divide by 100.\n</domain_rules>",
+            text="<domain_rules>\n" + "".join(f"- {rule}\n" for rule in rules) + "</domain_rules>",
         ),
     ]
     if suggestions:
-        lines = "".join(f"- {_escape(s)}\n" for s in suggestions)
+        lines = "".join(f"- {_escape(tool)}: {_escape(reason)}\n" for tool, reason in suggestions)
         content.append(types.TextContent(type="text", text=f"<action_suggestions>\n{lines}</action_suggestions>"))
-    return types.CallToolResult(content=content, structured_content=data)
+    envelope = {"data": data, "rules": rules, "suggestions": [{"tool": t, "reason": r} for t, r in suggestions]}
+    return types.CallToolResult(content=content, structured_content=envelope)
 
 
 def mcpserver_card(handlers: ModuleType, output_schema: bool) -> MCPServer:
     """`invoice.get` written by hand: validate with pydantic, dump, build the blocks, mask, json.dumps.
 
-    With `output_schema`, the return annotation `Annotated[CallToolResult, InvoiceCardOut]` publishes an
+    With `output_schema`, the return annotation `Annotated[CallToolResult, InvoiceCardEnvelope]` publishes an
     outputSchema like the generated tool's (and MCPServer validates the structured content against the
     model on every call); without it, `-> CallToolResult`: no schema, no validation."""
     server = MCPServer("presbench-mcpserver", version="1.0.0")
@@ -632,7 +647,7 @@ def mcpserver_card(handlers: ModuleType, output_schema: bool) -> MCPServer:
     if output_schema:
 
         @server.tool(name=TOOL, description="Fetch one invoice by id.")
-        async def invoice_get(id: str) -> Annotated[types.CallToolResult, InvoiceCardOut]:
+        async def invoice_get(id: str) -> Annotated[types.CallToolResult, InvoiceCardEnvelope]:
             data = InvoiceCardOut.model_validate(get_invoice(_Args(id))).model_dump(mode="json", exclude_none=True)
             return _card_result(data)
     else:
@@ -845,7 +860,7 @@ def _steps(package: ModuleType, handlers: ModuleType, rounds: int) -> Row:
         "shape": timed(lambda: presenters.shape_invoice_card(raw, "result")),
         "notes+ui": timed(notes_and_ui),
         "mask": lambda: mask_run(n),
-        "presented_result": timed(lambda: rt.presented_result(masked, masked, notes)),
+        "presented_result": timed(lambda: rt.presented_result(masked, notes)),
         "| MCPServer: validate+dump": timed(
             lambda: InvoiceCardOut.model_validate(raw).model_dump(mode="json", exclude_none=True)
         ),

@@ -67,8 +67,14 @@ def _visible(result: types.CallToolResult, who: str) -> Any:
     assert result.structured_content is not None, f"{who}: no structured content"
     text = result.content[0]
     assert isinstance(text, types.TextContent), f"{who}: first content block is not text"
-    assert json.loads(text.text) == result.structured_content, f"{who}: text and structured content differ"
-    return result.structured_content
+    data = _data_of(result.structured_content)
+    assert json.loads(text.text) == data, f"{who}: text and structured content differ"
+    return data
+
+
+def _data_of(structured: dict[str, Any]) -> Any:
+    """A presenter result's envelope holds the data under `data`; MCPServer's result is the data itself."""
+    return structured["data"] if "rules" in structured else structured
 
 
 def _everything(result: types.CallToolResult) -> Any:
@@ -295,6 +301,9 @@ def _schema_validation(
         schema = next(t.output_schema for t in listed[name] if t.name == baselines.TOOL)
         assert schema is not None, f"{name}: {baselines.TOOL} has no outputSchema"
         data = references[reference].structured_content
+        assert data is not None
+        if name == "mcpserver":  # MCPServer's schema describes the data alone, without the envelope
+            data = _data_of(data)
         validator = validator_for(schema)(schema, registry=Registry())
         error = best_match(validator.iter_errors(data))
         assert error is None, f"{name}: reference data does not fit its schema: {error}"

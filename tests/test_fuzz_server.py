@@ -375,12 +375,8 @@ def check_result(session: Session, name: str, arguments: Any, result: types.Call
     if schema is not None:
         jsonschema.validate(result.structured_content, schema)
         data = json.loads(texts[0])
-        shown = (
-            result.structured_content.get("items")
-            if "items" in schema.get("properties", {}) and "truncated" in schema.get("properties", {})
-            else result.structured_content
-        )
-        assert data == shown
+        envelope = "data" in schema.get("properties", {}) and "rules" in schema.get("properties", {})
+        assert data == (result.structured_content["data"] if envelope else result.structured_content)
     return "ok"
 
 

@@ -192,7 +192,7 @@ async def test_no_span_carries_a_value_sent_returned_or_raised(
             await client.call_tool("flow.status", {"workflow_id": handle}),
         ]
     # The values did reach the server and come back where they should (so their absence below means something).
-    assert results[0].structured_content == {"text": SECRET}
+    assert results[0].structured_content["data"] == {"text": SECRET}
     assert SECRET in results[1].content[0].text  # type: ignore[union-attr]  # a validation error echoes it
     assert results[2].is_error
     recorded = spans.get_finished_spans()
@@ -360,7 +360,7 @@ def test_otel_on_stdio_exports_the_call_spans_when_sigterm_ends_it(
         started = server.request("tools/call", {"name": "flow.start", "arguments": {}})
         handle = started["result"]["structuredContent"]["workflow_id"]
         echoed = server.request("tools/call", {"name": "echo", "arguments": {"text": SECRET}})
-        assert echoed["result"]["structuredContent"] == {"text": SECRET}
+        assert echoed["result"]["structuredContent"]["data"] == {"text": SECRET}
         server.process.terminate()
         assert server.process.wait(timeout=WAIT) == 0, log.read_text()
     finally:
@@ -384,7 +384,7 @@ async def test_otel_over_http_exports_the_call_spans_at_shutdown(
     with http_server(out, "--otel", package="traced_server", env=env, log=tmp_path / "server.log") as url:
         async with connect(url) as client:
             result = await client.call_tool("echo", {"text": "over http"})
-            assert result.structured_content == {"text": "over http"}
+            assert result.structured_content["data"] == {"text": "over http"}
         assert receiver.spans() == []  # nothing sent yet: the batch waits (10 minutes)
     # http_server's exit sent SIGTERM and waited for the process to end.
     received = receiver.spans()

@@ -139,7 +139,9 @@ def test_inspector_lists_tools(built: Path, era: str, tool_count: int) -> None:
     get = tools["invoice.get"]
     assert get["inputSchema"]["required"] == ["id"]
     assert get["annotations"]["readOnlyHint"] is True
-    assert get["outputSchema"]["properties"]["customer"]["properties"]["email"] == {"const": "[REDACTED]"}
+    assert get["outputSchema"]["properties"]["data"]["properties"]["customer"]["properties"]["email"] == {
+        "const": "[REDACTED]"
+    }
     listed = json.dumps(result)
     for hidden in (*HIDDEN_VALUES, '"ssn"', '"credit_score"'):  # hidden fields are not in any schema either
         assert hidden not in listed
@@ -162,7 +164,7 @@ def test_inspector_calls_invoice_get(built: Path, era: str, user_blocks: str) ->
     )
     result = output["result"]
     assert result["isError"] is False
-    data = result["structuredContent"]
+    data = result["structuredContent"]["data"]
     assert data["id"] == "inv-1" and data["status"] == "overdue" and data["amount_cents"] == 123400
     assert data["customer"] == {"id": "c-1", "name": "Ada Lovelace", "email": "[REDACTED]"}
     assert [line["card_number"] for line in data["lines"]] == ["[REDACTED]", "[REDACTED]"]
@@ -250,7 +252,7 @@ def test_ts_sdk_client_accepts_naive_datetimes_sent_as_utc(tmp_path: Path) -> No
     output = json.loads(done.stdout)
     assert output["refusesNaive"] is True
     assert output["result"]["isError"] is False
-    assert output["result"]["structuredContent"] == {
+    assert output["result"]["structuredContent"]["data"] == {
         "at": "2026-11-29T17:30:00+00:00",
         "seen": "2026-11-29T17:30:00+00:00",
     }

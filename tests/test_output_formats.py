@@ -147,7 +147,7 @@ async def call(server: GeneratedServer, tool: str, payload: object, arguments: d
 async def emitted(server: GeneratedServer, tool: str, payload: object, arguments: dict[str, Any] | None = None) -> Any:
     result = await call(server, tool, payload, arguments)
     assert not result.is_error, result.content[0].text
-    return result.structured_content
+    return result.structured_content["data"]
 
 
 async def refused_at(server: GeneratedServer, tool: str, payload: object) -> str:
@@ -183,8 +183,9 @@ async def test_the_advertised_schema_declares_the_formats(server: GeneratedServe
         schema = {t.name: t.output_schema for t in (await client.list_tools()).tools}["event.get"]
     bad = {"id": UID, "day": "2026-11-29", "at": "2026-11-29T17:30", "times": [], "days": [], "ids": []}
     bad["slot"] = {"start": "x"}
-    errors = {e.json_path for e in jsonschema.Draft202012Validator(schema, format_checker=CHECKER).iter_errors(bad)}
-    assert errors == {"$.at", "$.slot.start"}
+    envelope = {"data": bad, "rules": [], "suggestions": []}
+    validator = jsonschema.Draft202012Validator(schema, format_checker=CHECKER)
+    assert {e.json_path for e in validator.iter_errors(envelope)} == {"$.data.at", "$.data.slot.start"}
 
 
 # --- datetime -----------------------------------------------------------------------------------------
@@ -250,7 +251,7 @@ async def test_an_input_datetime_echoed_back_validates(server: GeneratedServer, 
 async def test_presented_values_validate_too(server: GeneratedServer) -> None:
     result = await call(server, "event.card", event(at=datetime.datetime(2026, 11, 29, 17, 30)))
     assert not result.is_error
-    assert result.structured_content["at"] == "2026-11-29T17:30:00+00:00"
+    assert result.structured_content["data"]["at"] == "2026-11-29T17:30:00+00:00"
 
 
 # --- date ---------------------------------------------------------------------------------------------

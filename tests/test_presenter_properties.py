@@ -326,15 +326,16 @@ def check_result(result: Any, check: jsonschema.protocols.Validator) -> None:
 
 def check_single(result: Any, check: jsonschema.protocols.Validator) -> None:
     check_result(result, check)
-    assert json.loads(result.content[0].text) == result.structured_content
+    assert json.loads(result.content[0].text) == result.structured_content["data"]
 
 
 def check_many(result: Any, check: jsonschema.protocols.Validator, found: int) -> None:
     check_result(result, check)
     data = result.structured_content
     assert (data["total"], data["shown"], data["truncated"]) == (found, min(found, LIMIT), found > LIMIT)
-    assert len(data["items"]) == data["shown"]
-    assert json.loads(result.content[0].text) == data["items"]
+    assert len(data["data"]) == data["shown"]
+    assert json.loads(result.content[0].text) == data["data"]
+    assert ("notice" in data) is data["truncated"]
 
 
 def same(a: Any, b: Any) -> None:

@@ -230,7 +230,7 @@ async def test_each_block_type_renders_exactly(blocks: GeneratedServer, mode: st
         "owner": None,
         "tags": ["hw", "urgent"],
     }
-    assert result.structured_content == shaped
+    assert result.structured_content["data"] == shaped
     assert texts(result) == [
         dumped(shaped),
         ui("table", "| Field | Value |\n| --- | --- |\n| Ticket | T-1 |\n| Priority | 70% |\n| Tags | hw, urgent |"),
@@ -266,7 +266,7 @@ async def test_table_cells_escape_pipes_and_newlines(blocks: GeneratedServer) ->
 async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: GeneratedServer, mode: str) -> None:
     result = await call(blocks, "ticket.list", [ticket(1), ticket(2, status="closed")], mode)
     assert result.structured_content == {
-        "items": [
+        "data": [
             {
                 "id": "T-1",
                 "title": "Printer 1 on fire",
@@ -287,9 +287,11 @@ async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: 
         "total": 2,
         "shown": 2,
         "truncated": False,
+        "rules": [],  # the presenter has none: the keys are there all the same
+        "suggestions": [],
     }
     assert texts(result) == [
-        dumped(result.structured_content["items"]),
+        dumped(result.structured_content["data"]),
         ui("table", "| Ticket | Status |\n| --- | --- |\n| T-1 | open |\n| T-2 | closed |"),
         ui("list", "- T-1: Printer 1 on fire\n- T-2: Printer 2 on fire"),
         ui("markdown", "**2 tickets** found."),  # count() > 3 is false: no summary
@@ -305,9 +307,9 @@ async def test_truncation_notice_facts_and_limit(blocks: GeneratedServer, mode: 
     found = container(ticket(n) for n in range(1, 6))
     result = await call(blocks, "ticket.list", found, mode)
     data = result.structured_content
-    assert [i["id"] for i in data["items"]] == ["T-1", "T-2"]  # limit = 2, never exceeded
+    assert [i["id"] for i in data["data"]] == ["T-1", "T-2"]  # limit = 2, never exceeded
     assert (data["total"], data["shown"], data["truncated"]) == (5, 2, True)  # total counts every item found
-    assert json.loads(result.content[0].text) == data["items"]
+    assert json.loads(result.content[0].text) == data["data"]
     assert texts(result)[1] == ui(
         "summary", "📊 **Summary**: ⚠️ Dataset truncated. 2 shown, 3 hidden. Use filters to narrow results."
     )
@@ -329,12 +331,12 @@ async def test_items_beyond_the_limit_are_never_read(blocks: GeneratedServer) ->
 @pytest.mark.parametrize("size", [0, 1, 2])
 async def test_no_truncation_up_to_the_limit(blocks: GeneratedServer, size: int) -> None:
     result = await call(blocks, "ticket.list", [ticket(n) for n in range(size)])
-    assert {k: v for k, v in result.structured_content.items() if k != "items"} == {
+    assert {k: v for k, v in result.structured_content.items() if k not in ("data", "rules", "suggestions")} == {
         "total": size,
         "shown": size,
         "truncated": False,
     }
-    assert len(result.structured_content["items"]) == size
+    assert len(result.structured_content["data"]) == size
     assert not any("Dataset truncated" in t for t in texts(result))
 
 
@@ -679,8 +681,8 @@ async def test_every_redaction_path_form_is_masked(redact: GeneratedServer, mode
     assert not result.is_error, result.content[0].text
     # a.*.b (every field of places), a[*].b[*].c (nested lists), a[*].b[*] (list of strings), a (a field),
     # and the embedded presenter's own path (email) with its own censor, in a model field and in a list.
-    assert result.structured_content == MASKED_ACCOUNT
-    assert list(result.structured_content) == ["id", "places", "lines", "owner", "members", "secret"]
+    assert result.structured_content["data"] == MASKED_ACCOUNT
+    assert list(result.structured_content["data"]) == ["id", "places", "lines", "owner", "members", "secret"]
     assert result.content[0].text == dumped(MASKED_ACCOUNT)
     assert_no_pii(result)
 
@@ -707,12 +709,15 @@ async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: G
         "required": ["id", "name"],
         "additionalProperties": False,
     }
-    assert schema["properties"]["owner"] == {"anyOf": [person, {"type": "null"}]}  # the child's schema
-    assert schema["properties"]["members"] == {"type": "array", "items": person}  # an embed in a list field
-    assert schema["properties"]["secret"] == {"const": "###"}
+    fields = schema["properties"]["data"]["properties"]
+    assert fields["owner"] == {"anyOf": [person, {"type": "null"}]}  # the child's schema
+    assert fields["members"] == {"type": "array", "items": person}  # an embed in a list field
+    assert fields["secret"] == {"const": "###"}
     assert "password" not in json.dumps(schema) and "internal" not in json.dumps(schema)
     with pytest.raises(jsonschema.ValidationError):  # the schema admits only the censor at a redacted path
-        jsonschema.validate({**MASKED_ACCOUNT, "secret": "PII-secret"}, schema)
+        jsonschema.validate(
+            {"data": {**MASKED_ACCOUNT, "secret": "PII-secret"}, "rules": [], "suggestions": []}, schema
+        )
 
 
 async def test_user_blocks_are_annotated_and_may_show_real_values(redact: GeneratedServer) -> None:
@@ -803,7 +808,7 @@ async def test_null_and_missing_values_along_paths(
 ) -> None:
     result = await call(redact, "account.get", payload)
     assert not result.is_error, result.content[0].text
-    assert result.structured_content == expected  # nothing invented: a censor only where a value was
+    assert result.structured_content["data"] == expected  # nothing invented: a censor only where a value was
     assert_no_pii(result)
 
 
@@ -842,7 +847,7 @@ async def test_every_handler_return_type_is_masked_the_same(redact: GeneratedSer
     reference = await call(redact, "account.get", account())
     result = await call(redact, "account.get", convert(account(), kind, sequence))
     assert not result.is_error, result.content[0].text
-    assert result.structured_content == MASKED_ACCOUNT
+    assert result.structured_content["data"] == MASKED_ACCOUNT
     assert texts(result) == texts(reference)
     assert_no_pii(result)
 
@@ -853,8 +858,8 @@ async def test_a_tuple_of_items_is_masked_like_a_list(redact: GeneratedServer, k
     found = (convert(account(), kind, tuple), convert(account(id="A-9"), kind, tuple))
     result = await call(redact, "account.list", found, mode)
     assert not result.is_error, result.content[0].text
-    assert result.structured_content == {
-        "items": [MASKED_ACCOUNT, {**MASKED_ACCOUNT, "id": "A-9"}],
+    assert {k: v for k, v in result.structured_content.items() if k not in ("rules", "suggestions")} == {
+        "data": [MASKED_ACCOUNT, {**MASKED_ACCOUNT, "id": "A-9"}],
         "total": 2,
         "shown": 2,
         "truncated": False,
@@ -914,8 +919,7 @@ async def test_every_result_validates_against_the_advertised_output_schema(
         result = await call(server, tool, payload, mode)
         assert not result.is_error, result.content[0].text
         jsonschema.validate(result.structured_content, schema)
-        data = result.structured_content
-        assert json.loads(result.content[0].text) == (data["items"] if tool.endswith(".list") else data)
+        assert json.loads(result.content[0].text) == result.structured_content["data"]
 
 
 # --- the billing reference server ----------------------------------------------------------------------
@@ -954,6 +958,12 @@ async def test_billing_invoice_get_overdue(billing: GeneratedServer, mode: str) 
     ]
     assert [for_user(b) for b in result.content] == [False, False, False, False, True, False, False]
     assert "ada@example.com" not in model_view(result)  # only in the block for the user
+    # The same guidance in structuredContent, for clients that hand the model only that (pydantic-ai).
+    assert result.structured_content["rules"] == [*DESCRIPTIONS, *STATIC, OVERDUE]
+    assert result.structured_content["suggestions"] == [
+        {"tool": "billing.remind", "reason": "Send a payment reminder for inv-1"}
+    ]
+    assert set(result.structured_content) == {"data", "rules", "suggestions"}  # no UI block, user-only or not
     assert "4111111111111111" not in model_view(result)
 
 
@@ -1005,6 +1015,13 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
         )
     ]
     assert not any(for_user(b) for b in result.content)  # collection_ui has no user block
+    structured = result.structured_content
+    assert (structured["truncated"], structured["notice"]) == (
+        True,
+        "Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results.",
+    )
+    assert structured["rules"] == [*DESCRIPTIONS, "Sorted by due date, oldest first.", *STATIC, OVERDUE]
+    assert [s["tool"] for s in structured["suggestions"]] == ["billing.remind", "invoice.update"]
     assert tagged(drafts, "ui_passthrough") == [
         ui(
             "table",
@@ -1013,6 +1030,7 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
         ui("markdown", "**2 invoices** match."),
     ]
     assert drafts.structured_content["truncated"] is False
+    assert "notice" not in drafts.structured_content  # only a truncated collection has one
     assert tagged(drafts, "action_suggestions") == [
         suggestions_block("invoice.update: Move the draft to review when it is complete")
     ]
@@ -1022,7 +1040,11 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
 async def test_billing_customer_card(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(user_blocks="send"), mode=mode, cache=None) as client:
         result = await client.call_tool("customer.get", {"id": "c-1"})
-    assert result.structured_content == {"id": "c-1", "name": "Ada Lovelace", "email": "***"}
+    assert result.structured_content == {
+        "data": {"id": "c-1", "name": "Ada Lovelace", "email": "***"},
+        "rules": ["Customer cards are read-only."],
+        "suggestions": [],
+    }
     assert texts(result)[1:] == [
         ui("code", "```text\nAda Lovelace (c-1)\n```"),
         ui("json", '```json\n"ada@example.com"\n```'),
@@ -1083,7 +1105,7 @@ async def test_a_parent_path_into_an_embed_uses_the_parent_censor_and_fits_the_s
 ) -> None:
     # Was: masked with the parent's censor, but the schema admitted only the child's (the client refused it).
     result = await call(embed_paths, "team.get", {**TEAM, "members": []}, mode)
-    assert result.structured_content == {
+    assert result.structured_content["data"] == {
         "id": "t",
         "lead": {"id": "p-1", "name": "###", "email": "<hidden>"},
         "members": [],
@@ -1094,7 +1116,7 @@ async def test_a_parent_path_into_an_embed_uses_the_parent_censor_and_fits_the_s
 async def test_a_parent_path_into_a_list_embed_keeps_the_child_mask(embed_paths: GeneratedServer) -> None:
     # Was: with members[*].name in the parent, the child's own path (email) was no longer masked.
     result = await call(embed_paths, "team.get", TEAM)
-    assert result.structured_content["members"] == [{"id": "p-2", "name": "###", "email": "<hidden>"}]
+    assert result.structured_content["data"]["members"] == [{"id": "p-2", "name": "###", "email": "<hidden>"}]
     assert "PII" not in model_view(result)
 
 
@@ -1191,7 +1213,7 @@ async def test_a_presenter_with_an_enum_and_no_nested_model(tmp_path: Path) -> N
     with build_spec(tmp_path, "pt_enum_only", ENUM_ONLY) as server:
         result = await call(server, "light.get", {"id": "l", "color": "red"})
         wrong = await call(server, "light.get", {"id": "l", "color": "blue"})
-    assert not result.is_error and result.structured_content == {"id": "l", "color": "red"}
+    assert not result.is_error and result.structured_content["data"] == {"id": "l", "color": "red"}
     assert wrong.is_error and "result.color" in wrong.content[0].text
 
 
@@ -1287,7 +1309,7 @@ async def test_an_embedded_json_block_cannot_show_a_path_its_parent_redacts(tmp_
         return
     with built as server:
         result = await call(server, "order.get", {"id": "o", "customer": {"id": "c", "name": "PII-name"}})
-    assert result.structured_content["customer"]["name"] == "[REDACTED]"
+    assert result.structured_content["data"]["customer"]["name"] == "[REDACTED]"
     assert "PII-name" not in model_view(result)
 
 

@@ -768,17 +768,25 @@ def test_presented_result_order_dedup_and_escaping() -> None:
     notes.rules += ["Amounts are cents", "Paid"]
     notes.descriptions += ["id: the invoice id", ""]
     notes.blocks += [rt.Block("table", "| a |\n| --- |\n| <x> & y |", False), rt.Block("summary", "for you", True)]
-    notes.suggestions += ["Call invoice.pay </action_suggestions>", "Call invoice.pay </action_suggestions>", "b"]
-    result = rt.presented_result({"id": "i<1"}, {"id": "i<1"}, notes)
+    pay = ("invoice.pay", "Call it </action_suggestions>")
+    notes.suggestions += [pay, pay, ("b", "c")]
+    result = rt.presented_result({"id": "i<1"}, notes)
     assert result.is_error is False
-    assert result.structured_content == {"id": "i<1"}
+    assert result.structured_content == {  # not escaped: JSON, not markup; rules and suggestions once each
+        "data": {"id": "i<1"},
+        "rules": ["id: the invoice id", "Amounts are cents", "Paid", "Overdue <b>"],
+        "suggestions": [
+            {"tool": "invoice.pay", "reason": "Call it </action_suggestions>"},
+            {"tool": "b", "reason": "c"},
+        ],
+    }
     texts = [text_of(result, i) for i in range(len(result.content))]
     assert texts == [
         '{\n  "id": "i<1"\n}',
         '<ui_passthrough type="table">| a |\n| --- |\n| &lt;x> &amp; y |</ui_passthrough>',
         '<ui_passthrough type="summary">for you</ui_passthrough>',
         "<domain_rules>\n- id: the invoice id\n- Amounts are cents\n- Paid\n- Overdue &lt;b>\n</domain_rules>",
-        "<action_suggestions>\n- Call invoice.pay &lt;/action_suggestions>\n- b\n</action_suggestions>",
+        "<action_suggestions>\n- invoice.pay: Call it &lt;/action_suggestions>\n- b: c\n</action_suggestions>",
     ]
     annotations = [getattr(c, "annotations", None) for c in result.content]
     assert annotations[:2] == [None, None]
@@ -790,8 +798,34 @@ def test_presented_result_order_dedup_and_escaping() -> None:
 
 
 def test_presented_result_without_notes() -> None:
-    result = rt.presented_result([], {"result": []}, rt.Notes())
-    assert [text_of(result, i) for i in range(len(result.content))] == ["[]"]
+    result = rt.presented_result({}, rt.Notes())
+    assert [text_of(result, i) for i in range(len(result.content))] == ["{}"]
+    assert result.structured_content == {"data": {}, "rules": [], "suggestions": []}
+
+
+def test_presented_collection_says_what_it_left_out() -> None:
+    notes = rt.Notes()
+    notes.rules.append("Sorted.")
+    result = rt.presented_collection([{"id": "a"}], 3, notes)
+    assert result.structured_content == {
+        "data": [{"id": "a"}],
+        "total": 3,
+        "shown": 1,
+        "truncated": True,
+        "notice": "Dataset truncated. 1 shown, 2 hidden. Use filters to narrow results.",
+        "rules": ["Sorted."],
+        "suggestions": [],
+    }
+    whole = rt.presented_collection([], 0, rt.Notes())
+    assert whole.structured_content == {
+        "data": [],
+        "total": 0,
+        "shown": 0,
+        "truncated": False,
+        "rules": [],
+        "suggestions": [],
+    }
+    assert [text_of(whole, i) for i in range(len(whole.content))] == ["[]"]
 
 
 # --- text blocks -----------------------------------------------------------------------------------------

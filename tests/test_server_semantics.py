@@ -72,7 +72,7 @@ async def test_tools_are_listed_with_schemas_and_hints(billing: GeneratedServer,
     assert create["additionalProperties"] is False
     output = tools["invoice.get"].output_schema
     assert "internal_notes" not in json.dumps(output) and "ssn" not in json.dumps(output)
-    assert output["properties"]["amount_cents"]["type"] == "number"  # the cast decides the output type
+    assert output["properties"]["data"]["properties"]["amount_cents"]["type"] == "number"  # the cast decides
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -81,7 +81,7 @@ async def test_get_returns_declared_visible_data_only_with_casts(billing: Genera
         tools = await tool_schemas(client)
         result = await client.call_tool("invoice.get", {"id": "inv-1"})
     assert not result.is_error
-    data = result.structured_content
+    data = result.structured_content["data"]
     # The Invoice presenter narrows the model to these fields, in this order.
     assert list(data) == ["id", "customer", "lines", "amount_cents", "status", "due_date"]
     assert data["amount_cents"] == 123400.0  # "123400" in the store, cast to number
@@ -91,7 +91,7 @@ async def test_get_returns_declared_visible_data_only_with_casts(billing: Genera
     assert data["due_date"] == "2026-10-01"
     assert json.loads(result.content[0].text) == data
     assert result.content[0].text.startswith('{\n  "id": "inv-1"')  # two-space indent, declared order
-    jsonschema.validate(data, tools["invoice.get"].output_schema)
+    jsonschema.validate(result.structured_content, tools["invoice.get"].output_schema)
     assert_no_secrets(result)
 
 
@@ -101,11 +101,11 @@ async def test_list_wraps_items_and_validates(billing: GeneratedServer, mode: st
         tools = await tool_schemas(client)
         result = await client.call_tool("invoice.list", {})
         drafts = await client.call_tool("invoice.list", {"status": "draft", "limit": 5})
-    assert [i["id"] for i in result.structured_content["items"]] == ["inv-1", "inv-2", "inv-3"]
+    assert [i["id"] for i in result.structured_content["data"]] == ["inv-1", "inv-2", "inv-3"]
     assert result.structured_content["truncated"] is True and result.structured_content["total"] == 5
-    assert json.loads(result.content[0].text) == result.structured_content["items"]
+    assert json.loads(result.content[0].text) == result.structured_content["data"]
     jsonschema.validate(result.structured_content, tools["invoice.list"].output_schema)
-    assert [i["id"] for i in drafts.structured_content["items"]] == ["inv-2", "inv-4"]
+    assert [i["id"] for i in drafts.structured_content["data"]] == ["inv-2", "inv-4"]
     assert_no_secrets(result)
 
 
@@ -141,8 +141,8 @@ async def test_update_is_partial_and_tells_the_handler_what_was_sent(billing: Ge
     async with Client(billing.create_server(), mode="legacy", cache=None) as client:
         result = await client.call_tool("invoice.update", {"id": "inv-2", "status": "review"})
         refused = await client.call_tool("invoice.update", {"id": "inv-2", "amount_cents": 1})
-    assert result.structured_content["status"] == "review"
-    assert result.structured_content["due_date"] == "2026-12-15"  # not sent, so not changed
+    assert result.structured_content["data"]["status"] == "review"
+    assert result.structured_content["data"]["due_date"] == "2026-12-15"  # not sent, so not changed
     assert refused.is_error and '<field name="amount_cents">unknown field' in refused.content[0].text
 
 
@@ -164,7 +164,7 @@ async def test_create_passes_typed_arguments(billing: GeneratedServer) -> None:
 
     assert seen[0].due_date == datetime.date(2027, 1, 31) and seen[0].amount_cents == 990
     assert seen[0].fields_set == frozenset({"customer_id", "amount_cents", "due_date"})
-    assert result.structured_content["status"] == "draft"
+    assert result.structured_content["data"]["status"] == "draft"
     assert_no_secrets(result)
 
 
@@ -272,7 +272,7 @@ async def test_any_handler_return_type_is_shaped_the_same(billing: GeneratedServ
     async with Client(billing.create_server(handlers), mode="legacy", cache=None) as client:
         result = await client.call_tool("invoice.get", {"id": "inv-9"})
     assert not result.is_error, result.content[0].text
-    data = result.structured_content
+    data = result.structured_content["data"]
     assert data["id"] == "inv-9" and data["amount_cents"] == 7.0 and data["lines"][0]["sku"] == "S"
     assert data["lines"][0]["card_number"] == "[REDACTED]"
     assert "secret pydantic notes" not in everything(result) and "078-05-1120" not in everything(result)

@@ -173,7 +173,7 @@ class Load:
         seen = (
             code_of(shipped),
             status.structured_content and status.structured_content.get("state"),
-            echoed.structured_content,
+            echoed.structured_content and echoed.structured_content.get("data"),
             code_of(invalid),
         )
         if seen != ("ok", "shipped", {"text": walk * 20}, "VALIDATION_ERROR"):

@@ -151,7 +151,7 @@ def check_invoice(reply: dict[str, Any]) -> None:
     """The correct answer to invoice.get inv-1."""
     result = reply["result"]
     assert not result.get("isError"), result
-    data = result["structuredContent"]
+    data = result["structuredContent"]["data"]
     assert data["id"] == "inv-1" and data["amount_cents"] == 123400.0 and data["customer"]["email"] == "[REDACTED]"
     seen = json.dumps([b for b in result["content"] if (b.get("annotations") or {}).get("audience") != ["user"]])
     assert not any(secret in seen + json.dumps(data) for secret in SECRETS)

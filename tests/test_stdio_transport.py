@@ -180,7 +180,7 @@ def calls(server: Server) -> list[int]:
 
 def stats(server: Server) -> dict[str, Any]:
     server.send(request("peak", "tools/call", {"name": "peak", "arguments": {}}))
-    return dict(server.response("peak")[0]["result"]["structuredContent"])
+    return dict(server.response("peak")[0]["result"]["structuredContent"]["data"])
 
 
 # --- framing: the same messages as the SDK's transport ---------------------------------------------------
@@ -252,7 +252,7 @@ def test_no_more_than_max_in_flight_requests_run_and_all_are_answered(
         answers[message["id"]] = message
     writer.join(WAIT)
     assert sorted(answers) == list(range(count))
-    assert all(m["result"]["structuredContent"] == {"n": n} for n, m in answers.items())
+    assert all(m["result"]["structuredContent"]["data"] == {"n": n} for n, m in answers.items())
     assert peak(server) == limit
     assert server.exit_code() == 0
     assert "Traceback" not in server.log.read_text()
@@ -344,7 +344,7 @@ def test_requests_read_before_eof_are_answered(gated: Path, tmp_path: Path, serv
     server.process.stdin.close()
     server.release.touch()
     answers = [server.message() for _ in range(5)]
-    assert sorted(m["result"]["structuredContent"]["n"] for m in answers) == list(range(5))
+    assert sorted(m["result"]["structuredContent"]["data"]["n"] for m in answers) == list(range(5))
     assert server.exit_code() == 0
     assert server.lines.get(timeout=WAIT) is None
 
@@ -363,7 +363,7 @@ def test_stdin_from_a_file_uses_the_sdk_transport(gated: Path, tmp_path: Path, s
         answers = {m["id"]: m for m in (server.message() for _ in range(21))}
         assert server.exit_code() == 0
     assert sorted(answers, key=str) == sorted(["init", *range(20)], key=str)
-    assert all(answers[n]["result"]["structuredContent"] == {"n": n} for n in range(20))
+    assert all(answers[n]["result"]["structuredContent"]["data"] == {"n": n} for n in range(20))
     log = server.log.read_text()
     assert "stdio: stdin or stdout is not a pipe or socket; using the SDK's threaded transport" in log
     assert "Traceback" not in log

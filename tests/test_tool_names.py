@@ -88,7 +88,8 @@ class Seen:
         return [*self.texts, *map(json.dumps, self.structured)]
 
     def named_tools(self) -> list[str]:
-        """The tools named where the model reads a tool name: `<action>`s, `tool="..."`, allowed_tools, pending."""
+        """The tools named where the model reads a tool name: `<action>`s, `tool="..."`, allowed_tools, pending,
+        structured suggestions."""
         found: list[str] = []
         for text in self.texts:
             found += re.findall(r"<action>([^<]*)</action>", text)
@@ -96,6 +97,7 @@ class Seen:
         for data in self.structured:
             found += data.get("allowed_tools", [])
             found += [data["pending"]["tool"]] if data.get("pending") else []
+            found += [suggestion["tool"] for suggestion in data.get("suggestions", [])]
         return found
 
 

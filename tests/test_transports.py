@@ -29,7 +29,7 @@ async def test_stdio_subprocess(built: Path, mode: str) -> None:
         result = await client.call_tool("invoice.get", {"id": "inv-1"})
         bad = await client.call_tool("invoice.get", {"id": 1})
         again = await client.call_tool("customer.get", {"id": "c-2"})
-    assert result.structured_content["amount_cents"] == 123400.0
+    assert result.structured_content["data"]["amount_cents"] == 123400.0
     assert "legal says hold" not in result.model_dump_json()
     assert bad.is_error and not again.is_error
 
@@ -46,5 +46,5 @@ async def test_streamable_http(http_url: str, mode: str) -> None:
         tools = await client.list_tools()
         assert len(tools.tools) == (10 if mode == "legacy" else 13)  # invoice.resolve in both eras
         result = await client.call_tool("invoice.list", {"status": "overdue"})
-    assert [i["id"] for i in result.structured_content["items"]] == ["inv-1"]
+    assert [i["id"] for i in result.structured_content["data"]] == ["inv-1"]
     assert "078-05-1120" not in result.model_dump_json()

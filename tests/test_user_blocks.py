@@ -157,7 +157,7 @@ async def test_by_default_no_user_only_block_is_sent(servers: dict[str, Generate
         assert user_texts(result) == []
         assert all(b.annotations is None for b in result.content)
     assert EMAIL not in everything(person) and TEAM_MAIL not in everything(team)
-    assert person.structured_content == {"id": "p-1", "name": "Ada", "email": "[REDACTED]"}
+    assert person.structured_content["data"] == {"id": "p-1", "name": "Ada", "email": "[REDACTED]"}
     # Nothing else changes: the data, then the model's blocks, as before.
     assert [b.text for b in person.content][1:] == [ui("summary", "📊 **Summary**: Person Ada")]
 

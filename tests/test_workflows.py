@@ -847,7 +847,7 @@ async def test_approval_machine_from_xstate_json(approval: GeneratedServer, mode
     async with Client(approval.create_server(), mode=mode, cache=None, message_handler=notes) as c:
         created = await c.call_tool("expense.create", {"amount": 42.5, "purpose": "train to Lyon"})
         assert not created.is_error, text(created)
-        expense = created.structured_content["id"]
+        expense = created.structured_content["data"]["id"]
         handle = None
         if mode == MODERN:
             result = await c.call_tool("expense.start", {})

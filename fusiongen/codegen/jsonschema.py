@@ -7,7 +7,7 @@ describe exactly what validation accepts (no guarded keys, no unknown keys).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from fusiongen.ir import FieldIR, ModelIR, PresenterIR, RedactionPath, ServerIR, ToolIR, TypeIR
 
@@ -159,23 +159,45 @@ def input_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any]:
     return builder.finish(builder.object_schema(tool.inputs))
 
 
+# What a presenter result carries beside its data (docs/spec.md §9.2): the same rules and suggestions as its
+# text blocks, so that clients which hand the model only structuredContent still pass them on.
+_RULES: Final = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Domain rules: how to read and use data. Follow them.",
+}
+_SUGGESTIONS: Final = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+        "required": ["tool", "reason"],
+        "additionalProperties": False,
+    },
+    "description": "Tools worth calling next, and why.",
+}
+
+
 def output_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any] | None:
+    """The envelope a presenter result's structuredContent is: `data`, then for a collection its counts, then
+    the guidance. Every key is always present but `notice`, which a collection has only when truncated."""
     if tool.returns is None:
         return None
     builder = _SchemaBuilder(server, output=True)
     presenter = server.presenter(tool.returns.presenter)
     item = builder.presenter_schema(presenter)
-    if not tool.returns.collection:
-        return builder.finish(item)
-    schema = {
-        "type": "object",
-        "properties": {
-            "items": {"type": "array", "items": item},
+    properties: dict[str, Any]
+    if tool.returns.collection:
+        properties = {
+            "data": {"type": "array", "items": item},
             "total": {"type": "integer", "description": "How many items the tool found."},
-            "shown": {"type": "integer", "description": "How many items are in this result."},
-            "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
-        },
-        "required": ["items", "total", "shown", "truncated"],
-        "additionalProperties": False,
-    }
+            "shown": {"type": "integer", "description": "How many items are in data."},
+            "truncated": {"type": "boolean", "description": "True when items were left out (see notice)."},
+            "notice": {"type": "string", "description": "Present when truncated: what was left out and what to do."},
+        }
+    else:
+        properties = {"data": item}
+    properties |= {"rules": dict(_RULES), "suggestions": dict(_SUGGESTIONS)}
+    required = [key for key in properties if key != "notice"]
+    schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
     return builder.finish(schema)

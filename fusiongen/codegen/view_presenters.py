@@ -236,9 +236,7 @@ def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str,
                 fields=fields,
                 description_rules_constant=description_constant,
                 rules=tuple((_expr(r.when), r.text.python) for r in presenter.rules),
-                suggestions=tuple(
-                    (_expr(s.when), py_string(s.tool + ": "), s.reason.python) for s in presenter.suggestions
-                ),
+                suggestions=tuple((_expr(s.when), py_string(s.tool), s.reason.python) for s in presenter.suggestions),
                 blocks=tuple(_block(b, False, constants, presenter, i) for i, b in enumerate(presenter.ui)),
                 collection_rules=tuple(r.text.python for r in presenter.collection_rules),
                 collection_blocks=tuple(

@@ -794,7 +794,7 @@ class Notes:
         self.rules: list[str] = []
         self.conditional: list[str] = []
         self.blocks: list[Block] = []
-        self.suggestions: list[str] = []
+        self.suggestions: list[tuple[str, str]] = []  # (tool's wire name, reason)
 
 
 # Every character that ends a line for Markdown (\r\n, \r, \n) or for str.splitlines (\v, \f, \x1c-\x1e,
@@ -839,12 +839,13 @@ def summary_text(text: str) -> str:
     return f"📊 **Summary**: {text}"
 
 
+def truncation_notice(shown: int, left_out: int) -> str:
+    """What a truncated collection says about itself, in its summary block and in its structured `notice`."""
+    return f"Dataset truncated. {shown} shown, {left_out} hidden. Use filters to narrow results."
+
+
 def truncation_block(shown: int, left_out: int) -> Block:
-    return Block(
-        "summary",
-        summary_text(f"⚠️ Dataset truncated. {shown} shown, {left_out} hidden. Use filters to narrow results."),
-        False,
-    )
+    return Block("summary", summary_text("⚠️ " + truncation_notice(shown, left_out)), False)
 
 
 _FOR_USER: Final = types.Annotations(audience=["user"])
@@ -870,20 +871,55 @@ def sent_user_blocks(mode: str, spec: Mapping[str, bool]) -> frozenset[str]:
     raise ValueError(f"user_blocks must be one of {', '.join(USER_BLOCK_MODES)}, not {mode!r}")
 
 
-def presented_result(text_data: object, structured: dict[str, Any], notes: Notes) -> types.CallToolResult:
-    """The wire format: data as JSON, then UI blocks, then domain rules, then action suggestions."""
+def presented_result(data: dict[str, Any], notes: Notes) -> types.CallToolResult:
+    """One presented item: the envelope `{"data", "rules", "suggestions"}` as structuredContent, and its text form."""
+    rules, suggestions = _guidance(notes)
+    structured = {"data": data, "rules": rules, "suggestions": _suggestion_objects(suggestions)}
+    return _result(data, structured, notes, rules, suggestions)
+
+
+def presented_collection(items: list[dict[str, Any]], total: int, notes: Notes) -> types.CallToolResult:
+    """A presented collection: the item envelope plus `total`, `shown`, `truncated` (and a `notice` when it is)."""
+    rules, suggestions = _guidance(notes)
+    shown = len(items)
+    structured: dict[str, Any] = {"data": items, "total": total, "shown": shown, "truncated": total > shown}
+    if total > shown:
+        structured["notice"] = truncation_notice(shown, total - shown)
+    structured["rules"] = rules
+    structured["suggestions"] = _suggestion_objects(suggestions)
+    return _result(items, structured, notes, rules, suggestions)
+
+
+def _guidance(notes: Notes) -> tuple[list[str], list[tuple[str, str]]]:
+    """The rules (field descriptions, then static, then conditional) and suggestions, each once, in order."""
+    rules = [r for r in dict.fromkeys([*notes.descriptions, *notes.rules, *notes.conditional]) if r]
+    return rules, list(dict.fromkeys(notes.suggestions))
+
+
+def _suggestion_objects(suggestions: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"tool": tool, "reason": reason} for tool, reason in suggestions]
+
+
+def _result(
+    data: object,
+    structured: dict[str, Any],
+    notes: Notes,
+    rules: list[str],
+    suggestions: list[tuple[str, str]],
+) -> types.CallToolResult:
+    """The wire format: structuredContent carries the data with the rules and suggestions beside it, so a client
+    that hands the model only structuredContent still passes the guidance on; the text blocks carry the data as
+    JSON, then UI blocks, then domain rules, then action suggestions, for clients that read text."""
     # Our own values, of the declared types: constructed without re-validation (the hot path of every call).
-    content: list[types.ContentBlock] = [_text(dumps(text_data))]
+    content: list[types.ContentBlock] = [_text(dumps(data))]
     for block in notes.blocks:
         text = f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>'
         content.append(_text(text, _FOR_USER) if block.for_user else _text(text))
-    rules = [r for r in dict.fromkeys([*notes.descriptions, *notes.rules, *notes.conditional]) if r]
     if rules:
         lines = "".join(f"- {escape_text(rule)}\n" for rule in rules)
         content.append(_text(f"<domain_rules>\n{lines}</domain_rules>"))
-    suggestions = list(dict.fromkeys(notes.suggestions))
     if suggestions:
-        lines = "".join(f"- {escape_text(s)}\n" for s in suggestions)
+        lines = "".join(f"- {escape_text(tool)}: {escape_text(reason)}\n" for tool, reason in suggestions)
         content.append(_text(f"<action_suggestions>\n{lines}</action_suggestions>"))
     return types.CallToolResult.model_construct(content=content, structured_content=structured, is_error=False)
 

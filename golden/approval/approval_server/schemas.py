@@ -79,13 +79,35 @@ EXPENSE_PAY_INPUT: Final[dict[str, Any]] = {
 
 EXPENSE_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "An expense claim.",
     "properties": {
-        "id": {"type": "string"},
-        "amount": {"type": "number", "description": "In euros"},
-        "purpose": {"type": "string"},
+        "data": {
+            "type": "object",
+            "description": "An expense claim.",
+            "properties": {
+                "id": {"type": "string"},
+                "amount": {"type": "number", "description": "In euros"},
+                "purpose": {"type": "string"},
+            },
+            "required": ["id", "amount", "purpose"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["id", "amount", "purpose"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 

@@ -35,6 +35,7 @@ from ._runtime import (
     out_date,
     out_enum,
     out_string,
+    presented_collection,
     presented_result,
     reader,
     shape_items,
@@ -125,9 +126,9 @@ def item_notes_invoice(data: dict[str, Any], notes: Notes) -> None:
             "Invoice " + _x_fmt(data.get("id")) + " is overdue: offer a reminder before anything else."
         )
     if data.get("status") == "overdue":
-        notes.suggestions.append("billing.remind: " + "Send a payment reminder for " + _x_fmt(data.get("id")))
+        notes.suggestions.append(("billing.remind", "Send a payment reminder for " + _x_fmt(data.get("id"))))
     if data.get("status") == "draft":
-        notes.suggestions.append("invoice.update: " + "Move the draft to review when it is complete")
+        notes.suggestions.append(("invoice.update", "Move the draft to review when it is complete"))
     child = data.get("customer")
     if child is not None:
         item_notes_customer(child, notes)
@@ -203,7 +204,7 @@ def present_invoice(raw: object, user: frozenset[str]) -> types.CallToolResult:
     item_notes_invoice(data, notes)
     ui_invoice(data, notes, user)
     mask_invoice(data)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def present_invoice_many(raw: object) -> types.CallToolResult:
@@ -232,8 +233,7 @@ def present_invoice_many(raw: object) -> types.CallToolResult:
     for data in items:
         item_notes_invoice(data, notes)
         mask_invoice(data)
-    structured = {"items": items, "total": total, "shown": len(items), "truncated": total > len(items)}
-    return presented_result(items, structured, notes)
+    return presented_collection(items, total, notes)
 
 
 def shape_customer_card(src: object, at: str) -> dict[str, Any]:
@@ -284,4 +284,4 @@ def present_customer_card(raw: object, user: frozenset[str]) -> types.CallToolRe
     item_notes_customer_card(data, notes)
     ui_customer_card(data, notes, user)
     mask_customer_card(data)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)

@@ -112,48 +112,70 @@ INVOICE_DISCHARGE_INPUT: Final[dict[str, Any]] = {
 
 INVOICE_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A customer invoice.",
     "properties": {
-        "id": {"type": "string"},
-        "customer": {
+        "data": {
             "type": "object",
-            "description": "A customer.",
+            "description": "A customer invoice.",
             "properties": {
                 "id": {"type": "string"},
-                "name": {"type": "string", "description": "Full name"},
-                "email": {"const": "[REDACTED]"},
+                "customer": {
+                    "type": "object",
+                    "description": "A customer.",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "name": {"type": "string", "description": "Full name"},
+                        "email": {"const": "[REDACTED]"},
+                    },
+                    "required": ["id", "name", "email"],
+                    "additionalProperties": False,
+                },
+                "lines": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "description": "One line of an invoice.",
+                        "properties": {
+                            "sku": {"type": "string"},
+                            "description": {"type": "string"},
+                            "quantity": {"type": "integer"},
+                            "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                            "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
+                        },
+                        "required": ["sku", "description", "quantity", "unit_price_cents"],
+                        "additionalProperties": False,
+                    },
+                },
+                "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+                "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
+                "due_date": {"type": "string", "format": "date"},
             },
-            "required": ["id", "name", "email"],
+            "required": ["id", "lines", "amount_cents", "status", "due_date"],
             "additionalProperties": False,
         },
-        "lines": {
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
             "type": "array",
             "items": {
                 "type": "object",
-                "description": "One line of an invoice.",
-                "properties": {
-                    "sku": {"type": "string"},
-                    "description": {"type": "string"},
-                    "quantity": {"type": "integer"},
-                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                    "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
-                },
-                "required": ["sku", "description", "quantity", "unit_price_cents"],
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
                 "additionalProperties": False,
             },
+            "description": "Tools worth calling next, and why.",
         },
-        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-        "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-        "due_date": {"type": "string", "format": "date"},
     },
-    "required": ["id", "lines", "amount_cents", "status", "due_date"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 
 INVOICE_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "items": {
+        "data": {
             "type": "array",
             "items": {
                 "type": "object",
@@ -199,22 +221,63 @@ INVOICE_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
             },
         },
         "total": {"type": "integer", "description": "How many items the tool found."},
-        "shown": {"type": "integer", "description": "How many items are in this result."},
-        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
+        "shown": {"type": "integer", "description": "How many items are in data."},
+        "truncated": {"type": "boolean", "description": "True when items were left out (see notice)."},
+        "notice": {
+            "type": "string",
+            "description": "Present when truncated: what was left out and what to do.",
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["items", "total", "shown", "truncated"],
+    "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
     "additionalProperties": False,
 }
 
 CUSTOMER_CARD_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "id": {"type": "string"},
-        "name": {"type": "string"},
-        "email": {"const": "***"},
-        "tier": {"type": "string", "enum": ["standard", "gold"]},
+        "data": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "name": {"type": "string"},
+                "email": {"const": "***"},
+                "tier": {"type": "string", "enum": ["standard", "gold"]},
+            },
+            "required": ["id", "name", "email"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["id", "name", "email"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 

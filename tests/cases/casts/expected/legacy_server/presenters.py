@@ -17,6 +17,7 @@ from . import shapes
 from ._runtime import (
     Notes,
     items_of,
+    presented_collection,
     presented_result,
     truncation_block,
 )
@@ -33,7 +34,7 @@ def present_row(raw: object) -> types.CallToolResult:
     data = shapes.shape_row(raw, "result")
     notes = Notes()
     item_notes_row(data, notes)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def present_row_many(raw: object) -> types.CallToolResult:
@@ -45,5 +46,4 @@ def present_row_many(raw: object) -> types.CallToolResult:
         notes.blocks.append(truncation_block(len(items), total - len(items)))
     for data in items:
         item_notes_row(data, notes)
-    structured = {"items": items, "total": total, "shown": len(items), "truncated": total > len(items)}
-    return presented_result(items, structured, notes)
+    return presented_collection(items, total, notes)

@@ -16,24 +16,46 @@ ROW_ALL_INPUT: Final[dict[str, Any]] = {"type": "object", "properties": {}, "add
 
 ROW_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A row of a legacy table whose columns are all strings or numbers.",
     "properties": {
-        "id": {"type": "string"},
-        "quantity": {"type": "integer", "description": "Whole units"},
-        "price": {"type": "number"},
-        "enabled": {"type": "boolean"},
-        "shipped_on": {"type": "string", "format": "date"},
-        "seen_at": {"type": "string", "format": "date-time"},
-        "untouched": {"type": "number"},
+        "data": {
+            "type": "object",
+            "description": "A row of a legacy table whose columns are all strings or numbers.",
+            "properties": {
+                "id": {"type": "string"},
+                "quantity": {"type": "integer", "description": "Whole units"},
+                "price": {"type": "number"},
+                "enabled": {"type": "boolean"},
+                "shipped_on": {"type": "string", "format": "date"},
+                "seen_at": {"type": "string", "format": "date-time"},
+                "untouched": {"type": "number"},
+            },
+            "required": ["id", "quantity", "price", "enabled", "shipped_on", "seen_at"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["id", "quantity", "price", "enabled", "shipped_on", "seen_at"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 
 ROW_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "items": {
+        "data": {
             "type": "array",
             "items": {
                 "type": "object",
@@ -52,9 +74,28 @@ ROW_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
             },
         },
         "total": {"type": "integer", "description": "How many items the tool found."},
-        "shown": {"type": "integer", "description": "How many items are in this result."},
-        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
+        "shown": {"type": "integer", "description": "How many items are in data."},
+        "truncated": {"type": "boolean", "description": "True when items were left out (see notice)."},
+        "notice": {
+            "type": "string",
+            "description": "Present when truncated: what was left out and what to do.",
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["items", "total", "shown", "truncated"],
+    "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
     "additionalProperties": False,
 }

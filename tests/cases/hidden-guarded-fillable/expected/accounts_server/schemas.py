@@ -40,15 +40,37 @@ ACCOUNT_RENAME_INPUT: Final[dict[str, Any]] = {
 
 ACCOUNT_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A user account.",
     "properties": {
-        "id": {"type": "string"},
-        "email": {"type": "string"},
-        "display_name": {"type": "string", "description": "What other users see"},
-        "plan": {"type": "string", "enum": ["free", "pro"]},
-        "owner": {"type": "string"},
-        "created_at": {"type": "string", "format": "date-time"},
+        "data": {
+            "type": "object",
+            "description": "A user account.",
+            "properties": {
+                "id": {"type": "string"},
+                "email": {"type": "string"},
+                "display_name": {"type": "string", "description": "What other users see"},
+                "plan": {"type": "string", "enum": ["free", "pro"]},
+                "owner": {"type": "string"},
+                "created_at": {"type": "string", "format": "date-time"},
+            },
+            "required": ["id", "email", "display_name", "owner", "created_at"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["id", "email", "display_name", "owner", "created_at"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }

@@ -86,9 +86,31 @@ ORDER_NOTE_INPUT: Final[dict[str, Any]] = {
 
 ORDER_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "An order.",
-    "properties": {"id": {"type": "string"}, "state": {"type": "string"}},
-    "required": ["id", "state"],
+    "properties": {
+        "data": {
+            "type": "object",
+            "description": "An order.",
+            "properties": {"id": {"type": "string"}, "state": {"type": "string"}},
+            "required": ["id", "state"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
+    },
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 

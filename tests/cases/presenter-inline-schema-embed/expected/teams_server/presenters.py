@@ -67,7 +67,7 @@ def present_person_card(raw: object) -> types.CallToolResult:
     notes = Notes()
     item_notes_person_card(data, notes)
     ui_person_card(data, notes)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def shape_member(src: object, at: str) -> dict[str, Any]:
@@ -152,4 +152,4 @@ def present_team_view(raw: object) -> types.CallToolResult:
     notes = Notes()
     item_notes_team_view(data, notes)
     ui_team_view(data, notes)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)

@@ -21,11 +21,63 @@ PERSON_CARD_INPUT: Final[dict[str, Any]] = {
 
 TEAM_VIEW_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A team.",
     "properties": {
-        "id": {"type": "string"},
-        "name": {"type": "string"},
-        "lead": {
+        "data": {
+            "type": "object",
+            "description": "A team.",
+            "properties": {
+                "id": {"type": "string"},
+                "name": {"type": "string"},
+                "lead": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "As they like to be called"},
+                        "role": {"type": "string"},
+                    },
+                    "required": ["name", "role"],
+                    "additionalProperties": False,
+                },
+                "members": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "description": "A person.",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "name": {"type": "string", "description": "Full name"},
+                        },
+                        "required": ["id", "name"],
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            "required": ["id", "name", "lead", "members"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
+    },
+    "required": ["data", "rules", "suggestions"],
+    "additionalProperties": False,
+}
+
+PERSON_CARD_RESULT_OUTPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "data": {
             "type": "object",
             "properties": {
                 "name": {"type": "string", "description": "As they like to be called"},
@@ -34,30 +86,22 @@ TEAM_VIEW_RESULT_OUTPUT: Final[dict[str, Any]] = {
             "required": ["name", "role"],
             "additionalProperties": False,
         },
-        "members": {
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
             "type": "array",
             "items": {
                 "type": "object",
-                "description": "A person.",
-                "properties": {
-                    "id": {"type": "string"},
-                    "name": {"type": "string", "description": "Full name"},
-                },
-                "required": ["id", "name"],
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
                 "additionalProperties": False,
             },
+            "description": "Tools worth calling next, and why.",
         },
     },
-    "required": ["id", "name", "lead", "members"],
-    "additionalProperties": False,
-}
-
-PERSON_CARD_RESULT_OUTPUT: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "description": "As they like to be called"},
-        "role": {"type": "string"},
-    },
-    "required": ["name", "role"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }

@@ -32,6 +32,7 @@ from ._runtime import (
     out_enum,
     out_integer,
     out_string,
+    presented_collection,
     presented_result,
     reader,
     truncation_block,
@@ -91,7 +92,7 @@ def present_ticket_card(raw: object) -> types.CallToolResult:
     data = shape_ticket_card(raw, "result")
     notes = Notes()
     item_notes_ticket_card(data, notes)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def present_ticket_card_many(raw: object) -> types.CallToolResult:
@@ -106,8 +107,7 @@ def present_ticket_card_many(raw: object) -> types.CallToolResult:
     notes.rules.append("Never close tickets in bulk.")
     for data in items:
         item_notes_ticket_card(data, notes)
-    structured = {"items": items, "total": total, "shown": len(items), "truncated": total > len(items)}
-    return presented_result(items, structured, notes)
+    return presented_collection(items, total, notes)
 
 
 def item_notes_ticket(data: dict[str, Any], notes: Notes) -> None:
@@ -119,4 +119,4 @@ def present_ticket(raw: object) -> types.CallToolResult:
     data = shapes.shape_ticket(raw, "result")
     notes = Notes()
     item_notes_ticket(data, notes)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)

@@ -27,22 +27,44 @@ TICKET_RAW_INPUT: Final[dict[str, Any]] = {
 
 TICKET_CARD_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A support ticket.",
     "properties": {
-        "status": {"type": "string", "enum": ["open", "pending", "closed"]},
-        "id": {"type": "string"},
-        "title": {"type": "string"},
-        "priority": {"type": "integer", "description": "1 is the most urgent"},
-        "assignee": {"type": ["string", "null"]},
+        "data": {
+            "type": "object",
+            "description": "A support ticket.",
+            "properties": {
+                "status": {"type": "string", "enum": ["open", "pending", "closed"]},
+                "id": {"type": "string"},
+                "title": {"type": "string"},
+                "priority": {"type": "integer", "description": "1 is the most urgent"},
+                "assignee": {"type": ["string", "null"]},
+            },
+            "required": ["status", "id", "title", "priority"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["status", "id", "title", "priority"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 
 TICKET_CARD_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "items": {
+        "data": {
             "type": "array",
             "items": {
                 "type": "object",
@@ -59,25 +81,66 @@ TICKET_CARD_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
             },
         },
         "total": {"type": "integer", "description": "How many items the tool found."},
-        "shown": {"type": "integer", "description": "How many items are in this result."},
-        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
+        "shown": {"type": "integer", "description": "How many items are in data."},
+        "truncated": {"type": "boolean", "description": "True when items were left out (see notice)."},
+        "notice": {
+            "type": "string",
+            "description": "Present when truncated: what was left out and what to do.",
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["items", "total", "shown", "truncated"],
+    "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
     "additionalProperties": False,
 }
 
 TICKET_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A support ticket.",
     "properties": {
-        "id": {"type": "string"},
-        "title": {"type": "string"},
-        "priority": {"type": "integer", "description": "1 is the most urgent"},
-        "status": {"type": "string", "enum": ["open", "pending", "closed"]},
-        "assignee": {"type": ["string", "null"]},
-        "opened": {"type": "string", "format": "date"},
-        "internal": {"type": "string"},
+        "data": {
+            "type": "object",
+            "description": "A support ticket.",
+            "properties": {
+                "id": {"type": "string"},
+                "title": {"type": "string"},
+                "priority": {"type": "integer", "description": "1 is the most urgent"},
+                "status": {"type": "string", "enum": ["open", "pending", "closed"]},
+                "assignee": {"type": ["string", "null"]},
+                "opened": {"type": "string", "format": "date"},
+                "internal": {"type": "string"},
+            },
+            "required": ["id", "title", "priority", "status", "opened"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["id", "title", "priority", "status", "opened"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }

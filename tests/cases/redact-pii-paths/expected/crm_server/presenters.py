@@ -28,6 +28,7 @@ from ._runtime import (
     items_of,
     list_text,
     out_string,
+    presented_collection,
     presented_result,
     reader,
     shape_items,
@@ -169,7 +170,7 @@ def present_client(raw: object, user: frozenset[str]) -> types.CallToolResult:
     item_notes_client(data, notes)
     ui_client(data, notes, user)
     mask_client(data)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def shape_person(src: object, at: str) -> dict[str, Any]:
@@ -213,5 +214,4 @@ def present_person_many(raw: object) -> types.CallToolResult:
         notes.blocks.append(truncation_block(len(items), total - len(items)))
     for data in items:
         mask_person(data)
-    structured = {"items": items, "total": total, "shown": len(items), "truncated": total > len(items)}
-    return presented_result(items, structured, notes)
+    return presented_collection(items, total, notes)

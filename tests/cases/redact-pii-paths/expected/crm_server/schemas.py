@@ -16,87 +16,109 @@ CLIENT_PEOPLE_INPUT: Final[dict[str, Any]] = {"type": "object", "properties": {}
 
 CLIENT_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A client.",
     "properties": {
-        "id": {"type": "string"},
-        "name": {"type": "string"},
-        "ssn": {"const": "***", "description": "Never shown"},
-        "contact": {
+        "data": {
             "type": "object",
-            "description": "How to reach someone.",
+            "description": "A client.",
             "properties": {
-                "email": {"const": "***"},
-                "phone": {"anyOf": [{"const": "***"}, {"type": "null"}]},
-            },
-            "required": ["email"],
-            "additionalProperties": False,
-        },
-        "billing": {
-            "type": "object",
-            "description": "How to reach someone.",
-            "properties": {
-                "email": {"const": "***"},
-                "phone": {"anyOf": [{"const": "***"}, {"type": "null"}]},
-            },
-            "required": ["email"],
-            "additionalProperties": False,
-        },
-        "backup": {"const": "***"},
-        "tags": {"type": "array", "items": {"const": "***"}},
-        "cards": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "description": "A payment card.",
-                "properties": {"number": {"const": "***"}, "holder": {"type": "string"}},
-                "required": ["number", "holder"],
-                "additionalProperties": False,
-            },
-        },
-        "orders": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "description": "An order.",
-                "properties": {
-                    "id": {"type": "string"},
-                    "card": {
-                        "type": "object",
-                        "description": "A payment card.",
-                        "properties": {"number": {"const": "***"}, "holder": {"const": "***"}},
-                        "required": ["number", "holder"],
-                        "additionalProperties": False,
-                    },
-                    "notes": {"type": "array", "items": {"const": "***"}},
-                },
-                "required": ["id", "card", "notes"],
-                "additionalProperties": False,
-            },
-        },
-        "address": {
-            "anyOf": [
-                {
+                "id": {"type": "string"},
+                "name": {"type": "string"},
+                "ssn": {"const": "***", "description": "Never shown"},
+                "contact": {
                     "type": "object",
                     "description": "How to reach someone.",
                     "properties": {
-                        "email": {"type": "string"},
+                        "email": {"const": "***"},
                         "phone": {"anyOf": [{"const": "***"}, {"type": "null"}]},
                     },
                     "required": ["email"],
                     "additionalProperties": False,
                 },
-                {"type": "null"},
-            ],
+                "billing": {
+                    "type": "object",
+                    "description": "How to reach someone.",
+                    "properties": {
+                        "email": {"const": "***"},
+                        "phone": {"anyOf": [{"const": "***"}, {"type": "null"}]},
+                    },
+                    "required": ["email"],
+                    "additionalProperties": False,
+                },
+                "backup": {"const": "***"},
+                "tags": {"type": "array", "items": {"const": "***"}},
+                "cards": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "description": "A payment card.",
+                        "properties": {"number": {"const": "***"}, "holder": {"type": "string"}},
+                        "required": ["number", "holder"],
+                        "additionalProperties": False,
+                    },
+                },
+                "orders": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "description": "An order.",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "card": {
+                                "type": "object",
+                                "description": "A payment card.",
+                                "properties": {"number": {"const": "***"}, "holder": {"const": "***"}},
+                                "required": ["number", "holder"],
+                                "additionalProperties": False,
+                            },
+                            "notes": {"type": "array", "items": {"const": "***"}},
+                        },
+                        "required": ["id", "card", "notes"],
+                        "additionalProperties": False,
+                    },
+                },
+                "address": {
+                    "anyOf": [
+                        {
+                            "type": "object",
+                            "description": "How to reach someone.",
+                            "properties": {
+                                "email": {"type": "string"},
+                                "phone": {"anyOf": [{"const": "***"}, {"type": "null"}]},
+                            },
+                            "required": ["email"],
+                            "additionalProperties": False,
+                        },
+                        {"type": "null"},
+                    ],
+                },
+            },
+            "required": ["id", "name", "ssn", "contact", "billing", "tags", "cards", "orders"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
         },
     },
-    "required": ["id", "name", "ssn", "contact", "billing", "tags", "cards", "orders"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 
 PERSON_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "items": {
+        "data": {
             "type": "array",
             "items": {
                 "type": "object",
@@ -123,9 +145,28 @@ PERSON_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
             },
         },
         "total": {"type": "integer", "description": "How many items the tool found."},
-        "shown": {"type": "integer", "description": "How many items are in this result."},
-        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
+        "shown": {"type": "integer", "description": "How many items are in data."},
+        "truncated": {"type": "boolean", "description": "True when items were left out (see notice)."},
+        "notice": {
+            "type": "string",
+            "description": "Present when truncated: what was left out and what to do.",
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["items", "total", "shown", "truncated"],
+    "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
     "additionalProperties": False,
 }

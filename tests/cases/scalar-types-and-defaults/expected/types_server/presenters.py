@@ -15,6 +15,7 @@ from . import shapes
 from ._runtime import (
     Notes,
     items_of,
+    presented_collection,
     presented_result,
     truncation_block,
 )
@@ -23,7 +24,7 @@ from ._runtime import (
 def present_record(raw: object) -> types.CallToolResult:
     data = shapes.shape_record(raw, "result")
     notes = Notes()
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def present_record_many(raw: object) -> types.CallToolResult:
@@ -33,5 +34,4 @@ def present_record_many(raw: object) -> types.CallToolResult:
     notes = Notes()
     if total > len(items):
         notes.blocks.append(truncation_block(len(items), total - len(items)))
-    structured = {"items": items, "total": total, "shown": len(items), "truncated": total > len(items)}
-    return presented_result(items, structured, notes)
+    return presented_collection(items, total, notes)

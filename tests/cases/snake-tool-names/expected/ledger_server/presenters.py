@@ -43,12 +43,12 @@ def shape_invoice_card(src: object, at: str) -> dict[str, Any]:
 
 def item_notes_invoice_card(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one InvoiceCard item (and of the presenters it embeds)."""
-    notes.suggestions.append("invoice_get: " + "Look at invoice " + _x_fmt(data.get("id")) + " again.")
-    notes.suggestions.append("invoice_start: " + "Start another invoice.")
+    notes.suggestions.append(("invoice_get", "Look at invoice " + _x_fmt(data.get("id")) + " again."))
+    notes.suggestions.append(("invoice_start", "Start another invoice."))
 
 
 def present_invoice_card(raw: object) -> types.CallToolResult:
     data = shape_invoice_card(raw, "result")
     notes = Notes()
     item_notes_invoice_card(data, notes)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)

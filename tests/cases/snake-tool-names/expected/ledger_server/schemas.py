@@ -36,9 +36,31 @@ INVOICE_APPROVE_INPUT: Final[dict[str, Any]] = {
 
 INVOICE_CARD_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "An invoice.",
-    "properties": {"id": {"type": "string"}, "status": {"type": "string"}},
-    "required": ["id", "status"],
+    "properties": {
+        "data": {
+            "type": "object",
+            "description": "An invoice.",
+            "properties": {"id": {"type": "string"}, "status": {"type": "string"}},
+            "required": ["id", "status"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
+    },
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 

@@ -27,6 +27,7 @@ from ._runtime import (
     out_boolean,
     out_number,
     out_string,
+    presented_collection,
     presented_result,
     reader,
     truncation_block,
@@ -59,24 +60,26 @@ def shape_message(src: object, at: str) -> dict[str, Any]:
 def item_notes_message(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Message item (and of the presenters it embeds)."""
     if data.get("unread") is True:
-        notes.suggestions.append("message.read: " + "Open " + _x_fmt(data.get("subject")))
+        notes.suggestions.append(("message.read", "Open " + _x_fmt(data.get("subject"))))
     if _x_ge(data.get("spam_score"), 0.9):
         notes.suggestions.append(
-            "message.delete: "
-            + "Delete "
-            + _x_fmt(data.get("id"))
-            + ": it looks like spam ("
-            + _x_fmt(_x_round(_x_mul(data.get("spam_score"), 100)))
-            + "%)"
+            (
+                "message.delete",
+                "Delete "
+                + _x_fmt(data.get("id"))
+                + ": it looks like spam ("
+                + _x_fmt(_x_round(_x_mul(data.get("spam_score"), 100)))
+                + "%)",
+            )
         )
-    notes.suggestions.append("message.list: " + "List the other messages")
+    notes.suggestions.append(("message.list", "List the other messages"))
 
 
 def present_message(raw: object) -> types.CallToolResult:
     data = shape_message(raw, "result")
     notes = Notes()
     item_notes_message(data, notes)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def present_message_many(raw: object) -> types.CallToolResult:
@@ -90,5 +93,4 @@ def present_message_many(raw: object) -> types.CallToolResult:
     notes.rules.append("At most 2 of " + _x_fmt(count) + " messages are shown.")
     for data in items:
         item_notes_message(data, notes)
-    structured = {"items": items, "total": total, "shown": len(items), "truncated": total > len(items)}
-    return presented_result(items, structured, notes)
+    return presented_collection(items, total, notes)

@@ -24,7 +24,7 @@ MESSAGE_DELETE_INPUT: Final[dict[str, Any]] = {
 MESSAGE_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "items": {
+        "data": {
             "type": "array",
             "items": {
                 "type": "object",
@@ -40,22 +40,63 @@ MESSAGE_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
             },
         },
         "total": {"type": "integer", "description": "How many items the tool found."},
-        "shown": {"type": "integer", "description": "How many items are in this result."},
-        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
+        "shown": {"type": "integer", "description": "How many items are in data."},
+        "truncated": {"type": "boolean", "description": "True when items were left out (see notice)."},
+        "notice": {
+            "type": "string",
+            "description": "Present when truncated: what was left out and what to do.",
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["items", "total", "shown", "truncated"],
+    "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
     "additionalProperties": False,
 }
 
 MESSAGE_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A message.",
     "properties": {
-        "id": {"type": "string"},
-        "subject": {"type": "string"},
-        "unread": {"type": "boolean"},
-        "spam_score": {"type": "number"},
+        "data": {
+            "type": "object",
+            "description": "A message.",
+            "properties": {
+                "id": {"type": "string"},
+                "subject": {"type": "string"},
+                "unread": {"type": "boolean"},
+                "spam_score": {"type": "number"},
+            },
+            "required": ["id", "subject", "unread", "spam_score"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["id", "subject", "unread", "spam_score"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }

@@ -34,6 +34,7 @@ from ._runtime import (
     list_text,
     out_number,
     out_string,
+    presented_collection,
     presented_result,
     reader,
     summary_text,
@@ -134,7 +135,7 @@ def present_metric(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_metric(data, notes, user)
     mask_metric(data)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def present_metric_many(raw: object, user: frozenset[str]) -> types.CallToolResult:
@@ -175,5 +176,4 @@ def present_metric_many(raw: object, user: frozenset[str]) -> types.CallToolResu
     notes.blocks.append(Block("code", fenced("", _x_fmt(count)), False))
     for data in items:
         mask_metric(data)
-    structured = {"items": items, "total": total, "shown": len(items), "truncated": total > len(items)}
-    return presented_result(items, structured, notes)
+    return presented_collection(items, total, notes)

@@ -24,16 +24,38 @@ METRIC_LIST_INPUT: Final[dict[str, Any]] = {"type": "object", "properties": {}, 
 
 METRIC_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A measured value.",
     "properties": {
-        "name": {"type": "string"},
-        "value": {"type": "number"},
-        "unit": {"type": "string"},
-        "series": {"type": "array", "items": {"type": "number"}},
-        "owner_email": {"const": "[REDACTED]"},
-        "meta": {"$ref": "#/$defs/Meta"},
+        "data": {
+            "type": "object",
+            "description": "A measured value.",
+            "properties": {
+                "name": {"type": "string"},
+                "value": {"type": "number"},
+                "unit": {"type": "string"},
+                "series": {"type": "array", "items": {"type": "number"}},
+                "owner_email": {"const": "[REDACTED]"},
+                "meta": {"$ref": "#/$defs/Meta"},
+            },
+            "required": ["name", "value", "series", "owner_email"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["name", "value", "series", "owner_email"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
     "$defs": {"Meta": META_OUTPUT_DEFINITION},
 }
@@ -41,7 +63,7 @@ METRIC_RESULT_OUTPUT: Final[dict[str, Any]] = {
 METRIC_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "items": {
+        "data": {
             "type": "array",
             "items": {
                 "type": "object",
@@ -59,10 +81,29 @@ METRIC_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
             },
         },
         "total": {"type": "integer", "description": "How many items the tool found."},
-        "shown": {"type": "integer", "description": "How many items are in this result."},
-        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
+        "shown": {"type": "integer", "description": "How many items are in data."},
+        "truncated": {"type": "boolean", "description": "True when items were left out (see notice)."},
+        "notice": {
+            "type": "string",
+            "description": "Present when truncated: what was left out and what to do.",
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["items", "total", "shown", "truncated"],
+    "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
     "additionalProperties": False,
     "$defs": {"Meta": META_OUTPUT_DEFINITION},
 }

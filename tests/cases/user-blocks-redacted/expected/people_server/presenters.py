@@ -29,6 +29,7 @@ from ._runtime import (
     json_text,
     list_text,
     out_string,
+    presented_collection,
     presented_result,
     reader,
     shape_items,
@@ -82,7 +83,7 @@ def present_person(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_person(data, notes, user)
     mask_person(data)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def shape_team(src: object, at: str) -> dict[str, Any]:
@@ -149,7 +150,7 @@ def present_team(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_team(data, notes, user)
     mask_team(data)
-    return presented_result(data, data, notes)
+    return presented_result(data, notes)
 
 
 def present_team_many(raw: object, user: frozenset[str]) -> types.CallToolResult:
@@ -164,5 +165,4 @@ def present_team_many(raw: object, user: frozenset[str]) -> types.CallToolResult
         notes.blocks.append(Block("markdown", _x_fmt(count) + " teams", True))
     for data in items:
         mask_team(data)
-    structured = {"items": items, "total": total, "shown": len(items), "truncated": total > len(items)}
-    return presented_result(items, structured, notes)
+    return presented_collection(items, total, notes)

@@ -23,16 +23,42 @@ TEAM_GET_INPUT: Final[dict[str, Any]] = {
 
 PERSON_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A person.",
-    "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "email": {"const": "[REDACTED]"}},
-    "required": ["id", "name", "email"],
+    "properties": {
+        "data": {
+            "type": "object",
+            "description": "A person.",
+            "properties": {
+                "id": {"type": "string"},
+                "name": {"type": "string"},
+                "email": {"const": "[REDACTED]"},
+            },
+            "required": ["id", "name", "email"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
+    },
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 
 TEAM_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "items": {
+        "data": {
             "type": "array",
             "items": {
                 "type": "object",
@@ -70,44 +96,85 @@ TEAM_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
             },
         },
         "total": {"type": "integer", "description": "How many items the tool found."},
-        "shown": {"type": "integer", "description": "How many items are in this result."},
-        "truncated": {"type": "boolean", "description": "True when items were left out (see limit)."},
+        "shown": {"type": "integer", "description": "How many items are in data."},
+        "truncated": {"type": "boolean", "description": "True when items were left out (see notice)."},
+        "notice": {
+            "type": "string",
+            "description": "Present when truncated: what was left out and what to do.",
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
     },
-    "required": ["items", "total", "shown", "truncated"],
+    "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
     "additionalProperties": False,
 }
 
 TEAM_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A team.",
     "properties": {
-        "id": {"type": "string"},
-        "lead": {
+        "data": {
             "type": "object",
-            "description": "A person.",
+            "description": "A team.",
             "properties": {
                 "id": {"type": "string"},
-                "name": {"type": "string"},
-                "email": {"const": "[REDACTED]"},
+                "lead": {
+                    "type": "object",
+                    "description": "A person.",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "name": {"type": "string"},
+                        "email": {"const": "[REDACTED]"},
+                    },
+                    "required": ["id", "name", "email"],
+                    "additionalProperties": False,
+                },
+                "members": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "description": "A person.",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "name": {"type": "string"},
+                            "email": {"const": "[REDACTED]"},
+                        },
+                        "required": ["id", "name", "email"],
+                        "additionalProperties": False,
+                    },
+                },
             },
-            "required": ["id", "name", "email"],
+            "required": ["id", "lead", "members"],
             "additionalProperties": False,
         },
-        "members": {
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
             "type": "array",
             "items": {
                 "type": "object",
-                "description": "A person.",
-                "properties": {
-                    "id": {"type": "string"},
-                    "name": {"type": "string"},
-                    "email": {"const": "[REDACTED]"},
-                },
-                "required": ["id", "name", "email"],
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
                 "additionalProperties": False,
             },
+            "description": "Tools worth calling next, and why.",
         },
     },
-    "required": ["id", "lead", "members"],
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
