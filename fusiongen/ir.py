@@ -131,6 +131,7 @@ class PresenterIR:
     collection_ui: tuple[UIBlockIR, ...] = ()
     suggestions: tuple[SuggestionIR, ...] = ()
     model_reads: tuple[tuple[str, ...], ...] = ()  # paths its rules, suggestions and model-facing blocks read
+    user_reads: tuple[tuple[str, ...], ...] = ()  # paths its audience = "user" item blocks read (() = all of it)
     send_user_blocks: bool = False  # what the spec says of its audience = "user" blocks (a server may override)
 
     @property

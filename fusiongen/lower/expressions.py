@@ -56,6 +56,7 @@ class PresenterExpressions:
         self.redactions = redactions
         self.reads: list[tuple[str, ...]] = []  # what model-facing expressions read (checked against parents)
         self.user_reads: list[tuple[str, ...]] = []  # what the user-only block being compiled reads
+        self.item_user_reads: list[tuple[str, ...]] = []  # what all its user-only item blocks read (for parents)
         self.sends_user_blocks = False  # its effective user_blocks setting, for FG161's hint
         model = scope.models.get(scope.specs[str(loc[1])].model or "") if len(loc) > 1 else None
         self.top_hidden = {f.name: f for f in model.fields if f.hidden} if model else {}
@@ -164,6 +165,9 @@ class PresenterExpressions:
         compiled = self._block(spec, loc, collection=collection)
         if compiled is not None and compiled.for_user:
             self.warn_user_block_redactions(spec, loc, compiled)
+            if not collection:  # an embedded presenter renders its item blocks inside its parent's result
+                reads = [*self.user_reads, *([compiled.path] if compiled.type == "json" else [])]
+                self.item_user_reads.extend(p for p in reads if p not in self.item_user_reads)
         return compiled
 
     def warn_user_block_redactions(self, spec: UIBlockSpec, loc: Loc, block: UIBlockIR) -> None:

@@ -205,6 +205,7 @@ class _PresenterLowering:
             ),
             suggestions=tuple(suggestions),
             model_reads=tuple(context.reads),
+            user_reads=tuple(context.item_user_reads),
             send_user_blocks=context.sends_user_blocks,
         )
 
@@ -314,43 +315,78 @@ def _description_rules(fields: tuple[FieldIR, ...]) -> tuple[str, ...]:
 
 def check_parent_redactions(ctx: LowerContext, scope: PresenterScope, presenters: dict[str, PresenterIR]) -> None:
     """An embedded presenter's rules and blocks reach the model in its parent's result: they must not read
-    what the parent redacts (the child alone cannot know; the parent's redact_pii entry is reported)."""
+    what the parent redacts (the child alone cannot know; the parent's redact_pii entry is reported). Its
+    user-only blocks may (that is what they are for), with FG161's warning, as for the parent's own blocks."""
 
-    memo: dict[str, list[tuple[str, ...]]] = {}
+    memo: dict[tuple[str, bool], list[tuple[str, ...]]] = {}
 
-    def reads(name: str, visiting: frozenset[str]) -> list[tuple[str, ...]]:
+    def reads(name: str, for_user: bool, visiting: frozenset[str]) -> list[tuple[str, ...]]:
         presenter = presenters.get(name)
         if presenter is None or name in visiting:
             return []
-        if name in memo:
-            return memo[name]
-        found = list(presenter.model_reads)
+        if (name, for_user) in memo:
+            return memo[name, for_user]
+        found = list(presenter.user_reads if for_user else presenter.model_reads)
         for field, child in presenter.embeds:
-            found += [(field, *p) for p in reads(child, visiting | {name})]
-        memo[name] = found = list(dict.fromkeys(found))
+            found += [(field, *p) for p in reads(child, for_user, visiting | {name})]
+        memo[name, for_user] = found = list(dict.fromkeys(found))
         return found
 
     for name, presenter in presenters.items():
         spec = scope.specs[name]
         for field, child in presenter.embeds:
-            child_reads = [(field, *p) for p in reads(child, frozenset({name}))]
+            model_reads = [(field, *p) for p in reads(child, False, frozenset({name}))]
+            user_reads = [(field, *p) for p in reads(child, True, frozenset({name}))]
             for index, text in enumerate(spec.redact_pii):
                 _, own = scope.expand(text, presenter.fields, dict(presenter.embeds))
                 for redacted in own:
                     plain = tuple(s for s in redacted if s != "[*]")
                     if plain[:1] != (field,):
                         continue
-                    hit = next((r for r in child_reads if r[: len(plain)] == plain or plain[: len(r)] == r), None)
-                    if hit is not None:
+                    at: Loc = ("presenters", name, "redact_pii", index)
+                    if (hit := _overlapping(model_reads, plain)) is not None:
                         ctx.error(
                             "FG158",
                             f'presenter "{child}" (embedded as "{field}") shows '
                             f'"{".".join(hit)}" to the model, which redact_pii "{text}" masks',
-                            ("presenters", name, "redact_pii", index),
+                            at,
                             value=True,
                             hint=f'redact it in "{child}" too, or show it only with audience = "user"',
                         )
                         break
+                    if (hit := _overlapping(user_reads, plain)) is not None:
+                        _warn_child_user_block(ctx, child, field, hit, text, at, presenters)
+                        break
+
+
+def _overlapping(reads: list[tuple[str, ...]], plain: tuple[str, ...]) -> tuple[str, ...] | None:
+    return next((r for r in reads if r[: len(plain)] == plain or plain[: len(r)] == r), None)
+
+
+def _warn_child_user_block(
+    ctx: LowerContext,
+    child: str,
+    field: str,
+    hit: tuple[str, ...],
+    text: str,
+    at: Loc,
+    presenters: dict[str, PresenterIR],
+) -> None:
+    """FG161 for an embedded presenter's user-only block that shows what its parent redacts."""
+    sends = presenters[child].send_user_blocks
+    ctx.warning(
+        "FG161",
+        f'presenter "{child}" (embedded as "{field}") shows "{".".join(hit)}" in a user-only block, '
+        f'which redact_pii "{text}" masks for the model',
+        at,
+        hint=(
+            f'"{child}" sends user blocks (user_blocks = "send"): a client that ignores audience, such as '
+            "langchain, hands the real value to the model"
+            if sends
+            else f'omitted while "{child}" has user_blocks = "omit"; with "send" (or --user-blocks send) a client '
+            "that ignores audience hands the real value to the model"
+        ),
+    )
 
 
 def check_embed_cycles(ctx: LowerContext) -> None:
