@@ -8,8 +8,8 @@ otherwise (fastmcp `Client`, the TypeScript SDK's client):
   and streamable HTTP, in both protocol eras (its MCPToolset runs on a fastmcp `Client`, whose `mode=` picks
   the era);
 - the fastmcp `Client`, over stdio and HTTP, in both eras;
-- langchain-mcp-adapters 0.3.2, which pins mcp<2, from its own virtualenv (.venv-langchain, `make langchain`)
-  over stdio: handshake era only (mcp 1.x has no other);
+- langchain-mcp-adapters 0.3.2, which pins mcp<2, from its own virtualenv (.venv-langchain, `make langchain`),
+  over stdio and HTTP: handshake era only (mcp 1.x has no other);
 - the official TypeScript SDK's client (tooling/, `make tooling`), over HTTP and stdio: handshake era only.
 
 The checks, and which do not apply to which client (and why), are tabled in docs/spec.md §9.5. A missing client
@@ -263,13 +263,13 @@ LANGCHAIN_PYTHON = ROOT / ".venv-langchain" / "bin" / "python"
 LANGCHAIN_HINT = "run `make langchain` (a virtualenv with tests/support/langchain-requirements.txt)"
 
 
-def langchain(built: Path, calls: list[tuple[str, dict[str, Any]]], *server_args: str) -> dict[str, Any]:
-    """tests/support/langchain_client.py's report: the tools, and per call the ToolMessage's content (what the
-    model is handed), status and artifact."""
+def langchain(target: list[str], calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """tests/support/langchain_client.py's report (`target`: `stdio PYTHON DIR ARGS...` or `http URL`): the
+    tools, and per call the ToolMessage's content (what the model is handed), status and artifact."""
     if not LANGCHAIN_PYTHON.is_file():
         pytest.fail(f"{LANGCHAIN_PYTHON} is missing: {LANGCHAIN_HINT}", pytrace=False)
     script = ROOT / "tests" / "support" / "langchain_client.py"
-    command = [str(LANGCHAIN_PYTHON), str(script), json.dumps(calls), sys.executable, str(built), *server_args]
+    command = [str(LANGCHAIN_PYTHON), str(script), json.dumps(calls), *target]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"the langchain client exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return json.loads(done.stdout)
@@ -282,9 +282,15 @@ def content_text(content: str | list[Any]) -> str:
     return "\n".join(block["text"] if isinstance(block, dict) else str(block) for block in content)
 
 
-def test_langchain_hands_the_model_the_text_blocks(built: Path) -> None:
+def langchain_stdio(built: Path, *server_args: str) -> list[str]:
+    return ["stdio", sys.executable, str(built), *server_args]
+
+
+@pytest.mark.parametrize("kind", TRANSPORTS)
+def test_langchain_hands_the_model_the_text_blocks(request: pytest.FixtureRequest, built: Path, kind: str) -> None:
+    target = ["http", request.getfixturevalue("http_url")] if kind == "http" else langchain_stdio(built)
     calls = [("invoice.get", {"id": "inv-1"}), ("invoice.list", {}), ("invoice.get", {"idx": "inv-1"})]
-    report = langchain(built, calls)
+    report = langchain(target, calls)
     assert {"invoice.get", "invoice.list", DRAFT_ONLY} <= set(report["tools"])
     assert REVIEW_ONLY not in report["tools"]  # mcp 1.x: the handshake era
     get, listed, invalid = report["calls"]
@@ -300,9 +306,9 @@ def test_langchain_hands_the_model_the_text_blocks(built: Path) -> None:
 def test_langchain_hands_the_model_user_only_blocks_when_sent(built: Path) -> None:
     """Why `user_blocks = "omit"` is the default: langchain ignores `annotations.audience`, so a user-only block
     that is sent reaches the model, real email included (billing's `audience = "user"` list)."""
-    omitted = langchain(built, [("invoice.get", {"id": "inv-1"})])["calls"][0]
+    omitted = langchain(langchain_stdio(built), [("invoice.get", {"id": "inv-1"})])["calls"][0]
     assert "ada@example.com" not in content_text(omitted["content"])
-    sent = langchain(built, [("invoice.get", {"id": "inv-1"})], "--user-blocks", "send")["calls"][0]
+    sent = langchain(langchain_stdio(built, "--user-blocks", "send"), [("invoice.get", {"id": "inv-1"})])["calls"][0]
     handed = content_text(sent["content"])
     assert "Contact: ada@example.com" in handed
     assert len(sent["content"]) == len(omitted["content"]) + 1

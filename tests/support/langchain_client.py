@@ -3,13 +3,15 @@
 Run by tests/test_client_matrix.py with the python of .venv-langchain (langchain-mcp-adapters pins mcp<2, which
 the project's own virtualenv cannot hold), so this file imports nothing from the project:
 
-    .venv-langchain/bin/python langchain_client.py CALLS_JSON SERVER_PYTHON SERVER_DIR [SERVER_ARG ...]
+    .venv-langchain/bin/python langchain_client.py CALLS_JSON stdio SERVER_PYTHON SERVER_DIR [SERVER_ARG ...]
+    .venv-langchain/bin/python langchain_client.py CALLS_JSON http URL
 
-CALLS_JSON is a list of `[tool, arguments]`. The server is `SERVER_PYTHON -m billing_server SERVER_ARG...` on
-stdio in SERVER_DIR, with only SERVER_DIR importable. One session (load_mcp_tools on it) serves every call, as an
-agent's run would. Each call is made as LangChain's agents make it, with a ToolCall, so the result is the
-ToolMessage an agent appends to the conversation: its `content` is exactly what the model is handed, its
-`artifact` (structuredContent) is kept for the program and never sent to the model.
+CALLS_JSON is a list of `[tool, arguments]`. Over stdio, the server is `SERVER_PYTHON -m billing_server
+SERVER_ARG...` in SERVER_DIR, with only SERVER_DIR importable; over http, the streamable HTTP server at URL.
+One session (load_mcp_tools on it) serves every call, as an agent's run would. Each call is made as
+LangChain's agents make it, with a ToolCall, so the result is the ToolMessage an agent appends to the
+conversation: its `content` is exactly what the model is handed, its `artifact` (structuredContent) is kept
+for the program and never sent to the model.
 
 Prints one JSON object: {"tools": [names], "calls": [{"content", "status", "artifact"}, ...]}.
 """
@@ -26,7 +28,10 @@ from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
 
 
-def _connection(python: str, directory: str, server_args: list[str]) -> dict[str, Any]:
+def _connection(kind: str, target: list[str]) -> dict[str, Any]:
+    if kind == "http":
+        return {"transport": "streamable_http", "url": target[0]}
+    python, directory, *server_args = target
     return {
         "transport": "stdio",
         "command": python,
@@ -41,8 +46,8 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=dict)) if value is not None else None
 
 
-async def _run(calls: list[list[Any]], python: str, directory: str, server_args: list[str]) -> dict[str, Any]:
-    client = MultiServerMCPClient({"billing": _connection(python, directory, server_args)})
+async def _run(calls: list[list[Any]], connection: dict[str, Any]) -> dict[str, Any]:
+    client = MultiServerMCPClient({"billing": connection})
     async with client.session("billing") as session:
         tools = {tool.name: tool for tool in await load_mcp_tools(session)}
         results = []
@@ -57,8 +62,8 @@ async def _run(calls: list[list[Any]], python: str, directory: str, server_args:
 
 
 def main() -> None:
-    calls, python, directory, *server_args = sys.argv[1:]
-    print(json.dumps(asyncio.run(_run(json.loads(calls), python, directory, server_args))))
+    calls, kind, *target = sys.argv[1:]
+    print(json.dumps(asyncio.run(_run(json.loads(calls), _connection(kind, target)))))
 
 
 if __name__ == "__main__":
