@@ -12,7 +12,7 @@ otherwise (fastmcp `Client`, the TypeScript SDK's client):
   over stdio and HTTP: handshake era only (mcp 1.x has no other);
 - the official TypeScript SDK's client (tooling/, `make tooling`), over HTTP and stdio: handshake era only.
 
-The checks, and which do not apply to which client (and why), are tabled in docs/spec.md §9.5. A missing client
+The checks, and which do not apply to which client (and why), are tabled in docs/spec.md §9.4. A missing client
 fails these tests, never skips them: `make test` installs every one.
 """
 
@@ -196,7 +196,7 @@ async def test_pydantic_ai_offers_the_new_list_after_a_transition(transport: Cli
     tool and never changes). pydantic-ai drops its cached list on notifications/tools/list_changed only for a
     client it builds itself, which negotiates 2026-07-28; on a pre-built handshake-era client (as here) it
     never installs that handler, so `cache_tools=False` is what makes it list again each step (docs/spec.md
-    §9.5)."""
+    §9.4)."""
     steps = [[(DRAFT_ONLY, {"invoice_id": "inv-2"})]]
     model = await run_agent(transport, LEGACY, steps, cache_tools=False)
     assert model.handed[0][0].outcome == "success", model.handed[0]
