@@ -45,6 +45,7 @@ pytestmark = pytest.mark.timeout(180)
 
 LEGACY, MODERN = "legacy", "2026-07-28"
 ERAS = [LEGACY, MODERN]
+OWN_CLIENT = "own"  # pydantic-ai's MCPToolset given the transport: the client it builds negotiates the era
 TRANSPORTS = ["stdio", "http"]
 CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
 
@@ -131,6 +132,7 @@ class ScriptedModel:
         self.steps = steps
         self.offered: list[list[str]] = []
         self.handed: list[list[ToolReturnPart]] = []
+        self.protocol_version: str | None = None  # what the toolset's client negotiated
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         step = len(self.offered)
@@ -154,12 +156,14 @@ async def run_agent(
     cache_tools: bool = True,
 ) -> ScriptedModel:
     """One agent run on an MCPToolset over a fastmcp `Client` in `mode`: a pre-built client is pydantic-ai's
-    only way to choose the era (its own client negotiates, and gets 2026-07-28 from a generated server)."""
+    only way to choose the era; OWN_CLIENT lets MCPToolset build its own, as its users usually do."""
     model = ScriptedModel(steps)
-    toolset = MCPToolset(FastMCPClient(transport, mode=mode), cache_tools=cache_tools)
+    client = transport if mode == OWN_CLIENT else FastMCPClient(transport, mode=mode)
+    toolset = MCPToolset(client, cache_tools=cache_tools)
     agent = Agent(FunctionModel(model), toolsets=[toolset])
     async with agent:
         result = await agent.run("Look after invoice inv-1.")
+        model.protocol_version = toolset.client.protocol_version
     assert result.output == "done"
     return model
 
@@ -170,13 +174,15 @@ def handed_text(part: ToolReturnPart) -> str:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("mode", [*ERAS, OWN_CLIENT])
 async def test_pydantic_ai_hands_the_model_the_presented_result(transport: ClientTransport, mode: str) -> None:
     steps = [[("invoice.get", {"id": "inv-1"}), ("invoice.list", {}), ("invoice.get", {"idx": "inv-1"})]]
     model = await run_agent(transport, mode, steps)
+    # pydantic-ai's own client negotiates 2026-07-28 with a generated server.
+    assert (model.protocol_version == MODERN) is (mode != LEGACY), model.protocol_version
     assert {"invoice.get", "invoice.list", "customer.get", "billing.remind"} <= set(model.offered[0])
     # The handshake era lists only what the session's (draft) state allows; 2026-07-28 lists every tool.
-    assert (REVIEW_ONLY in model.offered[0]) is (mode == MODERN)
+    assert (REVIEW_ONLY in model.offered[0]) is (mode != LEGACY)
     get, listed, invalid = model.handed[0]
     assert get.outcome == "success" and listed.outcome == "success"
     # pydantic-ai hands the model structuredContent when every block is text: the envelope carries the guidance.
