@@ -107,6 +107,27 @@ def http_url(built: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def output_schemas(built: Path) -> dict[str, Any]:
+    """Every tool's outputSchema, as tools/list advertises it (2026-07-28 lists every tool), to validate what
+    clients that do not validate pass on."""
+
+    async def listed() -> dict[str, Any]:
+        async with FastMCPClient(fastmcp_transport("stdio", built, ""), mode=MODERN) as client:
+            return {tool.name: tool.output_schema for tool in await client.list_tools()}
+
+    schemas = anyio.run(listed)
+    assert schemas["invoice.get"] and schemas["invoice.list"]
+    return schemas
+
+
+def assert_valid(structured: Any, schema: dict[str, Any]) -> None:
+    errors = [
+        e.message for e in jsonschema.Draft202012Validator(schema, format_checker=CHECKER).iter_errors(structured)
+    ]
+    assert not errors, errors
+
+
 def fastmcp_transport(kind: str, built: Path, url: str) -> ClientTransport:
     if kind == "http":
         return StreamableHttpTransport(url)
@@ -175,7 +196,9 @@ def handed_text(part: ToolReturnPart) -> str:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", [*ERAS, OWN_CLIENT])
-async def test_pydantic_ai_hands_the_model_the_presented_result(transport: ClientTransport, mode: str) -> None:
+async def test_pydantic_ai_hands_the_model_the_presented_result(
+    transport: ClientTransport, mode: str, output_schemas: dict[str, Any]
+) -> None:
     steps = [[("invoice.get", {"id": "inv-1"}), ("invoice.list", {}), ("invoice.get", {"idx": "inv-1"})]]
     model = await run_agent(transport, mode, steps)
     # pydantic-ai's own client negotiates 2026-07-28 with a generated server.
@@ -187,6 +210,8 @@ async def test_pydantic_ai_hands_the_model_the_presented_result(transport: Clien
     assert get.outcome == "success" and listed.outcome == "success"
     # pydantic-ai hands the model structuredContent when every block is text: the envelope carries the guidance.
     assert get.content["rules"] and get.content["data"]["customer"]["email"] == "[REDACTED]"
+    assert_valid(get.content, output_schemas["invoice.get"])
+    assert_valid(listed.content, output_schemas["invoice.list"])
     assert_perceived(handed_text(get))
     assert_perceived(handed_text(listed), collection=True)
     assert listed.content["truncated"] is True and listed.content["shown"] == 3 and listed.content["total"] == 5
@@ -293,7 +318,9 @@ def langchain_stdio(built: Path, *server_args: str) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", TRANSPORTS)
-def test_langchain_hands_the_model_the_text_blocks(request: pytest.FixtureRequest, built: Path, kind: str) -> None:
+def test_langchain_hands_the_model_the_text_blocks(
+    request: pytest.FixtureRequest, built: Path, kind: str, output_schemas: dict[str, Any]
+) -> None:
     target = ["http", request.getfixturevalue("http_url")] if kind == "http" else langchain_stdio(built)
     calls = [("invoice.get", {"id": "inv-1"}), ("invoice.list", {}), ("invoice.get", {"idx": "inv-1"})]
     report = langchain(target, calls)
@@ -305,6 +332,8 @@ def test_langchain_hands_the_model_the_text_blocks(request: pytest.FixtureReques
     assert_perceived(content_text(get["content"]))
     assert_perceived(content_text(listed["content"]), collection=True)
     assert get["artifact"]["structured_content"]["data"]["id"] == "inv-1"
+    assert_valid(get["artifact"]["structured_content"], output_schemas["invoice.get"])
+    assert_valid(listed["artifact"]["structured_content"], output_schemas["invoice.list"])
     # isError: a ToolMessage with status "error" and the server's explanation, which the agent can act on.
     assert invalid["status"] == "error" and content_text(invalid["content"]).startswith(VALIDATION_ERROR)
 
