@@ -160,7 +160,10 @@ class ScriptedModel:
         self.offered.append([tool.name for tool in info.function_tools])
         last = messages[-1]
         if step and isinstance(last, ModelRequest):
-            self.handed.append([part for part in last.parts if isinstance(part, ToolReturnPart)])
+            # pydantic-ai runs a step's calls concurrently: in call order (by the ids given below), whatever
+            # order they finished in.
+            returns = [part for part in last.parts if isinstance(part, ToolReturnPart)]
+            self.handed.append(sorted(returns, key=lambda part: part.tool_call_id))
         if step < len(self.steps):
             calls = [
                 ToolCallPart(name, args, tool_call_id=f"{step}-{n}") for n, (name, args) in enumerate(self.steps[step])
