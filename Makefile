@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPECS := $(wildcard specs/*.toml)
 
-.PHONY: venv demo test soak golden check-golden lint bench redis-server haproxy tooling clean
+.PHONY: venv demo test soak golden check-golden lint bench redis-server haproxy tooling langchain clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,9 @@ demo: venv
 	$(BIN)/fusiongen build specs/billing.toml -o .demo
 	$(BIN)/python specs/demo_client.py .demo
 
-## test: everything (the virtualenv, redis-server and haproxy from Debian, the npm tooling, lint, then pytest)
-test: venv redis-server haproxy tooling lint
+## test: everything (the virtualenv, redis-server and haproxy from Debian, the npm tooling, langchain's
+## virtualenv, lint, then pytest)
+test: venv redis-server haproxy tooling langchain lint
 	$(BIN)/python -m pytest
 
 ## soak: the long load tests (pytest marker `soak`), which a plain pytest leaves out: an HTTP server on Redis under
@@ -51,6 +52,19 @@ $(TOOLING_STAMP): tooling/package.json tooling/package-lock.json
 
 tooling: $(TOOLING_STAMP)
 
+## langchain: langchain-mcp-adapters, one of the clients tests/test_client_matrix.py drives generated servers
+## with, in its own virtualenv: it pins mcp<2, which the project's .venv (mcp 2.x) cannot hold
+LANGCHAIN_VENV := .venv-langchain
+LANGCHAIN_REQUIREMENTS := tests/support/langchain-requirements.txt
+LANGCHAIN_STAMP := $(LANGCHAIN_VENV)/.installed
+$(LANGCHAIN_STAMP): $(LANGCHAIN_REQUIREMENTS)
+	$(PYTHON) -m venv $(LANGCHAIN_VENV)
+	$(LANGCHAIN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LANGCHAIN_VENV)/bin/python -m pip install --quiet -r $(LANGCHAIN_REQUIREMENTS)
+	touch $(LANGCHAIN_STAMP)
+
+langchain: $(LANGCHAIN_STAMP)
+
 ## golden: rewrite golden/ from specs/, and expected/ + stderr.txt of every tests/cases/ case
 golden: venv
 	@for spec in $(SPECS); do \
@@ -76,4 +90,4 @@ bench: venv
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .demo dist build tooling/node_modules
+	rm -rf $(VENV) $(LANGCHAIN_VENV) .demo dist build tooling/node_modules

@@ -14,16 +14,43 @@ import traceback
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
 
 from fusiongen import __version__
 from fusiongen.diagnostics import Diagnostic, SpecError, display_path, sorted_diagnostics
 
 EXIT_OK, EXIT_DRIFT, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 
+
+def _without_flag_metavars(params: list[Any]) -> list[Any]:
+    """Flags take no value, so their help shows none: typer 0.29's rich help prints each flag's type
+    (`--help <bool>`) unless it has a metavar, and an empty one renders as nothing. (Typer vendors its own
+    click, hence its TyperOption rather than click.Option.)"""
+    for param in params:
+        if isinstance(param, typer.core.TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class _Group(typer.core.TyperGroup):
+    """The app's group: its own flags (--version, --help) shown without a metavar."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_flag_metavars(super().get_params(ctx))
+
+
+class _Command(typer.core.TyperCommand):
+    """Every command: its flags (--help) shown without a metavar."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_flag_metavars(super().get_params(ctx))
+
+
 app = typer.Typer(
+    cls=_Group,
     add_completion=False,
     no_args_is_help=True,
     help="Compile a TOML spec of models and tools into a standalone Python MCP server.",
@@ -106,7 +133,7 @@ def _progress(index: int, total: int, spec: Path) -> str:
     return f"[{index}/{total}] {spec}: " if total > 1 else f"{spec}: "
 
 
-@app.command()
+@app.command(cls=_Command)
 def build(specs: SpecsArg, out: OutOption = None) -> None:
     """Generate each server (OUT/<package>/, pyproject.toml, README.md); scaffold or extend its handler module."""
     from fusiongen import api
@@ -139,7 +166,7 @@ def build(specs: SpecsArg, out: OutOption = None) -> None:
     _guarded(run)
 
 
-@app.command()
+@app.command(cls=_Command)
 def check(specs: SpecsArg, out: OutOption = None, fmt: FormatOption = Format.text) -> None:
     """Exit 0 if each OUT is what its spec generates and every tool has a handler; 1 (with a diff) if not."""
     from fusiongen import api
@@ -170,7 +197,7 @@ def check(specs: SpecsArg, out: OutOption = None, fmt: FormatOption = Format.tex
     _guarded(run, fmt)
 
 
-@app.command()
+@app.command(cls=_Command)
 def validate(spec: SpecArg, fmt: FormatOption = Format.text) -> None:
     """Print SPEC's diagnostics; exit 0 if it is valid (warnings allowed), 2 if not."""
     from fusiongen.api import validate as validate_spec
@@ -184,7 +211,7 @@ def validate(spec: SpecArg, fmt: FormatOption = Format.text) -> None:
     _guarded(run, fmt)
 
 
-@app.command()
+@app.command(cls=_Command)
 def schema(
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Write to this file instead of stdout.")] = None,
 ) -> None:
@@ -201,7 +228,7 @@ def schema(
     _guarded(run)
 
 
-@app.command()
+@app.command(cls=_Command)
 def init(
     directory: Annotated[Path, typer.Argument(help="The new project's folder (created).")] = Path("."),
     name: Annotated[str | None, typer.Option(help="Server name (default: from the folder name).")] = None,

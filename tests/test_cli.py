@@ -410,3 +410,15 @@ def test_internal_error_exits_3_without_a_traceback(
     assert "kaboom" in output
     assert ("Traceback" in output) is debug
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", [(), ("build",), ("check",), ("validate",), ("schema",), ("init",)])
+def test_help_shows_no_metavar_for_flags(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """Flags take no value: typer 0.29's rich help printed `--help <bool>` (and `--version <bool>`)."""
+    result = run_process(*command, "--help", cwd=tmp_path, env=cli_env(COLUMNS="100", NO_COLOR="1"))
+    assert result.code == 0, result.stderr
+    assert "<bool>" not in result.stdout, result.stdout
+    help_line = next(line for line in result.stdout.splitlines() if "--help" in line)
+    assert re.search(r"--help\s+Show this message and exit\.", help_line), help_line
+    if command == ("build",):  # an option that takes a value still says which
+        assert re.search(r"--out\s+-o\s+<path>", result.stdout), result.stdout
