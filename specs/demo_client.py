@@ -79,6 +79,12 @@ async def handshake_era(params: StdioServerParameters) -> None:
             client,
             "invoice.get",
             {"id": "inv-404"},
+            "a domain error: the handler raises ToolError NOT_FOUND, with its recovery and a tool to call next",
+        )
+        await call(
+            client,
+            "customer.get",
+            {"id": "c-404"},
             "a handler exception: the agent gets a generic error (the server logs the ERROR line below on stderr)",
         )
         await call(client, "invoice.discharge", {"invoice_id": "inv-4"}, "out of order: FORBIDDEN")
