@@ -6,9 +6,9 @@ A test calls a tool through a real MCP client connected to the server in memory 
 network) and gets a `ToolOutcome`: the data, domain rules, suggestions, UI blocks and error the agent
 would read, already taken apart, so that it asserts on them instead of parsing text:
 
-    from billing_server.testing import call_tool
+    from <package>.testing import call_tool
 
-    def test_unknown_invoice() -> None:
+    def test_an_unknown_invoice_is_not_found() -> None:
         outcome = call_tool("invoice.get", {"id": "inv-404"})
         assert outcome.error is not None and outcome.error.code == "NOT_FOUND"
 
