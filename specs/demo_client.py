@@ -61,6 +61,8 @@ async def handshake_era(params: StdioServerParameters) -> None:
             "this session's workflow state, lists only the tools it allows, and notifies list_changed when it moves)"
         )
         show("tools/list (workflow in state draft)", await tool_names(client))
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        show("invoice.get's description: it lists the errors its handler declares", listed["invoice.get"].description)
         await call(
             client,
             "invoice.get",

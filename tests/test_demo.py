@@ -32,6 +32,7 @@ def test_the_demo_runs_and_explains_what_it_shows(tmp_path: Path) -> None:
     answer = shown.index('<tool_error tool="customer.get" code="INTERNAL_ERROR"')
     assert title < log < answer, shown[title - 200 : answer + 200]
     # A domain error: the handler's own code, words and next tool, and nothing logged at ERROR for it.
+    assert "Errors it may return (tool_error codes):\n  - NOT_FOUND: No invoice has that id" in shown
     missed = shown.index("=== tools/call invoice.get {'id': 'inv-404'}")
     assert shown.index('<tool_error tool="invoice.get" code="NOT_FOUND"', missed) < title
     assert "<action>invoice.list</action>" in shown[missed:title]
