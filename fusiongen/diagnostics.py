@@ -109,6 +109,8 @@ CODES: dict[str, str] = {
     "FG131": "input_from names an unknown operation",
     "FG132": "input_from is malformed",
     "FG133": "input field also fillable",
+    "FG134": "tool error code not UPPER_SNAKE_CASE",
+    "FG135": "tool error code reserved by the server",
     "FG140": "not a valid Python identifier",
     "FG141": "a Python keyword or reserved name",
     "FG142": "handler names collide",

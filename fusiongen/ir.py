@@ -199,6 +199,8 @@ class ToolIR:
     returns: ReturnsIR | None
     compact_description: str | None = None
     binding: BindingIR | None = None
+    returns_text: bool = False  # `returns = "text"`: a plain-text result (then `returns` is None)
+    errors: tuple[tuple[str, str], ...] = ()  # (code, meaning): the domain errors its handler declares
 
 
 @dataclass(frozen=True)

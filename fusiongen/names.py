@@ -12,6 +12,11 @@ SERVER_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
 TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,127}\Z")
 # What LLM APIs accept as a function name (OpenAI's rule, the strictest common one): `[server] tool_names = "snake"`.
 WIRE_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+# A domain error code a tool declares (`errors`): as the runtime's ToolError checks it when raised
+# (runtime/_runtime.py; tests/test_tool_errors.py compares the two).
+ERROR_CODE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\Z")
+ERROR_CODE_MAX_LENGTH = 64
+RESERVED_ERROR_CODES = frozenset({"INTERNAL_ERROR", "OUTPUT_INVALID", "VALIDATION_ERROR", "IN_DOUBT"})
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # A code block's fence info (```python, ```{r}): on the fence's line, so no line break, no other control
 # character and no backtick (which would make the line not a fence) may end the block early.
@@ -392,6 +397,7 @@ RUNTIME_MODULES = (
     "_store_base",
     "redis_store",
     "state_store",
+    "testing",
 )
 
 

@@ -12,6 +12,8 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from billing_server import ToolError
+
 if TYPE_CHECKING:
     from billing_server.inputs import (
         BillingRemindInput,
@@ -102,8 +104,13 @@ def _with_customer(invoice: dict[str, Any]) -> dict[str, Any]:
 def get_invoice(args: InvoiceGetInput) -> Any:
     """invoice.get: Fetch one invoice by id."""
     invoice = INVOICES.get(args.id)
-    if invoice is None:
-        raise KeyError(f"no invoice {args.id}")
+    if invoice is None:  # a domain error: the agent is told what happened and what to do (spec: errors)
+        raise ToolError(
+            "NOT_FOUND",
+            f"No invoice {args.id}.",
+            recovery="List the invoices to find the right id.",
+            suggest=["invoice.list"],
+        )
     return _with_customer(invoice)
 
 

@@ -61,6 +61,8 @@ async def handshake_era(params: StdioServerParameters) -> None:
             "this session's workflow state, lists only the tools it allows, and notifies list_changed when it moves)"
         )
         show("tools/list (workflow in state draft)", await tool_names(client))
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        show("invoice.get's description: it lists the errors its handler declares", listed["invoice.get"].description)
         await call(
             client,
             "invoice.get",
@@ -79,6 +81,12 @@ async def handshake_era(params: StdioServerParameters) -> None:
             client,
             "invoice.get",
             {"id": "inv-404"},
+            "a domain error: the handler raises ToolError NOT_FOUND, with its recovery and a tool to call next",
+        )
+        await call(
+            client,
+            "customer.get",
+            {"id": "c-404"},
             "a handler exception: the agent gets a generic error (the server logs the ERROR line below on stderr)",
         )
         await call(client, "invoice.discharge", {"invoice_id": "inv-4"}, "out of order: FORBIDDEN")

@@ -27,10 +27,16 @@ def test_the_demo_runs_and_explains_what_it_shows(tmp_path: Path) -> None:
     assert done.returncode == 0, shown
     assert "##### handshake era: protocol 2025-11-25" in shown and "initialize handshake" in shown
     assert "##### 2026-07-28: protocol 2026-07-28" in shown and "travels as a handle" in shown
-    title = shown.index("=== tools/call invoice.get {'id': 'inv-404'}")
-    log = shown.index("ERROR billing_server: tool invoice.get: handler raised KeyError")
-    answer = shown.index('<tool_error tool="invoice.get" code="INTERNAL_ERROR"')
+    title = shown.index("=== tools/call customer.get {'id': 'c-404'}")
+    log = shown.index("ERROR billing_server: tool customer.get: handler raised KeyError")
+    answer = shown.index('<tool_error tool="customer.get" code="INTERNAL_ERROR"')
     assert title < log < answer, shown[title - 200 : answer + 200]
+    # A domain error: the handler's own code, words and next tool, and nothing logged at ERROR for it.
+    assert "Errors it may return (tool_error codes):\n  - NOT_FOUND: No invoice has that id" in shown
+    missed = shown.index("=== tools/call invoice.get {'id': 'inv-404'}")
+    assert shown.index('<tool_error tool="invoice.get" code="NOT_FOUND"', missed) < title
+    assert "<action>invoice.list</action>" in shown[missed:title]
+    assert "ERROR" not in shown[missed:title].replace("<tool_error", "")
     assert "Traceback" not in shown
     # The spec omits its user-only blocks (the default): the customer's real email is shown nowhere.
     assert "[for the user only]" not in shown and "ada@example.com" not in shown

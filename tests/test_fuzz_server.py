@@ -369,7 +369,7 @@ def check_result(session: Session, name: str, arguments: Any, result: types.Call
         text = result.content[0].text
         assert text.startswith(("<validation_error ", "<tool_error ")), text[:200]
         code = text.split('code="', 1)[1].split('"', 1)[0] if text.startswith("<tool_error") else "VALIDATION"
-        assert code in ("VALIDATION", "INTERNAL_ERROR", "OUTPUT_INVALID", "FORBIDDEN", "BUSY"), text[:300]
+        assert code in ("VALIDATION", "INTERNAL_ERROR", "OUTPUT_INVALID", "FORBIDDEN", "BUSY", "NOT_FOUND"), text[:300]
         return code
     schema = session.tools[name].output_schema
     if schema is not None:

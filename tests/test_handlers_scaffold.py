@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.build import SPECS
+from tests.support.build import SPECS, importable
 from tests.support.processes import run, run_process, run_python
 
 SPEC = SPECS / "billing.toml"
@@ -84,6 +84,13 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = run("build", "billing.toml", "-o", "out", cwd=folder)
     assert result.code == 0, result.stderr
     return folder
+
+
+def run_handlers(handlers: Path) -> None:
+    """Run the handler module with its built server importable beside it, as when the server imports it (the
+    reference handlers import `ToolError` from the server's package)."""
+    with importable(handlers.parent / "out", modules=("billing_server",)):
+        runpy.run_path(str(handlers))
 
 
 def built(reference: Path, tmp_path: Path, handlers: str | None = None) -> tuple[Path, Path]:
@@ -178,7 +185,7 @@ def test_build_appends_the_missing_stub_keeping_every_byte(reference: Path, tmp_
     assert re.search(r"^def get_customer\(args: \"?\w+Input\"?\) -> ", appended, re.M), appended
     assert not re.search(r"^(async )?def (?!get_customer\()", appended, re.M), appended  # only that stub
     assert "\r" not in extended and extended.endswith("\n")
-    runpy.run_path(str(handlers))  # still importable (what the server does at start)
+    run_handlers(handlers)  # still importable (what the server does at start)
 
 
 def test_a_second_build_appends_nothing(reference: Path, tmp_path: Path) -> None:
@@ -204,7 +211,7 @@ def test_appended_stubs_keep_a_module_without_future_annotations_importable(refe
     result = run("build", spec.name, "-o", "out", cwd=tmp_path)
     assert result.code == 0, result.stderr
     assert handlers.read_text(encoding="utf-8").startswith(user_module)
-    runpy.run_path(str(handlers))  # what the server does at start: import the handler module
+    run_handlers(handlers)  # what the server does at start: import the handler module
 
 
 def test_appended_stubs_keep_a_module_using_typing_attributes_importable(reference: Path, tmp_path: Path) -> None:
@@ -217,7 +224,7 @@ def test_appended_stubs_keep_a_module_using_typing_attributes_importable(referen
     result = run("build", spec.name, "-o", "out", cwd=tmp_path)
     assert result.code == 0, result.stderr
     assert handlers.read_text(encoding="utf-8").startswith(user_module)
-    runpy.run_path(str(handlers))
+    run_handlers(handlers)
 
 
 def test_build_with_an_unparsable_handler_module_is_a_user_error(tmp_path: Path) -> None:

@@ -95,8 +95,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # --- MCP Inspector CLI over stdio -------------------------------------------------------------------------
 
 
-def inspect(built: Path, era: str, *method: str, server_args: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One Inspector CLI call against `python -m billing_server SERVER_ARGS` on stdio; the JSON it prints."""
+def inspect(
+    built: Path, era: str, *method: str, server_args: tuple[str, ...] = (), exit_code: int = 0
+) -> dict[str, Any]:
+    """One Inspector CLI call against `python -m billing_server SERVER_ARGS` on stdio; the JSON it prints.
+    (The CLI exits 5 after printing a tool result with isError: true.)"""
     tools = tooling()
     command = [
         str(tools.node),
@@ -120,7 +123,7 @@ def inspect(built: Path, era: str, *method: str, server_args: tuple[str, ...] = 
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=60, env=node_env(built.parent), stdin=subprocess.DEVNULL
     )
-    assert done.returncode == 0, f"inspector exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == exit_code, f"inspector exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     output = json.loads(done.stdout)
     assert "result" in output, output
     return output
@@ -180,6 +183,24 @@ def test_inspector_calls_invoice_get(built: Path, era: str, user_blocks: str) ->
     # The era really was negotiated: only 2026-07-28 responses name the server in `_meta`.
     server_info = result.get("_meta", {}).get("io.modelcontextprotocol/serverInfo")
     assert server_info == ({"name": "billing", "version": "1.0.0"} if era == "modern" else None)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_inspector_gets_a_domain_error_and_sees_the_declared_codes(built: Path, era: str) -> None:
+    """billing's get_invoice raises ToolError NOT_FOUND: the TS client takes the error result of a tool with an
+    outputSchema (no structuredContent) as the tool's answer, and the tool list tells the model the code."""
+    listed = inspect(built, era, "--method", "tools/list")["result"]["tools"]
+    description = next(tool["description"] for tool in listed if tool["name"] == "invoice.get")
+    assert description.endswith("\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No invoice has that id")
+    call = ("--method", "tools/call", "--tool-name", "invoice.get", "--tool-args-json", json.dumps({"id": "inv-9"}))
+    result = inspect(built, era, *call, exit_code=5)["result"]
+    assert result["isError"] is True and "structuredContent" not in result
+    assert [block["text"] for block in result["content"]] == [
+        '<tool_error tool="invoice.get" code="NOT_FOUND" severity="error"><message>No invoice inv-9.</message>'
+        "<recovery>List the invoices to find the right id.</recovery><available_actions><action>invoice.list"
+        "</action></available_actions></tool_error>"
+    ]
 
 
 # --- the TypeScript SDK's client: structured content validated, formats included -------------------------

@@ -740,8 +740,8 @@ def test_output_invalid(caplog: pytest.LogCaptureFixture) -> None:
     assert text_of(result) == (
         '<tool_error tool="invoice.get" code="OUTPUT_INVALID" severity="error"><message>Tool "invoice.get" '
         "produced data that does not fit its schema at result.lines[0].sku (expected a string); nothing was "
-        "returned.</message><recovery>Do not retry with the same arguments; tell the user the tool's data is "
-        "inconsistent.</recovery></tool_error>"
+        "returned.</message><recovery>Do not retry with the same arguments; tell the user the tool returned data "
+        "its schema does not allow.</recovery></tool_error>"
     )
     assert [r.getMessage() for r in caplog.records] == [
         "tool invoice.get: handler returned data that does not fit result.lines[0].sku (expected a string)"

@@ -50,7 +50,7 @@ def test_init_project_builds_and_passes_its_own_tests(tmp_path: Path) -> None:
     assert (project / "my-notes.toml").is_file() and (project / "my_notes_server" / "server.py").is_file()
     tests = run_python(["-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project, timeout=240)
     assert tests.returncode == 0, tests.stdout + tests.stderr
-    assert "3 passed" in tests.stdout
+    assert "4 passed" in tests.stdout
     check = run_process("check", "my-notes.toml", "-o", ".", cwd=project)
     assert check.returncode == 0, check.stdout + check.stderr
     again = run_process("init", project, cwd=tmp_path)

@@ -296,7 +296,8 @@ def test_tool_errors_stay_results(server: StdioServer) -> None:
     """Bad arguments and failing handlers are isError results on the wire, never JSON-RPC errors."""
     cases = [
         ({"name": "invoice.get", "arguments": {"id": 1}}, "<validation_error"),
-        ({"name": "invoice.get", "arguments": {"id": "nope"}}, 'code="INTERNAL_ERROR"'),
+        ({"name": "customer.get", "arguments": {"id": "nope"}}, 'code="INTERNAL_ERROR"'),
+        ({"name": "invoice.get", "arguments": {"id": "nope"}}, 'code="NOT_FOUND"'),
         ({"name": "invoice.create", "arguments": {"id": "x", "created_at": "y", "internal_notes": "z"}}, "guarded"),
         ({"name": "invoice.status", "arguments": {"workflow_id": "junk"}}, 'code="FORBIDDEN"'),
         ({"name": "invoice.start", "arguments": {"x": 1}}, "<validation_error"),

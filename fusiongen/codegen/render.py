@@ -56,6 +56,7 @@ RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = (
     ("_store_base", lambda view: bool(view.workflows)),
     ("redis_store", lambda view: bool(view.workflows)),
     ("state_store", lambda view: bool(view.workflows)),
+    ("testing", lambda view: True),  # for the user's tests: call a tool in-process, read the outcome
 )
 # Beside the package: what makes OUT an installable project.
 PROJECT_TEMPLATES = (("pyproject.toml.j2", "pyproject.toml"), ("README.md.j2", "README.md"))

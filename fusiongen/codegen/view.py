@@ -24,6 +24,7 @@ from fusiongen.codegen.view_workflows import (
     modern_description,
     resolve_schema,
     state_schemas,
+    with_errors,
     workflow_views,
 )
 from fusiongen.ir import ServerIR, ToolIR
@@ -45,14 +46,14 @@ class ToolView:
     inputs: tuple[InputFieldView, ...]
     input_schema: ConstantView
     output_schema: ConstantView | None
-    present_function: str | None  # in presenters.py
-    present_takes_user: bool  # it takes `user`, the presenters whose user-only blocks are sent
+    present_expression: str  # run_tool's `present`: the presenter (with `user`), as_text_result, or None
     annotations: str
     kind: str
     description_text: str  # for the generated README's table
     bound: bool
     modern_description_literal: str  # 2026-07-28: the stable list says what a bound tool needs
     compact_description_literal: str | None
+    errors_literal: str | None  # the codes its spec declares, for run_tool: `frozenset({...})`
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class ServerView:
     definitions: tuple[ConstantView, ...]  # model definitions the tool schemas share, by name
     # presenter name -> its spec sends its audience = "user" blocks; None when no presenter declares one
     user_blocks_literal: str | None
+    tool_names_literal: str  # TOOL_NAMES: spec and wire names → wire name, for the tools a ToolError suggests
 
 
 class _ToolViews:
@@ -155,7 +157,7 @@ class _ToolViews:
             handler=tool.handler,
             input_class=f"{pascal_case(tool.ident)}Input",
             parse_function=f"parse_{tool.ident}",
-            description_literal=py_string(tool.description or tool.wire),
+            description_literal=py_string(with_errors(tool, tool.description or tool.wire)),
             keys_constant=keys,
             guarded_constant=guarded,
             inputs=tuple(self.inputs.input_field(f, "") for f in tool.inputs),
@@ -163,21 +165,26 @@ class _ToolViews:
             output_schema=ConstantView(out_name, "dict[str, Any]", py_literal(out_schema, 0, len(out_name) + 23))
             if out_schema is not None
             else None,
-            present_function=None
-            if tool.returns is None
-            else (
-                f"present_{self.server.presenter(tool.returns.presenter).snake}"
-                + ("_many" if tool.returns.collection else "")
-            ),
-            present_takes_user=tool.returns is not None
-            and user_blocks_in(self.server, self.server.presenter(tool.returns.presenter), tool.returns.collection),
+            present_expression=_present_expression(self.server, tool),
             annotations=kind_hints[tool.kind],
             kind=tool.kind,
             description_text=markdown_text(tool.description or tool.wire, inline=True),
             bound=tool.binding is not None,
             modern_description_literal=py_string(modern_description(self.server, tool)),
             compact_description_literal=py_string(tool.compact_description) if tool.compact_description else None,
+            errors_literal=py_literal(frozenset(code for code, _ in tool.errors)) if tool.errors else None,
         )
+
+
+def _present_expression(server: ServerIR, tool: ToolIR) -> str:
+    """What server.py passes run_tool as `present`, for the tool's kind of result."""
+    if tool.returns is None:
+        return "as_text_result" if tool.returns_text else "None"
+    function = f"presenters.present_{server.presenter(tool.returns.presenter).snake}"
+    function += "_many" if tool.returns.collection else ""
+    if user_blocks_in(server, server.presenter(tool.returns.presenter), tool.returns.collection):
+        return f"partial({function}, user=user)"
+    return function
 
 
 def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerView:
@@ -240,7 +247,23 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         state_constants=state_constants,
         definitions=tuple(sorted(tool_views.definitions.values(), key=lambda c: c.name)),
         user_blocks_literal=_user_blocks_literal(server),
+        tool_names_literal=_tool_names_literal(server, workflows),
     )
+
+
+def _tool_names_literal(server: ServerIR, workflows: tuple[WorkflowView, ...]) -> str:
+    """Every tool the server serves, by the names a handler may write in `ToolError(suggest=[...])`: its spec
+    name (as presenters' suggestions use) and the wire name the model sees, both mapped to the wire name."""
+    names = {t.wire: t.wire for t in server.tools}
+    names |= {t.name: t.wire for t in server.tools}
+    with_resolve = {w.name for w in workflows if w.resolve_tool_literal}
+    for workflow in server.workflows:
+        generated = {"start": workflow.start_tool, "status": workflow.status_tool}
+        if workflow.name in with_resolve:
+            generated["resolve"] = workflow.resolve_tool
+        for suffix, wire in generated.items():
+            names |= {wire: wire, f"{workflow.name}.{suffix}": wire}
+    return py_literal(names, 0, 30)
 
 
 def _user_blocks_literal(server: ServerIR) -> str | None:

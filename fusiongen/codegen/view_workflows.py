@@ -147,13 +147,23 @@ def modern_description(server: ServerIR, tool: ToolIR) -> str:
     """Bound tools in the stable 2026-07-28 list say which states they need and how to pass the handle."""
     description = tool.description or tool.wire
     if tool.binding is None:
-        return description
+        return with_errors(tool, description)
     states = ", ".join(tool.binding.states)
     start = _workflow(server, tool.binding.workflow).start_tool
-    return (
+    return with_errors(
+        tool,
         f'{description} (Workflow "{tool.binding.workflow}": runs only in state {states}; '
-        f"pass {server.state_handle_key} from {start}.)"
+        f"pass {server.state_handle_key} from {start}.)",
     )
+
+
+def with_errors(tool: ToolIR, description: str) -> str:
+    """A tool's description, followed by the domain error codes its handler declares (`errors`), so that the
+    model knows them before it calls; the server's own codes are the same for every tool and not listed."""
+    if not tool.errors:
+        return description
+    lines = "".join(f"\n- {code}: {meaning}" if meaning else f"\n- {code}" for code, meaning in tool.errors)
+    return f"{description}\n\nErrors it may return (tool_error codes):{lines}"
 
 
 def state_schemas(server: ServerIR) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -85,10 +85,16 @@ class ToolSpec(_Strict):
         default=None, description="Shown while its workflow is in its initial state."
     )
     bind_state: BindStateSpec | None = None
-    returns: str | None = Field(default=None, description='A model name, or "Model[]" for a list.')
+    returns: str | None = Field(
+        default=None, description='A presenter or model name, "Model[]" for a list, or "text" for plain text.'
+    )
     handler: str | None = Field(default=None, description="The handler function; default: the tool name.")
     input: dict[str, FieldDecl] = Field(default_factory=dict)
     input_from: str | None = Field(default=None, description='"Model.operation": its fillable fields.')
+    errors: dict[str, str] = Field(
+        default_factory=dict,
+        description="The error codes (UPPER_SNAKE_CASE) its handler may raise as ToolError, and what each means.",
+    )
 
 
 UI_TYPES = ("table", "markdown", "list", "mermaid", "json", "code", "summary")

@@ -7,13 +7,23 @@ presenter or model to return, and carry the workflow binding lowered for them.
 from __future__ import annotations
 
 import difflib
+import re
 
 from fusiongen.ir import BindingIR, FieldIR, ModelIR, ReturnsIR, ToolIR
 from fusiongen.load.loader import Loc
 from fusiongen.load.spec import ToolSpec
 from fusiongen.lower.context import LowerContext
 from fusiongen.lower.fields import lower_field
-from fusiongen.names import TOOL_NAME, WIRE_TOOL_NAME, generated_tool_name, snake_case, wire_tool_name
+from fusiongen.names import (
+    ERROR_CODE,
+    ERROR_CODE_MAX_LENGTH,
+    RESERVED_ERROR_CODES,
+    TOOL_NAME,
+    WIRE_TOOL_NAME,
+    generated_tool_name,
+    snake_case,
+    wire_tool_name,
+)
 
 
 def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR | None = None) -> ToolIR:
@@ -37,7 +47,12 @@ def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR 
     if tool.input_from is not None:
         from_fields, guarded = _resolve_input_from(ctx, tool, loc)
         inputs.extend(from_fields)
-    returns = _resolve_returns(ctx, tool.returns, (*loc, "returns")) if tool.returns is not None else None
+    returns_text = tool.returns == TEXT_RESULT and _text_result_unambiguous(ctx, (*loc, "returns"))
+    returns = (
+        _resolve_returns(ctx, tool.returns, (*loc, "returns"))
+        if tool.returns is not None and tool.returns != TEXT_RESULT
+        else None
+    )
     return ToolIR(
         name=name,
         wire=wire_tool_name(name, ctx.spec.server.tool_names),
@@ -50,7 +65,55 @@ def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR 
         returns=returns,
         compact_description=tool.compact_description,
         binding=binding,
+        returns_text=returns_text,
+        errors=_declared_errors(ctx, tool, loc),
     )
+
+
+# `returns = "text"`: the handler returns a string, sent as one text block (no presenter, no output schema).
+TEXT_RESULT = "text"
+
+
+def _text_result_unambiguous(ctx: LowerContext, loc: Loc) -> bool:
+    if TEXT_RESULT in ctx.spec.presenters or TEXT_RESULT in ctx.spec.models:
+        ctx.error(
+            "FG111",
+            f'returns = "{TEXT_RESULT}" means a plain-text result, but a presenter or model has that name too',
+            loc,
+            value=True,
+            hint="rename the presenter or model",
+        )
+        return False
+    return True
+
+
+def _declared_errors(ctx: LowerContext, tool: ToolSpec, loc: Loc) -> tuple[tuple[str, str], ...]:
+    """The codes a handler declares it raises as ToolError, checked as the runtime checks them when raised."""
+    declared: list[tuple[str, str]] = []
+    for code, meaning in tool.errors.items():
+        at = (*loc, "errors", code)
+        if len(code) > ERROR_CODE_MAX_LENGTH or not ERROR_CODE.match(code):
+            ctx.error(
+                "FG134",
+                f'error code "{code}" must be UPPER_SNAKE_CASE (A-Z, 0-9 and "_", at most {ERROR_CODE_MAX_LENGTH} '
+                "characters)",
+                at,
+                hint=f'e.g. "{_upper_snake(code) or "NOT_FOUND"}"',
+            )
+        elif code in RESERVED_ERROR_CODES:
+            ctx.error(
+                "FG135",
+                f'error code "{code}" is the server\'s own: a handler cannot raise it',
+                at,
+                hint="reserved: " + ", ".join(sorted(RESERVED_ERROR_CODES)),
+            )
+        else:
+            declared.append((code, meaning))
+    return tuple(declared)
+
+
+def _upper_snake(code: str) -> str:
+    return "_".join(part for part in re.split(r"[^A-Za-z0-9]+", snake_case(code)) if part).upper()
 
 
 def _resolve_input_from(ctx: LowerContext, tool: ToolSpec, loc: Loc) -> tuple[list[FieldIR], tuple[str, ...]]:

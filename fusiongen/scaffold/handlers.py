@@ -33,8 +33,10 @@ def _input_class(tool: ToolIR) -> str:
 
 def _stub(tool: ToolIR, *, quoted: bool = False) -> str:
     summary = docstring_text((tool.description or tool.name).split("\n")[0])
-    if tool.returns is None:
-        returns = "Its return value is not shown to the agent."
+    if tool.returns_text:
+        returns = "Return the text the agent reads (a str)."
+    elif tool.returns is None:
+        returns = 'Return None (the agent reads "done.") or a str the agent reads; nothing else is shown.'
     elif tool.returns.collection:
         returns = f"Return a list of {tool.returns.presenter} items (dicts, pydantic models, dataclasses or objects)."
     else:

@@ -41,6 +41,18 @@ HANDLERS_MODULE: Final = "approval_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../../../specs"
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {
+    "expense.create": "expense.create",
+    "expense.submit": "expense.submit",
+    "expense.approve": "expense.approve",
+    "expense.reject": "expense.reject",
+    "expense.revise": "expense.revise",
+    "expense.pay": "expense.pay",
+    "expense.start": "expense.start",
+    "expense.status": "expense.status",
+    "expense.resolve": "expense.resolve",
+}
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
@@ -170,6 +182,7 @@ def create_server(
             inputs.parse_expense_create,
             presenters.present_expense,
             bind_handler(module, "expense_create", "expense.create"),
+            tool_names=TOOL_NAMES,
         ),
         "expense.submit": partial(
             run_tool,
@@ -177,6 +190,7 @@ def create_server(
             inputs.parse_expense_submit,
             None,
             bind_handler(module, "expense_submit", "expense.submit"),
+            tool_names=TOOL_NAMES,
         ),
         "expense.approve": partial(
             run_tool,
@@ -184,6 +198,7 @@ def create_server(
             inputs.parse_expense_approve,
             None,
             bind_handler(module, "expense_approve", "expense.approve"),
+            tool_names=TOOL_NAMES,
         ),
         "expense.reject": partial(
             run_tool,
@@ -191,6 +206,7 @@ def create_server(
             inputs.parse_expense_reject,
             None,
             bind_handler(module, "expense_reject", "expense.reject"),
+            tool_names=TOOL_NAMES,
         ),
         "expense.revise": partial(
             run_tool,
@@ -198,6 +214,7 @@ def create_server(
             inputs.parse_expense_revise,
             None,
             bind_handler(module, "expense_revise", "expense.revise"),
+            tool_names=TOOL_NAMES,
         ),
         "expense.pay": partial(
             run_tool,
@@ -205,6 +222,7 @@ def create_server(
             inputs.parse_expense_pay,
             None,
             bind_handler(module, "expense_pay", "expense.pay"),
+            tool_names=TOOL_NAMES,
         ),
         "expense.start": partial(gate.start, MACHINES["expense"]),
         "expense.status": partial(gate.status, MACHINES["expense"]),

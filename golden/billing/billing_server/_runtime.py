@@ -532,7 +532,20 @@ def output_invalid(tool: str, exc: OutputError) -> types.CallToolResult:
         "OUTPUT_INVALID",
         f'Tool "{tool}" produced data that does not fit its schema at {exc.path} '
         f"(expected {exc.expected}); nothing was returned.",
-        "Do not retry with the same arguments; tell the user the tool's data is inconsistent.",
+        "Do not retry with the same arguments; tell the user the tool returned data its schema does not allow.",
+    )
+
+
+def no_result(tool: str) -> types.CallToolResult:
+    """A tool that declares a result returned None. Whether that is a miss or a bug only the handler knows (a
+    miss is its own ToolError), so the agent is told what happened and nothing more."""
+    logger.error("tool %s: handler returned None, but the tool declares a result", tool)
+    return tool_error(
+        tool,
+        "OUTPUT_INVALID",
+        f'Tool "{tool}" returned no result: its handler returned nothing; nothing was shown.',
+        "Check the arguments you sent (an id that does not exist?); if they are right, tell the user the "
+        "tool returned nothing.",
     )
 
 
@@ -541,9 +554,112 @@ def unknown_tool(name: str, known: list[str]) -> MCPError:
     return MCPError(INVALID_PARAMS, f'Unknown tool: "{name}". Tools: ' + ", ".join(known) + ".")
 
 
-def done_result(tool: str) -> types.CallToolResult:
-    """A tool that declares no result: say it succeeded and show nothing the handler returned."""
+def done_result(tool: str, returned: object = None) -> types.CallToolResult:
+    """A tool that declares no result: a string the handler returned is sent as text; anything else is not
+    shown (it may be an object with hidden fields) and the call just says that it succeeded."""
+    if isinstance(returned, str):
+        return text_result(returned)
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{tool}: done.")])
+
+
+def text_result(text: str) -> types.CallToolResult:
+    """The handler's own text as one text block (a str subclass as the plain string it holds)."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=str.__str__(text))])
+
+
+def as_text_result(returned: object) -> types.CallToolResult:
+    """`returns = "text"`: the handler's string, as one text block. Anything else fails closed (OUTPUT_INVALID):
+    the tool promised text, and an object's text form could show what no presenter has redacted."""
+    if isinstance(returned, str):
+        return text_result(returned)
+    raise OutputError("result", "", "a string")
+
+
+# --- domain errors: what a handler raises to say why its call failed -----------------------------------
+
+# UPPER_SNAKE_CASE: the `code` attribute of a <tool_error>, a name an agent (and the call log) can branch on.
+ERROR_CODE: Final = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\Z")
+# Codes with a meaning of the server's own: an agent or the workflow gate acts on them (INTERNAL_ERROR and
+# OUTPUT_INVALID leave a transition in doubt), so a handler cannot raise them as domain errors.
+RESERVED_ERROR_CODES: Final = frozenset({"INTERNAL_ERROR", "OUTPUT_INVALID", "VALIDATION_ERROR", "IN_DOUBT"})
+ERROR_CODE_MAX_LENGTH: Final = 64
+
+
+class ToolError(Exception):
+    """Raise it from a handler to fail the call with a domain error the agent can act on:
+
+        raise ToolError("NOT_FOUND", "No invoice inv-9.", recovery="List invoices to find the right id.",
+                        suggest=["invoice.list"])
+
+    The agent gets `isError: true` and a `<tool_error>` like the server's own, with this code, message and
+    recovery; `suggest` names tools to call next, `retry_after` the seconds to wait before retrying. A bound
+    tool's transition does not fire. The message and recovery are sent as written: they are the handler's
+    own words, so they must not carry what the agent may not see (a hidden field, a secret). Declare the
+    codes a tool raises in the spec (`errors = { NOT_FOUND = "..." }`): the tool's description lists them.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        recovery: str | None = None,
+        suggest: list[str] | tuple[str, ...] = (),
+        retry_after: float | None = None,
+    ) -> None:
+        if not isinstance(code, str) or len(code) > ERROR_CODE_MAX_LENGTH or not ERROR_CODE.match(code):
+            raise ValueError(f"ToolError code must be UPPER_SNAKE_CASE (at most {ERROR_CODE_MAX_LENGTH} characters)")
+        if code in RESERVED_ERROR_CODES:
+            raise ValueError(f"ToolError code {code} is the server's own; choose another")
+        if not isinstance(message, str) or (recovery is not None and not isinstance(recovery, str)):
+            raise TypeError("ToolError message and recovery must be strings")
+        if isinstance(suggest, str) or not all(isinstance(name, str) for name in suggest):
+            raise TypeError("ToolError suggest must be a list of tool names")
+        if retry_after is not None and (
+            isinstance(retry_after, bool)
+            or not isinstance(retry_after, int | float)
+            or not math.isfinite(retry_after)
+            or retry_after < 0
+        ):
+            raise ValueError("ToolError retry_after must be a number of seconds, at least 0")
+        self.code = code
+        self.message = message
+        self.recovery = recovery
+        self.suggest = tuple(suggest)
+        self.retry_after = retry_after
+        super().__init__(code)  # never the message: a traceback or a log line shows only the code
+
+
+DEFAULT_RECOVERY: Final = "Read the message above, then change your call or tell the user."
+
+
+def domain_error(
+    tool: str, error: ToolError, declared: frozenset[str], tool_names: Mapping[str, str] | None
+) -> types.CallToolResult:
+    """A handler's ToolError as the agent sees it. An undeclared code is delivered too (the handler knows best)
+    and logged, without the message, so the spec can be told. A suggested tool is shown by its wire name
+    (`tool_names` maps spec and wire names to it); one the server does not have is left out and logged."""
+    if error.code not in declared:
+        logger.warning("tool %s: handler raised undeclared error code %s", tool, error.code)
+    actions: list[str] = []
+    for name in error.suggest:
+        wire = name if tool_names is None else tool_names.get(name)
+        if wire is None:
+            logger.warning("tool %s: its error suggests a tool the server does not have; left out", tool)
+        elif wire not in actions:
+            actions.append(wire)
+    text = (
+        f'<tool_error tool="{escape_attribute(tool)}" code="{error.code}" severity="error">'
+        f"<message>{escape_text(error.message)}</message>"
+        f"<recovery>{escape_text(error.recovery or DEFAULT_RECOVERY)}</recovery>"
+    )
+    if actions:
+        text += "<available_actions>" + "".join(f"<action>{escape_text(a)}</action>" for a in actions)
+        text += "</available_actions>"
+    if error.retry_after is not None:
+        seconds = math.ceil(error.retry_after)
+        text += f'<details><detail key="retry_after">{seconds}</detail></details>'
+    return error_result(text + "</tool_error>")
 
 
 # <workflow>.start calls a client may make per minute (and in one burst): far more than an agent working
@@ -552,7 +668,7 @@ DEFAULT_STARTS_PER_MINUTE = 60
 
 # --- call log ----------------------------------------------------------------------------------------
 
-_ERROR_CODE = re.compile(r'<tool_error [^>]*?code="([A-Z_]+)"')
+_ERROR_CODE = re.compile(r'<tool_error [^>]*?code="([A-Z0-9_]+)"')
 
 
 def call_outcome(result: types.CallToolResult) -> str:
@@ -634,12 +750,22 @@ Route = Callable[[Mapping[str, Any], Any], Awaitable[types.CallToolResult]]
 
 
 async def run_tool(
-    tool: str, parse: Parse, present: Present | None, handler: Handler, arguments: Mapping[str, Any], ctx: Any
+    tool: str,
+    parse: Parse,
+    present: Present | None,
+    handler: Handler,
+    arguments: Mapping[str, Any],
+    ctx: Any,
+    *,
+    errors: frozenset[str] = frozenset(),
+    tool_names: Mapping[str, str] | None = None,
 ) -> types.CallToolResult:
     """Validate the arguments, run the handler, present what it returned.
 
     Each step fails closed into an error result a model can act on: a handler's exception text is never
-    shown (it may carry hidden data), and data that does not fit its presenter is not sent at all.
+    shown (it may carry hidden data), and data that does not fit its presenter is not sent at all. Only a
+    ToolError is shown, as its handler wrote it (`errors`: the codes the spec declares for the tool;
+    `tool_names`: the names its suggestions may use, mapped to wire names).
     Whatever a handler raises ends its call only, also a BaseException (SystemExit, KeyboardInterrupt,
     GeneratorExit...), which would otherwise end the whole server; only the cancellation of the request
     itself goes on, as the SDK expects.
@@ -651,6 +777,8 @@ async def run_tool(
     try:
         # settle() again: an `async def (args, ctx)` handler is bound as itself and may return a coroutine.
         raw = await settle(await handler(args, ctx))
+    except ToolError as exc:
+        return domain_error(tool, exc, errors, tool_names)
     except NotAHandler as exc:
         return not_a_handler(tool, exc)
     except BaseException as exc:
@@ -658,7 +786,9 @@ async def run_tool(
             raise
         return handler_failed(tool, exc)
     if present is None:
-        return done_result(tool)
+        return done_result(tool, raw)
+    if raw is None:
+        return no_result(tool)
     try:
         return present(raw)
     except OutputError as exc:

@@ -42,6 +42,22 @@ HANDLERS_MODULE: Final = "billing_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../../../specs"
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {
+    "invoice.get": "invoice.get",
+    "invoice.list": "invoice.list",
+    "invoice.create": "invoice.create",
+    "invoice.update": "invoice.update",
+    "customer.get": "customer.get",
+    "billing.remind": "billing.remind",
+    "invoice.submit": "invoice.submit",
+    "invoice.approve": "invoice.approve",
+    "invoice.reject": "invoice.reject",
+    "invoice.discharge": "invoice.discharge",
+    "invoice.start": "invoice.start",
+    "invoice.status": "invoice.status",
+    "invoice.resolve": "invoice.resolve",
+}
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"Invoice": False, "CustomerCard": False}
 
@@ -49,7 +65,7 @@ USER_BLOCKS: Final[dict[str, bool]] = {"Invoice": False, "CustomerCard": False}
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
         name="invoice.get",
-        description="Fetch one invoice by id.",
+        description="Fetch one invoice by id.\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No invoice has that id",
         input_schema=schemas.INVOICE_GET_INPUT,
         output_schema=schemas.INVOICE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -204,6 +220,8 @@ def create_server(
             inputs.parse_invoice_get,
             partial(presenters.present_invoice, user=user),
             bind_handler(module, "get_invoice", "invoice.get"),
+            errors=frozenset({"NOT_FOUND"}),
+            tool_names=TOOL_NAMES,
         ),
         "invoice.list": partial(
             run_tool,
@@ -211,6 +229,7 @@ def create_server(
             inputs.parse_invoice_list,
             presenters.present_invoice_many,
             bind_handler(module, "list_invoices", "invoice.list"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice.create": partial(
             run_tool,
@@ -218,6 +237,7 @@ def create_server(
             inputs.parse_invoice_create,
             partial(presenters.present_invoice, user=user),
             bind_handler(module, "create_invoice", "invoice.create"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice.update": partial(
             run_tool,
@@ -225,6 +245,7 @@ def create_server(
             inputs.parse_invoice_update,
             partial(presenters.present_invoice, user=user),
             bind_handler(module, "update_invoice", "invoice.update"),
+            tool_names=TOOL_NAMES,
         ),
         "customer.get": partial(
             run_tool,
@@ -232,6 +253,7 @@ def create_server(
             inputs.parse_customer_get,
             partial(presenters.present_customer_card, user=user),
             bind_handler(module, "get_customer", "customer.get"),
+            tool_names=TOOL_NAMES,
         ),
         "billing.remind": partial(
             run_tool,
@@ -239,6 +261,7 @@ def create_server(
             inputs.parse_billing_remind,
             None,
             bind_handler(module, "send_reminder", "billing.remind"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice.submit": partial(
             run_tool,
@@ -246,6 +269,7 @@ def create_server(
             inputs.parse_invoice_submit,
             None,
             bind_handler(module, "submit_invoice", "invoice.submit"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice.approve": partial(
             run_tool,
@@ -253,6 +277,7 @@ def create_server(
             inputs.parse_invoice_approve,
             None,
             bind_handler(module, "approve_invoice", "invoice.approve"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice.reject": partial(
             run_tool,
@@ -260,6 +285,7 @@ def create_server(
             inputs.parse_invoice_reject,
             None,
             bind_handler(module, "reject_invoice", "invoice.reject"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice.discharge": partial(
             run_tool,
@@ -267,6 +293,7 @@ def create_server(
             inputs.parse_invoice_discharge,
             None,
             bind_handler(module, "discharge_invoice", "invoice.discharge"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice.start": partial(gate.start, MACHINES["invoice"]),
         "invoice.status": partial(gate.status, MACHINES["invoice"]),

@@ -26,6 +26,8 @@ HANDLERS_MODULE: Final = "legacy_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {"row.get": "row.get", "row.all": "row.all"}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
@@ -55,6 +57,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_row_get,
             presenters.present_row,
             bind_handler(module, "row_get", "row.get"),
+            tool_names=TOOL_NAMES,
         ),
         "row.all": partial(
             run_tool,
@@ -62,6 +65,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_row_all,
             presenters.present_row_many,
             bind_handler(module, "row_all", "row.all"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

@@ -26,6 +26,8 @@ HANDLERS_MODULE: Final = "impl.ops"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {"ping": "ping", "Clock-Now": "Clock-Now", "notes.append": "notes.append"}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
@@ -59,6 +61,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_ping,
             None,
             bind_handler(module, "ping", "ping"),
+            tool_names=TOOL_NAMES,
         ),
         "Clock-Now": partial(
             run_tool,
@@ -66,6 +69,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_clock_now,
             None,
             bind_handler(module, "now", "Clock-Now"),
+            tool_names=TOOL_NAMES,
         ),
         "notes.append": partial(
             run_tool,
@@ -73,6 +77,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_notes_append,
             None,
             bind_handler(module, "append_note", "notes.append"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

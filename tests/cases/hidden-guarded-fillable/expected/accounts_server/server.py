@@ -26,6 +26,12 @@ HANDLERS_MODULE: Final = "accounts_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {
+    "account.create": "account.create",
+    "account.update": "account.update",
+    "account.rename": "account.rename",
+}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
@@ -61,6 +67,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_account_create,
             presenters.present_account,
             bind_handler(module, "account_create", "account.create"),
+            tool_names=TOOL_NAMES,
         ),
         "account.update": partial(
             run_tool,
@@ -68,6 +75,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_account_update,
             presenters.present_account,
             bind_handler(module, "account_update", "account.update"),
+            tool_names=TOOL_NAMES,
         ),
         "account.rename": partial(
             run_tool,
@@ -75,6 +83,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_account_rename,
             None,
             bind_handler(module, "rename", "account.rename"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

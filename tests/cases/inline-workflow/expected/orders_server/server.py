@@ -41,6 +41,19 @@ HANDLERS_MODULE: Final = "orders_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {
+    "order.view": "order.view",
+    "order.add": "order.add",
+    "order.checkout": "order.checkout",
+    "order.pay": "order.pay",
+    "order.cancel": "order.cancel",
+    "order.ship": "order.ship",
+    "order.note": "order.note",
+    "checkout.start": "checkout.start",
+    "checkout.status": "checkout.status",
+    "checkout.resolve": "checkout.resolve",
+}
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
@@ -178,6 +191,7 @@ def create_server(
             inputs.parse_order_view,
             presenters.present_order,
             bind_handler(module, "order_view", "order.view"),
+            tool_names=TOOL_NAMES,
         ),
         "order.add": partial(
             run_tool,
@@ -185,6 +199,7 @@ def create_server(
             inputs.parse_order_add,
             None,
             bind_handler(module, "order_add", "order.add"),
+            tool_names=TOOL_NAMES,
         ),
         "order.checkout": partial(
             run_tool,
@@ -192,6 +207,7 @@ def create_server(
             inputs.parse_order_checkout,
             None,
             bind_handler(module, "order_checkout", "order.checkout"),
+            tool_names=TOOL_NAMES,
         ),
         "order.pay": partial(
             run_tool,
@@ -199,6 +215,7 @@ def create_server(
             inputs.parse_order_pay,
             presenters.present_order,
             bind_handler(module, "order_pay", "order.pay"),
+            tool_names=TOOL_NAMES,
         ),
         "order.cancel": partial(
             run_tool,
@@ -206,6 +223,7 @@ def create_server(
             inputs.parse_order_cancel,
             None,
             bind_handler(module, "order_cancel", "order.cancel"),
+            tool_names=TOOL_NAMES,
         ),
         "order.ship": partial(
             run_tool,
@@ -213,6 +231,7 @@ def create_server(
             inputs.parse_order_ship,
             None,
             bind_handler(module, "order_ship", "order.ship"),
+            tool_names=TOOL_NAMES,
         ),
         "order.note": partial(
             run_tool,
@@ -220,6 +239,7 @@ def create_server(
             inputs.parse_order_note,
             None,
             bind_handler(module, "order_note", "order.note"),
+            tool_names=TOOL_NAMES,
         ),
         "checkout.start": partial(gate.start, MACHINES["checkout"]),
         "checkout.status": partial(gate.status, MACHINES["checkout"]),

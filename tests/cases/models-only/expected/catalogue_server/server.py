@@ -25,6 +25,8 @@ HANDLERS_MODULE: Final = "catalogue_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {}
 
 TOOLS: Final[list[types.Tool]] = []
 

@@ -26,6 +26,8 @@ HANDLERS_MODULE: Final = "teams_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {"team.get": "team.get", "person.card": "person.card"}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
@@ -55,6 +57,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_team_get,
             presenters.present_team_view,
             bind_handler(module, "team_get", "team.get"),
+            tool_names=TOOL_NAMES,
         ),
         "person.card": partial(
             run_tool,
@@ -62,6 +65,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_person_card,
             presenters.present_person_card,
             bind_handler(module, "person_card", "person.card"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

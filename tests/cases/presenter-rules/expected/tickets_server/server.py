@@ -26,6 +26,12 @@ HANDLERS_MODULE: Final = "tickets_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {
+    "ticket.get": "ticket.get",
+    "ticket.search": "ticket.search",
+    "ticket.raw": "ticket.raw",
+}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
@@ -62,6 +68,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_ticket_get,
             presenters.present_ticket_card,
             bind_handler(module, "ticket_get", "ticket.get"),
+            tool_names=TOOL_NAMES,
         ),
         "ticket.search": partial(
             run_tool,
@@ -69,6 +76,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_ticket_search,
             presenters.present_ticket_card_many,
             bind_handler(module, "ticket_search", "ticket.search"),
+            tool_names=TOOL_NAMES,
         ),
         "ticket.raw": partial(
             run_tool,
@@ -76,6 +84,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_ticket_raw,
             presenters.present_ticket,
             bind_handler(module, "ticket_raw", "ticket.raw"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

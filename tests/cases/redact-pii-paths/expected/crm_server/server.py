@@ -26,6 +26,8 @@ HANDLERS_MODULE: Final = "crm_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {"client.get": "client.get", "client.people": "client.people"}
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"Client": False}
 
@@ -61,6 +63,7 @@ def create_server(handlers: ModuleType | None = None, user_blocks: str = "spec")
             inputs.parse_client_get,
             partial(presenters.present_client, user=user),
             bind_handler(module, "client_get", "client.get"),
+            tool_names=TOOL_NAMES,
         ),
         "client.people": partial(
             run_tool,
@@ -68,6 +71,7 @@ def create_server(handlers: ModuleType | None = None, user_blocks: str = "spec")
             inputs.parse_client_people,
             presenters.present_person_many,
             bind_handler(module, "client_people", "client.people"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

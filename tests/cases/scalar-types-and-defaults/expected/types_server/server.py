@@ -26,6 +26,8 @@ HANDLERS_MODULE: Final = "types_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {"record.echo": "record.echo", "record.list": "record.list"}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
@@ -55,6 +57,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_record_echo,
             presenters.present_record,
             bind_handler(module, "record_echo", "record.echo"),
+            tool_names=TOOL_NAMES,
         ),
         "record.list": partial(
             run_tool,
@@ -62,6 +65,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_record_list,
             presenters.present_record_many,
             bind_handler(module, "record_list", "record.list"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

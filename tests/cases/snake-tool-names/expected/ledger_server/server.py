@@ -41,6 +41,21 @@ HANDLERS_MODULE: Final = "ledger_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {
+    "invoice_get": "invoice_get",
+    "invoice_submit": "invoice_submit",
+    "invoice_approve": "invoice_approve",
+    "invoice.get": "invoice_get",
+    "invoice.submit": "invoice_submit",
+    "invoice.approve": "invoice_approve",
+    "invoice_start": "invoice_start",
+    "invoice.start": "invoice_start",
+    "invoice_status": "invoice_status",
+    "invoice.status": "invoice_status",
+    "invoice_resolve": "invoice_resolve",
+    "invoice.resolve": "invoice_resolve",
+}
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
@@ -150,6 +165,7 @@ def create_server(
             inputs.parse_invoice_get,
             presenters.present_invoice_card,
             bind_handler(module, "invoice_get", "invoice_get"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice_submit": partial(
             run_tool,
@@ -157,6 +173,7 @@ def create_server(
             inputs.parse_invoice_submit,
             None,
             bind_handler(module, "invoice_submit", "invoice_submit"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice_approve": partial(
             run_tool,
@@ -164,6 +181,7 @@ def create_server(
             inputs.parse_invoice_approve,
             presenters.present_invoice_card,
             bind_handler(module, "invoice_approve", "invoice_approve"),
+            tool_names=TOOL_NAMES,
         ),
         "invoice_start": partial(gate.start, MACHINES["invoice"]),
         "invoice_status": partial(gate.status, MACHINES["invoice"]),

@@ -26,6 +26,12 @@ HANDLERS_MODULE: Final = "inbox_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {
+    "message.list": "message.list",
+    "message.read": "message.read",
+    "message.delete": "message.delete",
+}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
@@ -61,6 +67,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_message_list,
             presenters.present_message_many,
             bind_handler(module, "message_list", "message.list"),
+            tool_names=TOOL_NAMES,
         ),
         "message.read": partial(
             run_tool,
@@ -68,6 +75,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_message_read,
             presenters.present_message,
             bind_handler(module, "message_read", "message.read"),
+            tool_names=TOOL_NAMES,
         ),
         "message.delete": partial(
             run_tool,
@@ -75,6 +83,7 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             inputs.parse_message_delete,
             None,
             bind_handler(module, "message_delete", "message.delete"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

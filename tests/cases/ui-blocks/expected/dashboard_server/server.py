@@ -26,6 +26,8 @@ HANDLERS_MODULE: Final = "dashboard_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {"metric.get": "metric.get", "metric.list": "metric.list"}
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"Metric": False}
 
@@ -61,6 +63,7 @@ def create_server(handlers: ModuleType | None = None, user_blocks: str = "spec")
             inputs.parse_metric_get,
             partial(presenters.present_metric, user=user),
             bind_handler(module, "metric_get", "metric.get"),
+            tool_names=TOOL_NAMES,
         ),
         "metric.list": partial(
             run_tool,
@@ -68,6 +71,7 @@ def create_server(handlers: ModuleType | None = None, user_blocks: str = "spec")
             inputs.parse_metric_list,
             partial(presenters.present_metric_many, user=user),
             bind_handler(module, "metric_list", "metric.list"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

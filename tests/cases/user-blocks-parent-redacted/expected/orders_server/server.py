@@ -26,6 +26,8 @@ HANDLERS_MODULE: Final = "orders_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {"order.get": "order.get"}
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"CustomerCard": True}
 
@@ -54,6 +56,7 @@ def create_server(handlers: ModuleType | None = None, user_blocks: str = "spec")
             inputs.parse_order_get,
             partial(presenters.present_order, user=user),
             bind_handler(module, "get_order", "order.get"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

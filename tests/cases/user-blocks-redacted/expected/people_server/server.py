@@ -26,6 +26,8 @@ HANDLERS_MODULE: Final = "people_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {"person.get": "person.get", "team.list": "team.list", "team.get": "team.get"}
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"Person": False, "Team": True}
 
@@ -68,6 +70,7 @@ def create_server(handlers: ModuleType | None = None, user_blocks: str = "spec")
             inputs.parse_person_get,
             partial(presenters.present_person, user=user),
             bind_handler(module, "get_person", "person.get"),
+            tool_names=TOOL_NAMES,
         ),
         "team.list": partial(
             run_tool,
@@ -75,6 +78,7 @@ def create_server(handlers: ModuleType | None = None, user_blocks: str = "spec")
             inputs.parse_team_list,
             partial(presenters.present_team_many, user=user),
             bind_handler(module, "list_teams", "team.list"),
+            tool_names=TOOL_NAMES,
         ),
         "team.get": partial(
             run_tool,
@@ -82,6 +86,7 @@ def create_server(handlers: ModuleType | None = None, user_blocks: str = "spec")
             inputs.parse_team_get,
             partial(presenters.present_team, user=user),
             bind_handler(module, "get_team", "team.get"),
+            tool_names=TOOL_NAMES,
         ),
     }
     listing = types.ListToolsResult(tools=TOOLS)

@@ -41,6 +41,8 @@ HANDLERS_MODULE: Final = "warned_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {"go": "go", "flow.start": "flow.start", "flow.status": "flow.status"}
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
@@ -126,6 +128,7 @@ def create_server(
             inputs.parse_go,
             None,
             bind_handler(module, "go", "go"),
+            tool_names=TOOL_NAMES,
         ),
         "flow.start": partial(gate.start, MACHINES["flow"]),
         "flow.status": partial(gate.status, MACHINES["flow"]),

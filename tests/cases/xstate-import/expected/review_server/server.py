@@ -41,6 +41,16 @@ HANDLERS_MODULE: Final = "review_server_handlers"
 # Where the spec and its handler module live, relative to this package: searched when the handler
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
+# The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
+TOOL_NAMES: Final[dict[str, str]] = {
+    "doc.submit": "doc.submit",
+    "doc.approve": "doc.approve",
+    "doc.reject": "doc.reject",
+    "doc.publish": "doc.publish",
+    "document.start": "document.start",
+    "document.status": "document.status",
+    "document.resolve": "document.resolve",
+}
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
@@ -154,6 +164,7 @@ def create_server(
             inputs.parse_doc_submit,
             None,
             bind_handler(module, "doc_submit", "doc.submit"),
+            tool_names=TOOL_NAMES,
         ),
         "doc.approve": partial(
             run_tool,
@@ -161,6 +172,7 @@ def create_server(
             inputs.parse_doc_approve,
             None,
             bind_handler(module, "doc_approve", "doc.approve"),
+            tool_names=TOOL_NAMES,
         ),
         "doc.reject": partial(
             run_tool,
@@ -168,6 +180,7 @@ def create_server(
             inputs.parse_doc_reject,
             None,
             bind_handler(module, "doc_reject", "doc.reject"),
+            tool_names=TOOL_NAMES,
         ),
         "doc.publish": partial(
             run_tool,
@@ -175,6 +188,7 @@ def create_server(
             inputs.parse_doc_publish,
             None,
             bind_handler(module, "doc_publish", "doc.publish"),
+            tool_names=TOOL_NAMES,
         ),
         "document.start": partial(gate.start, MACHINES["document"]),
         "document.status": partial(gate.status, MACHINES["document"]),
