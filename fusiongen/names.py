@@ -384,6 +384,7 @@ def pascal_case(name: str) -> str:
 
 # The runtime modules copied into generated servers, by their file name there.
 RUNTIME_MODULES = (
+    "_auth",
     "_expressions",
     "_gate",
     "_runtime",

@@ -1,0 +1,427 @@
+"""Bearer authentication of the generated HTTP server (`--auth jwt`, `--auth tokens`), from outside.
+
+Every server here is `python -m billing_server --http --auth ...` as a real process, and every request real HTTP:
+the JWKS is served on 127.0.0.1 by the test from freshly generated RSA and EC keys, tokens are minted per test
+with PyJWT, and the client is the Python `mcp` client with an `Authorization: Bearer` header. A request
+without a valid token gets 401 with `WWW-Authenticate: Bearer ... resource_metadata="..."` pointing at the
+RFC 9728 metadata; a token lacking an --auth-required-scope gets 403 insufficient_scope.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.server
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+from mcp.client.streamable_http import streamable_http_client
+
+from fusiongen.runtime import _auth
+from tests.support.build import SPECS, build
+from tests.support.client import LEGACY, MODERN, connect
+from tests.support.processes import http_server, server_env
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+ISSUER = "https://issuer.example"
+AUDIENCE = "https://billing.example/mcp"
+LEGACY_VERSION = "2025-11-25"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("auth") / "out"
+    build(SPECS / "billing.toml", out)
+    return out
+
+
+# --- the issuer: keys, a JWKS on 127.0.0.1, tokens ---------------------------------------------------------
+
+
+@dataclass
+class Issuer:
+    """Signing keys by kid, the ones the JWKS publishes, and how often the JWKS was fetched."""
+
+    keys: dict[str, Any]
+    published: set[str]
+    url: str = ""
+    fetches: list[str] = field(default_factory=list)
+
+    def jwks(self) -> dict[str, Any]:
+        found = []
+        for kid in sorted(self.published):
+            key = self.keys[kid]
+            algorithm = RSAAlgorithm if isinstance(key, rsa.RSAPrivateKey) else ECAlgorithm
+            jwk = json.loads(algorithm.to_jwk(key.public_key()))
+            found.append({**jwk, "kid": kid, "use": "sig"})
+        return {"keys": found}
+
+    def mint(self, kid: str = "rsa-1", *, algorithm: str | None = None, **claims: Any) -> str:
+        now = int(time.time())
+        payload = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "iat": now, "exp": now + 300, **claims}
+        payload = {k: v for k, v in payload.items() if v is not None}
+        algorithm = algorithm or ("RS256" if kid.startswith("rsa") else "ES256")
+        return jwt.encode(payload, self.keys[kid], algorithm=algorithm, headers={"kid": kid})
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[Issuer]:
+    keys = {
+        "rsa-1": rsa.generate_private_key(public_exponent=65537, key_size=2048),
+        "ec-1": ec.generate_private_key(ec.SECP256R1()),
+        "rsa-unpublished": rsa.generate_private_key(public_exponent=65537, key_size=2048),
+    }
+    found = Issuer(keys, {"rsa-1", "ec-1"})
+
+    class JwksHandler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            found.fetches.append(self.path)
+            body = json.dumps(found.jwks()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), JwksHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    found.url = f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+    try:
+        yield found
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def jwt_options(issuer: Issuer, *extra: str) -> tuple[str, ...]:
+    return (
+        "--auth", "jwt", "--auth-issuer", ISSUER, "--auth-audience", AUDIENCE, "--auth-jwks-url", issuer.url, *extra,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def jwt_server(built: Path, issuer: Issuer) -> Iterator[str]:
+    with http_server(built, *jwt_options(issuer, "--auth-server", "https://login.example")) as url:
+        yield url
+
+
+# --- raw HTTP and the mcp client -----------------------------------------------------------------------------
+
+
+def initialize_body(version: str = LEGACY_VERSION) -> dict[str, Any]:
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "outsider", "version": "1"}}
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+
+
+def post_initialize(url: str, token: str | None = None) -> httpx.Response:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx.post(url, json=initialize_body(), headers=headers, timeout=30)
+
+
+def origin_of(url: str) -> str:
+    return url.rsplit("/", 1)[0]
+
+
+def assert_unauthorized(response: httpx.Response, url: str) -> None:
+    assert response.status_code == 401, (response.status_code, response.text)
+    challenge = response.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ")
+    assert f'resource_metadata="{origin_of(url)}/.well-known/oauth-protected-resource/mcp"' in challenge
+    assert "mcp-session-id" not in response.headers  # no session was opened
+
+
+@contextlib.asynccontextmanager
+async def bearer_client(url: str, token: str, mode: str = LEGACY) -> Any:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=60))
+    async with http, connect(streamable_http_client(url, http_client=http), mode) as client:
+        yield client
+
+
+# --- --auth jwt ----------------------------------------------------------------------------------------------
+
+
+async def test_no_token_gets_401_pointing_at_the_metadata(jwt_server: str) -> None:
+    assert_unauthorized(post_initialize(jwt_server), jwt_server)
+    assert_unauthorized(post_initialize(jwt_server, "not-a-jwt"), jwt_server)
+
+
+@pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"])
+def test_protected_resource_metadata_names_the_servers(jwt_server: str, path: str) -> None:
+    response = httpx.get(origin_of(jwt_server) + path, timeout=30)
+    assert response.status_code == 200, response.text
+    metadata = response.json()
+    assert metadata["resource"] == jwt_server
+    assert metadata["authorization_servers"] == ["https://login.example"]
+    assert metadata["bearer_methods_supported"] == ["header"]
+    assert metadata["resource_name"] == "billing"
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+@pytest.mark.parametrize("kid", ["rsa-1", "ec-1"])
+async def test_a_valid_token_calls_tools(jwt_server: str, issuer: Issuer, kid: str, mode: str) -> None:
+    async with bearer_client(jwt_server, issuer.mint(kid), mode) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        result = await client.call_tool("invoice.get", {"id": "inv-1"})
+    assert "invoice.get" in names
+    assert not result.is_error, result
+
+
+def forged_none(issuer: Issuer) -> str:
+    header = base64.urlsafe_b64encode(json.dumps({"alg": "none", "typ": "JWT", "kid": "rsa-1"}).encode())
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "mallory", "exp": int(time.time()) + 300}
+    payload = base64.urlsafe_b64encode(json.dumps(claims).encode())
+    return f"{header.decode().rstrip('=')}.{payload.decode().rstrip('=')}."
+
+
+def hmac_with_the_public_key(issuer: Issuer) -> str:
+    """Key confusion: HS256 "signed" with the RSA public key the JWKS publishes."""
+    from cryptography.hazmat.primitives import serialization
+
+    public = (
+        issuer.keys["rsa-1"]
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "mallory", "exp": int(time.time()) + 300}
+    header = base64.urlsafe_b64encode(json.dumps({"alg": "HS256", "typ": "JWT", "kid": "rsa-1"}).encode())
+    body = base64.urlsafe_b64encode(json.dumps(claims).encode())
+    signing_input = f"{header.decode().rstrip('=')}.{body.decode().rstrip('=')}".encode()
+    import hashlib
+    import hmac
+
+    signature = base64.urlsafe_b64encode(hmac.new(public, signing_input, hashlib.sha256).digest()).decode()
+    return f"{signing_input.decode()}.{signature.rstrip('=')}"
+
+
+BAD_TOKENS = {
+    "wrong audience": lambda i: i.mint(aud="https://other.example/mcp"),
+    "wrong issuer": lambda i: i.mint(iss="https://evil.example"),
+    "expired": lambda i: i.mint(exp=int(time.time()) - 600),
+    "not yet valid": lambda i: i.mint(nbf=int(time.time()) + 600),
+    "no exp": lambda i: i.mint(exp=None),
+    "no sub": lambda i: i.mint(sub=None),
+    "key not in the JWKS": lambda i: i.mint("rsa-unpublished"),
+    "signed by another key under a published kid": lambda i: (
+        lambda t: jwt.encode(
+            jwt.decode(t, options={"verify_signature": False}),
+            i.keys["rsa-unpublished"],
+            algorithm="RS256",
+            headers={"kid": "rsa-1"},
+        )
+    )(i.mint()),
+    "tampered payload": lambda i: (
+        lambda t: t.split(".")[0] + "." + forged_none(i).split(".")[1] + "." + t.split(".")[2]
+    )(i.mint()),
+    "alg none": forged_none,
+    "HS256 with the public key": hmac_with_the_public_key,
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TOKENS))
+def test_a_bad_token_gets_401(jwt_server: str, issuer: Issuer, case: str) -> None:
+    token = BAD_TOKENS[case](issuer)
+    assert_unauthorized(post_initialize(jwt_server, token), jwt_server)
+
+
+def test_a_good_token_gets_in_over_raw_http(jwt_server: str, issuer: Issuer) -> None:
+    # The control for test_a_bad_token_gets_401: the same request with a valid token opens a session.
+    response = post_initialize(jwt_server, issuer.mint())
+    assert response.status_code == 200, response.text
+    assert response.headers["mcp-session-id"]
+
+
+def test_a_session_belongs_to_the_principal_that_opened_it(jwt_server: str, issuer: Issuer) -> None:
+    opened = post_initialize(jwt_server, issuer.mint(sub="alice"))
+    session = opened.headers["mcp-session-id"]
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {issuer.mint(sub='bob')}",
+        "mcp-session-id": session,
+        "mcp-protocol-version": LEGACY_VERSION,
+    }
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    hijack = httpx.post(jwt_server, json=listing, headers=headers, timeout=30)
+    assert hijack.status_code in (403, 404), (hijack.status_code, hijack.text)
+    assert "invoice.get" not in hijack.text
+
+
+def test_a_required_scope_missing_is_403(built: Path, issuer: Issuer) -> None:
+    with http_server(built, *jwt_options(issuer, "--auth-required-scope", "billing:use")) as url:
+        lacking = post_initialize(url, issuer.mint(scope="other"))
+        having = post_initialize(url, issuer.mint(scope="other billing:use"))
+        metadata = httpx.get(origin_of(url) + "/.well-known/oauth-protected-resource/mcp", timeout=30).json()
+    assert lacking.status_code == 403, lacking.text
+    assert 'error="insufficient_scope"' in lacking.headers["www-authenticate"]
+    assert having.status_code == 200, having.text
+    assert metadata["authorization_servers"] == [ISSUER]  # without --auth-server: the issuer
+    assert metadata["scopes_supported"] == ["billing:use"]
+
+
+def test_allowed_algorithms_are_explicit(built: Path, issuer: Issuer) -> None:
+    with http_server(built, *jwt_options(issuer, "--auth-algorithm", "ES256")) as url:
+        rsa_signed = post_initialize(url, issuer.mint("rsa-1"))
+        ec_signed = post_initialize(url, issuer.mint("ec-1"))
+    assert rsa_signed.status_code == 401
+    assert ec_signed.status_code == 200, ec_signed.text
+
+
+async def test_a_rotated_key_is_fetched_once_it_is_published(issuer: Issuer) -> None:
+    # In process, to set the cooldown between forced fetches (30 s in a server) to 0; the JWKS is still real HTTP.
+    verifier = _auth.JwtVerifier(issuer=ISSUER, audience=AUDIENCE, jwks_url=issuer.url, cooldown=0)
+    issuer.keys["rsa-2"] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    before = await verifier.verify_token(issuer.mint("rsa-1"))
+    unknown = await verifier.verify_token(issuer.mint("rsa-2"))
+    issuer.published.add("rsa-2")
+    try:
+        fetched = len(issuer.fetches)
+        after = await verifier.verify_token(issuer.mint("rsa-2", sub="rotated"))
+    finally:
+        issuer.published.discard("rsa-2")
+    assert before is not None and unknown is None
+    assert after is not None and after.subject == "rotated"
+    assert len(issuer.fetches) == fetched + 1
+
+
+async def test_a_verified_token_carries_the_identity(issuer: Issuer) -> None:
+    verifier = _auth.JwtVerifier(
+        issuer=ISSUER, audience=AUDIENCE, jwks_url=issuer.url, roles_claim="groups", tenant_claim="org_id"
+    )
+    token = await verifier.verify_token(
+        issuer.mint(scope="invoices:read invoices:write", groups=["support"], org_id="acme", sub="sam")
+    )
+    no_tenant = await verifier.verify_token(issuer.mint(groups=["support"]))
+    assert isinstance(token, _auth.IdentifiedToken)
+    assert (token.subject, token.scopes, token.roles, token.tenant) == (
+        "sam",
+        ["invoices:read", "invoices:write"],
+        ["support"],
+        "acme",
+    )
+    assert no_tenant is None  # a server that scopes data per tenant refuses a token without one
+
+
+# --- --auth tokens -------------------------------------------------------------------------------------------
+
+
+def tokens_file(tmp_path: Path, *entries: str) -> Path:
+    path = tmp_path / "tokens.toml"
+    path.write_text("\n".join(entries), encoding="utf-8")
+    return path
+
+
+def entry(token: str, subject: str = "alice", roles: str = '["admin"]', scopes: str = '["invoices:read"]') -> str:
+    import hashlib
+
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    return f'[[token]]\nsha256 = "{digest}"\nsubject = "{subject}"\nroles = {roles}\nscopes = {scopes}\n'
+
+
+async def test_static_tokens(built: Path, tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, entry("s3cret-alice"), entry("s3cret-bob", "bob"))
+    options = ("--auth", "tokens", "--auth-tokens-file", str(path), "--auth-server", "https://login.example")
+    with http_server(built, *options) as url:
+        assert_unauthorized(post_initialize(url), url)
+        assert_unauthorized(post_initialize(url, "s3cret-carol"), url)
+        assert_unauthorized(post_initialize(url, "s3cret-alic"), url)
+        async with bearer_client(url, "s3cret-bob") as client:
+            result = await client.call_tool("invoice.get", {"id": "inv-1"})
+    assert not result.is_error, result
+    assert "s3cret" not in path.read_text()  # the file holds digests only
+
+
+def test_static_tokens_without_an_authorization_server_still_refuse(built: Path, tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, entry("s3cret-alice"))
+    with http_server(built, "--auth", "tokens", "--auth-tokens-file", str(path)) as url:
+        refused = post_initialize(url)
+        admitted = post_initialize(url, "s3cret-alice")
+        metadata = httpx.get(origin_of(url) + "/.well-known/oauth-protected-resource", timeout=30)
+    assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer ")
+    assert "resource_metadata" not in refused.headers["www-authenticate"]  # there is no server to point at
+    assert admitted.status_code == 200, admitted.text
+    assert metadata.status_code == 404
+
+
+# --- usage errors and the start-up notice --------------------------------------------------------------------
+
+
+def run_server(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "billing_server", *args],
+        cwd=out,
+        env=server_env(out),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (("--auth", "jwt", "--auth-issuer", ISSUER, "--auth-audience", AUDIENCE), "--auth jwt needs --auth-jwks-url"),
+        (("--auth", "tokens"), "--auth tokens needs --auth-tokens-file"),
+        (("--auth-issuer", ISSUER), "--auth-issuer needs --auth jwt or --auth tokens"),
+        (("--auth", "jwt", "--auth-issuer", "issuer.example"), "not an http:// or https:// URL"),
+        (("--auth", "tokens", "--auth-tokens-file", "/nonexistent/tokens.toml"), "No such file"),
+        (("--auth-algorithm", "HS256"), "invalid choice: 'HS256'"),
+        (("--auth-algorithm", "none"), "invalid choice: 'none'"),
+    ],
+)
+def test_unusable_auth_options_are_usage_errors(built: Path, arguments: tuple[str, ...], message: str) -> None:
+    proc = run_server(built, "--http", *arguments)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "no [[token]] entries"),
+        ('[[token]]\nsha256 = "abc"\nsubject = "a"\n', "64 lowercase hex digits"),
+        (entry("t") + entry("t", "b"), "token 2: the same sha256 as an earlier token"),
+        (entry("t") + 'password = "x"\n', "token 1: unknown key password"),
+        (entry("t", roles='"admin"'), "token 1: roles must be a list of non-empty strings"),
+        ("[[token]\n", "--auth-tokens-file"),
+    ],
+)
+def test_a_bad_tokens_file_is_a_usage_error(built: Path, tmp_path: Path, content: str, message: str) -> None:
+    path = tokens_file(tmp_path, content)
+    proc = run_server(built, "--http", "--auth", "tokens", "--auth-tokens-file", str(path))
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+
+
+def test_beyond_loopback_the_notice_says_whether_the_server_is_open(
+    built: Path, tmp_path: Path, issuer: Issuer
+) -> None:
+    open_log, closed_log = tmp_path / "open.log", tmp_path / "closed.log"
+    with http_server(built, "--host", "0.0.0.0", log=open_log):
+        pass
+    with http_server(built, "--host", "0.0.0.0", *jwt_options(issuer), log=closed_log):
+        pass
+    assert "without authentication (see --auth)" in open_log.read_text()
+    closed = closed_log.read_text()
+    assert "with bearer authentication (--auth jwt)" in closed and "without authentication" not in closed
