@@ -186,6 +186,19 @@ class BindingIR:
 
 
 @dataclass(frozen=True)
+class RequiresIR:
+    scopes: tuple[str, ...] = ()  # every one of them
+    roles: tuple[str, ...] = ()  # at least one of them (none listed: any caller)
+
+
+@dataclass(frozen=True)
+class AuthIR:
+    roles_claim: str = "roles"
+    tenant_claim: str | None = None
+    scopes: tuple[tuple[str, str], ...] = ()  # (scope, what it allows), in spec order
+
+
+@dataclass(frozen=True)
 class ToolIR:
     name: str  # the spec's name, e.g. "invoice.get": diagnostics and spec lookups use it
     wire: str  # the MCP tool name the model sees ([server] tool_names): "invoice.get", or "invoice_get"
@@ -198,6 +211,7 @@ class ToolIR:
     returns: ReturnsIR | None
     compact_description: str | None = None
     binding: BindingIR | None = None
+    requires: RequiresIR | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +227,7 @@ class ServerIR:
     workflows: tuple[WorkflowIR, ...] = ()
     state_handle_key: str = "workflow_id"
     tool_names: str = "dotted"  # [server] tool_names: how spec tool names become the names the model sees
+    auth: AuthIR | None = None
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

@@ -13,6 +13,7 @@ import base64
 import contextlib
 import http.server
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -31,7 +32,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from mcp.client.streamable_http import streamable_http_client
 
 from fusiongen.runtime import _auth
-from tests.support.build import SPECS, build
+from tests.support.build import SPECS, build, built_server
 from tests.support.client import LEGACY, MODERN, connect
 from tests.support.processes import http_server, server_env
 
@@ -425,3 +426,96 @@ def test_beyond_loopback_the_notice_says_whether_the_server_is_open(
     assert "without authentication (see --auth)" in open_log.read_text()
     closed = closed_log.read_text()
     assert "with bearer authentication (--auth jwt)" in closed and "without authentication" not in closed
+
+
+# --- [auth] and requires: scopes and roles per tool ----------------------------------------------------------
+
+CASES = Path(__file__).parent / "cases"
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("vault") / "out"
+    build(CASES / "auth-requires" / "spec.toml", out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def vault_server(vault: Path, issuer: Issuer) -> Iterator[str]:
+    with http_server(vault, *jwt_options(issuer), package="vault_server") as url:
+        yield url
+
+
+def tool_error_code(result: Any) -> str | None:
+    text = result.content[0].text if result.content else ""
+    found = re.search(r'code="([A-Z_]+)"', text)
+    return found.group(1) if found else None
+
+
+def test_the_metadata_advertises_the_specs_scopes(vault_server: str) -> None:
+    metadata = httpx.get(origin_of(vault_server) + "/.well-known/oauth-protected-resource", timeout=30).json()
+    assert metadata["scopes_supported"] == ["notes:read", "notes:write"]
+
+
+async def test_handshake_listing_shows_only_what_the_caller_may_call(vault_server: str, issuer: Issuer) -> None:
+    async with bearer_client(vault_server, issuer.mint(scope="notes:read")) as client:
+        reader = [t.name for t in (await client.list_tools()).tools]
+    writer_token = issuer.mint(scope="notes:read notes:write", groups=["owner"])
+    async with bearer_client(vault_server, writer_token) as client:
+        writer = [t.name for t in (await client.list_tools()).tools]
+    no_role = issuer.mint(scope="notes:read notes:write", groups=["guest"])
+    async with bearer_client(vault_server, no_role) as client:
+        roleless = [t.name for t in (await client.list_tools()).tools]
+    assert reader == ["note.get", "note.count"]
+    assert writer == ["note.get", "note.delete", "note.count"]
+    assert roleless == ["note.get", "note.count"]  # the scope without one of the roles is not enough
+
+
+async def test_a_call_without_the_scope_is_forbidden_naming_it(vault_server: str, issuer: Issuer) -> None:
+    async with bearer_client(vault_server, issuer.mint(scope="notes:write", groups=["admin"])) as client:
+        refused = await client.call_tool("note.get", {"id": "n-1"})
+        counted = await client.call_tool("note.count", {})
+    assert refused.is_error and tool_error_code(refused) == "FORBIDDEN"
+    text = refused.content[0].text
+    assert '"notes:read"' in text and "buy milk" not in text and refused.structured_content is None
+    assert not counted.is_error
+
+
+@pytest.mark.parametrize(
+    ("claims", "allowed"),
+    [
+        ({"scope": "notes:write", "groups": ["admin"]}, True),
+        ({"scope": "notes:write", "groups": "guest owner"}, True),  # a space-separated roles claim
+        ({"scope": "notes:write", "groups": ["guest"]}, False),
+        ({"scope": "notes:write", "roles": ["admin"]}, False),  # roles_claim = "groups": another claim is no role
+        ({"scope": "notes:read", "groups": ["admin"]}, False),
+    ],
+)
+async def test_modern_lists_every_tool_and_refuses_on_call(
+    vault_server: str, issuer: Issuer, claims: dict[str, Any], allowed: bool
+) -> None:
+    async with bearer_client(vault_server, issuer.mint(**claims), MODERN) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        result = await client.call_tool("note.delete", {"id": "n-missing"})
+    assert names == ["note.get", "note.delete", "note.count"]  # stable, whoever asks
+    assert result.is_error is not allowed, result
+    if not allowed:
+        assert tool_error_code(result) == "FORBIDDEN"
+
+
+async def test_without_auth_over_http_a_required_tool_is_refused(vault: Path) -> None:
+    with http_server(vault, package="vault_server") as url:
+        async with connect(url, LEGACY) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            result = await client.call_tool("note.get", {"id": "n-1"})
+    assert names == ["note.count"]
+    assert tool_error_code(result) == "FORBIDDEN" and "without authentication" in result.content[0].text
+
+
+async def test_in_process_the_local_user_may_call_everything(tmp_path: Path) -> None:
+    with built_server(CASES / "auth-requires" / "spec.toml", tmp_path / "out") as built:
+        async with connect(built.create_server(), LEGACY) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            result = await client.call_tool("note.get", {"id": "n-1"})
+    assert names == ["note.get", "note.delete", "note.count"]
+    assert not result.is_error, result

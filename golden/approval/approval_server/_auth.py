@@ -31,8 +31,12 @@ from typing import Any
 
 import anyio
 import jwt
+import mcp_types as types
 from mcp.server.auth.provider import AccessToken
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
+
+from ._runtime import tool_error
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -73,6 +77,65 @@ def identity_of(ctx: Any) -> Identity | None:
     if not isinstance(token, IdentifiedToken):
         return None
     return Identity(token.subject or "", frozenset(token.roles), frozenset(token.scopes), token.tenant)
+
+
+# --- what a tool requires ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A tool's `requires`: every one of `scopes`, and at least one of `roles` (none listed: any role)."""
+
+    scopes: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
+
+
+def is_local(ctx: Any) -> bool:
+    """stdio or in-process: no HTTP request, so the caller is whoever started the process, and holds everything."""
+    return getattr(ctx, "request", None) is None
+
+
+def shortfall(requirement: Requirement, ctx: Any) -> str | None:
+    """What the caller lacks for `requirement`, as a sentence naming it, or None if nothing. An HTTP caller
+    without an identity (a server run without --auth) lacks every requirement: fail closed."""
+    if is_local(ctx):
+        return None
+    identity = identity_of(ctx)
+    if identity is None:
+        return "this server runs without authentication (--auth), so no caller has the scopes or roles it requires"
+    lacking = sorted(requirement.scopes - identity.scopes)
+    if lacking:
+        names = ", ".join(f'"{s}"' for s in lacking)
+        return f"it needs the scope{'s' if len(lacking) > 1 else ''} {names}, which your token does not grant"
+    if requirement.roles and not requirement.roles & identity.roles:
+        names = ", ".join(f'"{r}"' for r in sorted(requirement.roles))
+        return f"it needs the role {names}" if len(requirement.roles) == 1 else f"it needs one of the roles {names}"
+    return None
+
+
+def forbidden_call(tool: str, reason: str) -> types.CallToolResult:
+    """The refusal of a call the caller may not make: FORBIDDEN, naming what is missing, never any data."""
+    return tool_error(
+        tool,
+        "FORBIDDEN",
+        f'You may not call "{tool}": {reason}.',
+        "Do not retry with the same credentials; tell the user which permission is missing.",
+    )
+
+
+async def refused(tool: str, reason: str) -> types.CallToolResult:
+    """`forbidden_call` as a call, for the call log (outcome FORBIDDEN) like any other."""
+    return forbidden_call(tool, reason)
+
+
+def stable_listing(ctx: Any) -> bool:
+    """2026-07-28: tools/list must not vary per caller, so every tool is listed and a refusal comes on call."""
+    return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
+def visible_tools(tools: list[types.Tool], requires: Mapping[str, Requirement], ctx: Any) -> list[types.Tool]:
+    """Handshake era: the tools this caller may call (a tool it lacks the requirement of is not listed)."""
+    return [t for t in tools if t.name not in requires or shortfall(requires[t.name], ctx) is None]
 
 
 def _names(value: object) -> list[str] | None:
