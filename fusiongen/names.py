@@ -387,6 +387,7 @@ RUNTIME_MODULES = (
     "_auth",
     "_expressions",
     "_gate",
+    "_identity",
     "_runtime",
     "_serving",
     "_stdio",

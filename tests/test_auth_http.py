@@ -519,3 +519,48 @@ async def test_in_process_the_local_user_may_call_everything(tmp_path: Path) -> 
             result = await client.call_tool("note.get", {"id": "n-1"})
     assert names == ["note.get", "note.delete", "note.count"]
     assert not result.is_error, result
+
+
+# --- [auth] tenant_claim: identity on ctx, workflow state per tenant ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def desk_server(tmp_path_factory: pytest.TempPathFactory, issuer: Issuer) -> Iterator[str]:
+    out = tmp_path_factory.mktemp("desk") / "out"
+    build(CASES / "auth-tenant-workflow" / "spec.toml", out)
+    with http_server(out, *jwt_options(issuer), package="desk_server") as url:
+        yield url
+
+
+async def test_handlers_see_the_callers_identity(desk_server: str, issuer: Issuer) -> None:
+    token = issuer.mint(sub="sam", org_id="acme", roles=["support"], scope="tickets:read")
+    async with bearer_client(desk_server, token, MODERN) as client:
+        result = await client.call_tool("whoami", {})
+    assert not result.is_error, result
+    shown = json.loads(result.content[0].text)
+    assert shown == {"subject": "sam", "tenant": "acme", "roles": ["support"], "scopes": ["tickets:read"]}
+
+
+def test_a_token_without_the_tenant_claim_is_refused(desk_server: str, issuer: Issuer) -> None:
+    assert_unauthorized(post_initialize(desk_server, issuer.mint(sub="sam")), desk_server)
+
+
+async def test_tenant_b_cannot_use_tenant_as_handle(desk_server: str, issuer: Issuer) -> None:
+    alice, mallory = issuer.mint(sub="alice", org_id="acme"), issuer.mint(sub="mallory", org_id="globex")
+    async with bearer_client(desk_server, alice, MODERN) as client:
+        started = await client.call_tool("ticket.start", {})
+        handle = started.structured_content["workflow_id"]
+    async with bearer_client(desk_server, mallory, MODERN) as client:
+        peeked = await client.call_tool("ticket.status", {"workflow_id": handle})
+        closed = await client.call_tool("ticket.close", {"workflow_id": handle})
+        unknown = await client.call_tool("ticket.status", {"workflow_id": "no-such-handle-at-all"})
+    same_tenant_other_user = issuer.mint(sub="bob", org_id="acme")
+    async with bearer_client(desk_server, same_tenant_other_user, MODERN) as client:
+        status = await client.call_tool("ticket.status", {"workflow_id": handle})
+        closing = await client.call_tool("ticket.close", {"workflow_id": handle})
+    # Tenant B gets exactly what a handle that never existed gets: nothing says the handle is real.
+    assert peeked.is_error and closed.is_error
+    assert peeked.content[0].text == unknown.content[0].text
+    assert "Unknown or expired workflow_id" in closed.content[0].text
+    assert not status.is_error and status.structured_content["state"] == "open", status
+    assert not closing.is_error, closing

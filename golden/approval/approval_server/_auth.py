@@ -34,8 +34,8 @@ import jwt
 import mcp_types as types
 from mcp.server.auth.provider import AccessToken
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import Field
 
+from ._identity import IdentifiedToken, Identity, identity_of
 from ._runtime import tool_error
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
@@ -48,35 +48,6 @@ JWKS_TIMEOUT = 10  # seconds one JWKS fetch may take
 JWKS_COOLDOWN = 30  # seconds at least between two fetches forced by tokens naming a key id not in the JWKS
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _TOKEN_KEYS = frozenset({"sha256", "subject", "roles", "scopes", "tenant"})
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """The authenticated caller: who (`subject`, unique per issuer), what they are (`roles`), what their token
-    lets them do (`scopes`) and whose data they belong to (`tenant`, None without a tenant claim)."""
-
-    subject: str
-    roles: frozenset[str]
-    scopes: frozenset[str]
-    tenant: str | None = None
-
-
-class IdentifiedToken(AccessToken):
-    """The SDK's AccessToken with what it lacks for authorization decisions: the caller's roles and tenant."""
-
-    roles: list[str] = Field(default_factory=list)
-    tenant: str | None = None
-
-
-def identity_of(ctx: Any) -> Identity | None:
-    """The identity the current request authenticated as, or None (stdio, or HTTP without --auth)."""
-    request = getattr(ctx, "request", None)
-    scope = getattr(request, "scope", None)
-    user = scope.get("user") if isinstance(scope, Mapping) else None
-    token = getattr(user, "access_token", None)
-    if not isinstance(token, IdentifiedToken):
-        return None
-    return Identity(token.subject or "", frozenset(token.roles), frozenset(token.scopes), token.tenant)
 
 
 # --- what a tool requires ---------------------------------------------------------------------------------
