@@ -564,3 +564,58 @@ async def test_tenant_b_cannot_use_tenant_as_handle(desk_server: str, issuer: Is
     assert "Unknown or expired workflow_id" in closed.content[0].text
     assert not status.is_error and status.structured_content["state"] == "open", status
     assert not closing.is_error, closing
+
+
+# --- the official TypeScript SDK client ------------------------------------------------------------------
+
+# Without a token the client's connect fails 401 and the SDK's own discovery reads the metadata the 401 points
+# at; with a read-only token it lists what it may call and is refused the rest.
+TS_CLIENT = """
+const [, , sdk, url, token] = process.argv;
+const { Client } = await import(sdk + "/client/index.js");
+const { StreamableHTTPClientTransport } = await import(sdk + "/client/streamableHttp.js");
+const { discoverOAuthProtectedResourceMetadata } = await import(sdk + "/client/auth.js");
+const report = {};
+try {
+  await new Client({ name: "anonymous", version: "1.0.0" }).connect(new StreamableHTTPClientTransport(new URL(url)));
+  report.anonymous = "connected";
+} catch (error) {
+  report.anonymous = { code: error.code, message: String(error) };
+}
+const metadata = await discoverOAuthProtectedResourceMetadata(new URL(url));
+report.metadata = metadata;
+const client = new Client({ name: "reader", version: "1.0.0" });
+const headers = { Authorization: `Bearer ${token}` };
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+report.tools = (await client.listTools()).tools.map((tool) => tool.name);
+report.get = await client.callTool({ name: "note.get", arguments: { id: "n-1" } });
+report.delete = await client.callTool({ name: "note.delete", arguments: { id: "n-1" } });
+await client.close();
+console.log(JSON.stringify(report));
+"""
+
+
+def test_the_typescript_sdk_client_with_and_without_a_token(vault_server: str, issuer: Issuer, tmp_path: Path) -> None:
+    from tests.test_official_tooling import INSTALL_HINT, NODE_MODULES, node_env, tooling
+
+    tools = tooling()
+    sdk = NODE_MODULES / "@modelcontextprotocol" / "sdk" / "dist" / "esm"
+    if not (sdk / "client" / "index.js").is_file():
+        pytest.fail(f"the TypeScript SDK is missing from {NODE_MODULES}: {INSTALL_HINT}", pytrace=False)
+    script = tmp_path / "client.mjs"
+    script.write_text(TS_CLIENT, encoding="utf-8")
+    token = issuer.mint(scope="notes:read", sub="ts-reader")
+    command = [str(tools.node), str(script), sdk.as_uri(), vault_server, token]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=node_env(tmp_path), stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, f"the TS client exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    report = json.loads(done.stdout)
+    assert report["anonymous"] != "connected" and report["anonymous"]["code"] == 401, report["anonymous"]
+    assert "invalid_token" in report["anonymous"]["message"]
+    assert report["metadata"]["resource"] == vault_server
+    assert report["metadata"]["scopes_supported"] == ["notes:read", "notes:write"]
+    assert report["tools"] == ["note.get", "note.count"]
+    assert report["get"]["isError"] is False
+    assert report["get"]["structuredContent"]["text"] == "buy milk"  # on main: ["data"]["text"] (the envelope)
+    assert report["delete"]["isError"] is True and 'code="FORBIDDEN"' in report["delete"]["content"][0]["text"]
