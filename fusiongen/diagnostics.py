@@ -135,6 +135,8 @@ CODES: dict[str, str] = {
     "FG175": "unreachable state",
     "FG176": "transition no tool can fire",
     "FG177": "generated workflow tool collides",
+    "FG190": "requires names an unknown scope",
+    "FG191": "bad scope, role or claim name",
     "FG400": "handler missing",
     "FG401": "handler signature incompatible",
     "FG402": "handler module missing",

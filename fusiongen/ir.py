@@ -187,6 +187,19 @@ class BindingIR:
 
 
 @dataclass(frozen=True)
+class RequiresIR:
+    scopes: tuple[str, ...] = ()  # every one of them
+    roles: tuple[str, ...] = ()  # at least one of them (none listed: any caller)
+
+
+@dataclass(frozen=True)
+class AuthIR:
+    roles_claim: str = "roles"
+    tenant_claim: str | None = None
+    scopes: tuple[tuple[str, str], ...] = ()  # (scope, what it allows), in spec order
+
+
+@dataclass(frozen=True)
 class ToolIR:
     name: str  # the spec's name, e.g. "invoice.get": diagnostics and spec lookups use it
     wire: str  # the MCP tool name the model sees ([server] tool_names): "invoice.get", or "invoice_get"
@@ -201,6 +214,7 @@ class ToolIR:
     binding: BindingIR | None = None
     returns_text: bool = False  # `returns = "text"`: a plain-text result (then `returns` is None)
     errors: tuple[tuple[str, str], ...] = ()  # (code, meaning): the domain errors its handler declares
+    requires: RequiresIR | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +230,7 @@ class ServerIR:
     workflows: tuple[WorkflowIR, ...] = ()
     state_handle_key: str = "workflow_id"
     tool_names: str = "dotted"  # [server] tool_names: how spec tool names become the names the model sees
+    auth: AuthIR | None = None
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

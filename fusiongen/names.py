@@ -389,8 +389,10 @@ def pascal_case(name: str) -> str:
 
 # The runtime modules copied into generated servers, by their file name there.
 RUNTIME_MODULES = (
+    "_auth",
     "_expressions",
     "_gate",
+    "_identity",
     "_runtime",
     "_serving",
     "_stdio",

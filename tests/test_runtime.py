@@ -26,6 +26,7 @@ import pydantic
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from fusiongen.runtime import _identity
 from fusiongen.runtime import _runtime as rt
 
 pytestmark = pytest.mark.anyio
@@ -1057,7 +1058,10 @@ async def test_run_tool_success() -> None:
         return {"ok": True}
 
     result = await rt.run_tool("t", parse_ok, present_ok, handler, {"a": 1}, CTX)
-    assert seen == [({"a": 1}, CTX)]
+    [(args, ctx)] = seen
+    assert args == {"a": 1}
+    # The handler's ctx is the request context plus the caller's identity (None: no HTTP request here).
+    assert isinstance(ctx, _identity.Caller) and ctx._context is CTX and ctx.identity is None
     assert result.is_error is False
     assert result.structured_content == {"result": {"ok": True}}
 

@@ -23,8 +23,9 @@ GOLDEN_PACKAGES = {
 }
 # Third-party imports a runtime module may have; the optional ones only inside try/except ImportError.
 # starlette and uvicorn come with mcp (its streamable HTTP transport); only _serving uses them, for --http.
+# jwt: mcp requires pyjwt[crypto] (its OAuth client); _auth verifies bearer JWTs with it.
 # opentelemetry: mcp requires its API; its SDK (the `otel` extra) is imported only by --otel, guarded.
-REQUIRED_THIRD_PARTY = {"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn", "opentelemetry"}
+REQUIRED_THIRD_PARTY = {"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn", "opentelemetry", "jwt"}
 OPTIONAL_THIRD_PARTY = {"orjson", "redis"}
 DYNAMIC_SERVER_IMPORT = "importlib.import_module('.server', package)"
 
@@ -34,8 +35,10 @@ def test_the_runtime_modules_are_the_ones_copied() -> None:
         MODULES
         == sorted(runtime_copy.RUNTIME_MODULES)
         == [
+            "_auth",
             "_expressions",
             "_gate",
+            "_identity",
             "_runtime",
             "_serving",
             "_stdio",
@@ -59,8 +62,10 @@ def golden_copies() -> list[tuple[str, str, Path, str]]:
 def test_every_golden_server_has_the_runtime_it_needs() -> None:
     present = {(server, module) for server, module, _, _ in golden_copies()}
     assert present == {
+        ("billing", "_auth"),
         ("billing", "_expressions"),
         ("billing", "_gate"),
+        ("billing", "_identity"),
         ("billing", "_runtime"),
         ("billing", "_serving"),
         ("billing", "_stdio"),
@@ -68,7 +73,9 @@ def test_every_golden_server_has_the_runtime_it_needs() -> None:
         ("billing", "redis_store"),
         ("billing", "state_store"),
         ("billing", "testing"),
+        ("approval", "_auth"),
         ("approval", "_gate"),
+        ("approval", "_identity"),
         ("approval", "_runtime"),
         ("approval", "_serving"),
         ("approval", "_stdio"),

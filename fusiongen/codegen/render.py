@@ -48,8 +48,10 @@ PACKAGE_TEMPLATES: tuple[tuple[str, str, Needed], ...] = (
 )
 # (runtime module, which specs need it): copied from fusiongen/runtime/ byte for byte.
 RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = (
+    ("_auth", lambda view: True),
     ("_expressions", lambda view: view.uses_expressions),
     ("_gate", lambda view: bool(view.workflows)),
+    ("_identity", lambda view: True),
     ("_runtime", lambda view: True),
     ("_serving", lambda view: True),
     ("_stdio", lambda view: True),

@@ -99,6 +99,13 @@ class ServerView:
     # presenter name -> its spec sends its audience = "user" blocks; None when no presenter declares one
     user_blocks_literal: str | None
     tool_names_literal: str  # TOOL_NAMES: spec and wire names → wire name, for the tools a ToolError suggests
+    auth_exports: tuple[str, ...] = ()
+    # (wire name literal, scopes literal, roles literal) of each tool with `requires`, in spec order.
+    requires: tuple[tuple[str, str, str], ...] = ()
+    auth_scopes_literal: str | None = None  # the declared scopes, advertised in the metadata under --auth
+    roles_claim_literal: str = '"roles"'
+    tenant_claim_literal: str = "None"
+    auth_declared: bool = False  # the spec has an [auth] table
 
 
 class _ToolViews:
@@ -248,6 +255,20 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         definitions=tuple(sorted(tool_views.definitions.values(), key=lambda c: c.name)),
         user_blocks_literal=_user_blocks_literal(server),
         tool_names_literal=_tool_names_literal(server, workflows),
+        auth_exports=exports("_auth"),
+        auth_declared=server.auth is not None,
+        requires=tuple(
+            (py_string(t.wire), _frozenset_literal(t.requires.scopes), _frozenset_literal(t.requires.roles))
+            for t in server.tools
+            if t.requires is not None
+        ),
+        auth_scopes_literal=py_literal(tuple(s for s, _ in server.auth.scopes))
+        if server.auth is not None and server.auth.scopes
+        else None,
+        roles_claim_literal=py_string(server.auth.roles_claim) if server.auth is not None else '"roles"',
+        tenant_claim_literal=py_string(server.auth.tenant_claim)
+        if server.auth is not None and server.auth.tenant_claim is not None
+        else "None",
     )
 
 
@@ -264,6 +285,10 @@ def _tool_names_literal(server: ServerIR, workflows: tuple[WorkflowView, ...]) -
         for suffix, wire in generated.items():
             names |= {wire: wire, f"{workflow.name}.{suffix}": wire}
     return py_literal(names, 0, 30)
+
+
+def _frozenset_literal(names: tuple[str, ...]) -> str:
+    return f"frozenset({{{', '.join(py_string(n) for n in names)}}})" if names else "frozenset()"
 
 
 def _user_blocks_literal(server: ServerIR) -> str | None:

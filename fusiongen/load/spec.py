@@ -78,6 +78,28 @@ class BindStateSpec(_Strict):
     )
 
 
+class AuthSpec(_Strict):
+    """Who callers are, for servers run with --auth (HTTP): where tokens keep roles and tenant, which scopes exist."""
+
+    roles_claim: str = Field(
+        default="roles", description="The token claim holding the caller's roles (a list, or a space-separated string)."
+    )
+    tenant_claim: str | None = Field(
+        default=None,
+        description="The token claim naming the caller's tenant; when set, a token without it is refused and "
+        "workflow handles and session state are scoped per tenant.",
+    )
+    scopes: dict[str, str] = Field(
+        default_factory=dict,
+        description="scope → what it allows; advertised in /.well-known/oauth-protected-resource, named in requires.",
+    )
+
+
+class RequiresSpec(_Strict):
+    scopes: list[str] = Field(default_factory=list, description="Scopes the caller's token must all have.")
+    roles: list[str] = Field(default_factory=list, description="Roles of which the caller must have at least one.")
+
+
 class ToolSpec(_Strict):
     kind: Literal["query", "mutation", "action"] = "action"
     description: str | None = None
@@ -94,6 +116,11 @@ class ToolSpec(_Strict):
     errors: dict[str, str] = Field(
         default_factory=dict,
         description="The error codes (UPPER_SNAKE_CASE) its handler may raise as ToolError, and what each means.",
+    )
+    requires: RequiresSpec | None = Field(
+        default=None,
+        description="What a caller needs to see and call it (HTTP with --auth): every scope listed, and one of the "
+        "roles listed; a caller without is refused FORBIDDEN.",
     )
 
 
@@ -190,6 +217,7 @@ class Spec(_Strict):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, title="fusiongen spec")
 
     server: ServerSpec
+    auth: AuthSpec | None = None
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     presenters: dict[str, PresenterSpec] = Field(default_factory=dict)
     workflows: dict[str, WorkflowSpec] = Field(default_factory=dict)

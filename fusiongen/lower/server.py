@@ -12,6 +12,7 @@ import keyword
 from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
 from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec
+from fusiongen.lower.auth import lower_auth, with_requires
 from fusiongen.lower.context import LowerContext
 from fusiongen.lower.generated_names import check_generated_names
 from fusiongen.lower.models import lower_models
@@ -93,8 +94,10 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     models = lower_models(ctx)
     presenters, _ = lower_presenters(ctx, models)
     workflows, binding = lower_workflows(ctx)
+    auth = lower_auth(ctx)
     tools = tuple(
-        lower_tool(ctx, name, tool, binding.binding(name, tool, workflows)) for name, tool in ctx.spec.tools.items()
+        with_requires(ctx, lower_tool(ctx, name, tool, binding.binding(name, tool, workflows)), auth)
+        for name, tool in ctx.spec.tools.items()
     )
     for workflow in workflows.values():
         binding.check_fireable(workflow, [t.binding for t in tools if t.binding])
@@ -115,4 +118,5 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         workflows=tuple(workflows.values()),
         state_handle_key=server.state_handle_key,
         tool_names=server.tool_names,
+        auth=auth,
     )

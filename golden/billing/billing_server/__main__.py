@@ -19,6 +19,7 @@ from ._serving import (
     add_store_arguments,
     serve,
     serving_logging,
+    token_verifier,
     watch_store,
 )
 from .server import DISTRIBUTION, HANDLERS_MODULE, NAME, create_server
@@ -31,6 +32,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_presenter_arguments(parser)
     add_store_arguments(parser)
     arguments = parser.parse_args(argv)
+    arguments.verifier = token_verifier(parser, arguments)
     try:
         arguments.store = open_store(
             arguments.state_store,

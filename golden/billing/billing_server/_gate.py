@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ._identity import identity_of
 from ._runtime import (
     FieldError,
     Route,
@@ -248,6 +249,17 @@ def session_key(session_id: str, workflow: str) -> str:
     return f"session:{digest}:{workflow}"
 
 
+def tenant_scoped(ctx: Any, key: str) -> str:
+    """Where a handle's (or a session's) state is kept for this caller: under its tenant when its identity has
+    one ([auth] tenant_claim), so a handle minted for tenant A is unknown to tenant B, as if it did not exist;
+    the key itself unchanged otherwise. The tenant appears as a digest: store keys are not a place for names."""
+    identity = identity_of(ctx)
+    if identity is None or identity.tenant is None:
+        return key
+    digest = hashlib.sha256(identity.tenant.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"tenant:{digest}:{key}"
+
+
 class Gate:
     def __init__(
         self,
@@ -286,7 +298,7 @@ class Gate:
         request = getattr(ctx, "request", None)
         headers = getattr(request, "headers", None)
         session_id = headers.get("mcp-session-id") if headers is not None else None
-        return session_key(session_id or self.process_session, workflow)
+        return tenant_scoped(ctx, session_key(session_id or self.process_session, workflow))
 
     async def session_states(self, ctx: Any) -> dict[str, str]:
         states: dict[str, str] = {}
@@ -360,6 +372,8 @@ class Gate:
             handle = self.session_handle(ctx, machine.name)
             if handle is None:
                 return self.needs_handle(tool, machine)
+        shown = None if implicit else handle  # what the caller passed; `handle` from here on is the store's key
+        handle = handle if implicit else tenant_scoped(ctx, handle)
         changed: Record | None = None
         lost: str | None = None  # the target of a transition that could not be saved
         routing = False  # whether an exception comes from the route (it propagates) or from the store
@@ -375,9 +389,7 @@ class Gate:
                 target = machine.transitions.get((record.state, binding.event)) if binding.event else None
                 if target is None or target == record.state:  # no transition: nothing to record or save
                     routing = True
-                    return await route(
-                        rest, WorkflowCall(ctx, machine.name, None if implicit else handle, record.state, None, 1)
-                    )
+                    return await route(rest, WorkflowCall(ctx, machine.name, shown, record.state, None, 1))
                 pending = self.this_run(tool, binding, machine, handle, record)
                 if not isinstance(pending, Pending):
                     return pending  # IN_DOUBT
@@ -388,9 +400,7 @@ class Gate:
                     and not await store.set_pending(handle, record.version, pending, fence=fence)
                 ):
                     return busy(tool)  # the lease was lost before the handler even started
-                call = WorkflowCall(
-                    ctx, machine.name, None if implicit else handle, record.state, pending.key, pending.attempt
-                )
+                call = WorkflowCall(ctx, machine.name, shown, record.state, pending.key, pending.attempt)
                 routing = True
                 result = await route(rest, call)
                 routing = False
@@ -477,7 +487,7 @@ class Gate:
             return rate_limited(machine.start_tool, wait)
         handle = secrets.token_urlsafe(24)
         try:
-            record = await self.store.create(handle, machine.name, machine.initial)
+            record = await self.store.create(tenant_scoped(ctx, handle), machine.name, machine.initial)
         except Exception as exc:
             return store_failed(machine.start_tool, machine.name, exc)
         return self.describe(machine, handle, record)
@@ -505,7 +515,7 @@ class Gate:
             # The session's own state has no handle to show; before its first call it is the initial state.
             return self.describe(machine, None, record or Record(machine.name, machine.initial, 0))
         try:
-            record = None if ":" in handle else await self.store.load(handle)
+            record = None if ":" in handle else await self.store.load(tenant_scoped(ctx, handle))
         except Exception as exc:
             return store_failed(tool, machine.name, exc)
         if record is None or record.workflow != machine.name:
@@ -539,6 +549,8 @@ class Gate:
             return self.needs_handle(tool, machine)
         if not implicit and ":" in handle:
             return self.unknown_handle(tool, machine)
+        shown = None if implicit else handle  # what the caller passed; `handle` from here on is the store's key
+        handle = handle if implicit else tenant_scoped(ctx, handle)
         moved = False
         try:
             async with self.store.lock(handle) as fence:
@@ -571,7 +583,7 @@ class Gate:
             return store_failed(tool, machine.name, exc)
         if moved and implicit:
             await ctx.session.send_tool_list_changed()
-        return self.describe(machine, None if implicit else handle, saved)
+        return self.describe(machine, shown, saved)
 
 
 def handshake_listing(

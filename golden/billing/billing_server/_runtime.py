@@ -33,6 +33,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from opentelemetry.trace import Span, get_current_span
 
+from ._identity import with_identity
+
 try:
     import orjson
 except ImportError:  # orjson is optional: the standard library gives the same text, slower
@@ -776,7 +778,7 @@ async def run_tool(
         return validation_error(tool, exc.errors)
     try:
         # settle() again: an `async def (args, ctx)` handler is bound as itself and may return a coroutine.
-        raw = await settle(await handler(args, ctx))
+        raw = await settle(await handler(args, with_identity(ctx)))
     except ToolError as exc:
         return domain_error(tool, exc, errors, tool_names)
     except NotAHandler as exc:

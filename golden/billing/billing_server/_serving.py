@@ -18,7 +18,7 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -26,11 +26,14 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
+from ._auth import JWT_ALGORITHMS, JwtVerifier, StaticTokens
 from ._runtime import DEFAULT_STARTS_PER_MINUTE, USER_BLOCK_MODES
 from ._stdio import stdio_is_pipes, stdio_streams
 
 if TYPE_CHECKING:  # the SDK is the optional `otel` extra: imported only by --otel
+    from mcp.server.auth.provider import TokenVerifier
     from opentelemetry.sdk.trace import TracerProvider
+    from starlette.applications import Starlette
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -118,6 +121,98 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         help="log level of every other logger: mcp, uvicorn, sse_starlette, ... (default "
         "warning); at debug they dump whole messages, data meant only for the user included",
     )
+    add_auth_arguments(parser)
+
+
+def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
+    """HTTP: who may call. The server is an OAuth 2.1 resource server: it verifies bearer tokens, never issues
+    them. stdio is the local user's own process and is never authenticated."""
+    parser.add_argument(
+        "--auth",
+        choices=["none", "jwt", "tokens"],
+        default="none",
+        help="HTTP: require a bearer token on /mcp: jwt (signed by --auth-issuer, keys from --auth-jwks-url) or "
+        "tokens (listed hashed in --auth-tokens-file); none (default) leaves the server open",
+    )
+    parser.add_argument(
+        "--auth-issuer", metavar="URL", type=url_argument, help="--auth jwt: the iss every token must carry"
+    )
+    parser.add_argument("--auth-audience", metavar="AUD", help="--auth jwt: the aud every token must include")
+    parser.add_argument(
+        "--auth-jwks-url", metavar="URL", type=url_argument, help="--auth jwt: the issuer's JSON Web Key Set"
+    )
+    parser.add_argument(
+        "--auth-algorithm",
+        action="append",
+        default=[],
+        choices=JWT_ALGORITHMS,
+        metavar="ALG",
+        help=f"--auth jwt: a signature algorithm accepted (repeatable; default all of {', '.join(JWT_ALGORITHMS)})",
+    )
+    parser.add_argument(
+        "--auth-tokens-file",
+        metavar="FILE",
+        help="--auth tokens: TOML file of [[token]] entries: sha256 (of the token), subject, roles, scopes, tenant",
+    )
+    parser.add_argument(
+        "--auth-server",
+        action="append",
+        default=[],
+        type=url_argument,
+        metavar="URL",
+        help="an authorization server issuing tokens for this server, named in /.well-known/oauth-protected-"
+        "resource (repeatable; default --auth-issuer)",
+    )
+    parser.add_argument(
+        "--auth-resource-url",
+        type=url_argument,
+        metavar="URL",
+        help="this server's public MCP URL, the resource the metadata describes (default http://HOST:PORT/mcp; "
+        "set it behind a proxy or on a public name)",
+    )
+    parser.add_argument(
+        "--auth-required-scope",
+        action="append",
+        default=[],
+        metavar="SCOPE",
+        help="a scope every token must have to reach /mcp at all; without it, 403 insufficient_scope (repeatable)",
+    )
+
+
+def token_verifier(
+    parser: argparse.ArgumentParser,
+    arguments: argparse.Namespace,
+    *,
+    roles_claim: str = "roles",
+    tenant_claim: str | None = None,
+) -> TokenVerifier | None:
+    """The verifier --auth asks for, checked now: a missing or unusable option is a usage error (exit 2), not a
+    server that starts and refuses everyone. None for --auth none."""
+    if arguments.auth == "none":
+        stray = [
+            o for o in ("auth_issuer", "auth_audience", "auth_jwks_url", "auth_tokens_file") if getattr(arguments, o)
+        ]
+        if stray:
+            parser.error(f"--{stray[0].replace('_', '-')} needs --auth jwt or --auth tokens")
+        return None
+    if arguments.auth == "jwt":
+        missing = [o for o in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(arguments, o)]
+        if missing:
+            parser.error(f"--auth jwt needs --{missing[0].replace('_', '-')}")
+        return JwtVerifier(
+            issuer=arguments.auth_issuer,
+            audience=arguments.auth_audience,
+            jwks_url=arguments.auth_jwks_url,
+            algorithms=arguments.auth_algorithm or JWT_ALGORITHMS,
+            roles_claim=roles_claim,
+            tenant_claim=tenant_claim,
+        )
+    if not arguments.auth_tokens_file:
+        parser.error("--auth tokens needs --auth-tokens-file")
+    try:
+        return StaticTokens.load(arguments.auth_tokens_file, tenants=tenant_claim is not None)
+    except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        parser.error(f"--auth-tokens-file {arguments.auth_tokens_file}: {exc}")
 
 
 def add_presenter_arguments(parser: argparse.ArgumentParser) -> None:
@@ -186,6 +281,13 @@ def port_argument(text: str) -> int:
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"not a port from 1 to 65535: {text!r}")
     return int(text)
+
+
+def url_argument(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"not an http:// or https:// URL: {text!r}")
+    return text
 
 
 def allowed_host_argument(text: str) -> str:
@@ -260,9 +362,16 @@ def exposure_notice(name: str, arguments: argparse.Namespace, security: Transpor
     if scope == "loopback":
         return None
     where = "every network interface" if scope == "all" else arguments.host
+    verifier = getattr(arguments, "verifier", None)
+    who = (
+        f"with bearer authentication (--auth {arguments.auth}): only callers with a valid token get past /mcp"
+        if verifier is not None
+        else "without authentication (see --auth): the server is open, whoever can reach it and send an accepted "
+        "Host can call every tool"
+    )
     return (
         f"{name}: serving MCP over streamable HTTP beyond loopback, on {where} port {arguments.port} (path "
-        "/mcp), without authentication: whoever can reach it and send an accepted Host can call every tool.\n"
+        f"/mcp), {who}.\n"
         f"{name}: accepted Host headers: {', '.join(security.allowed_hosts)} (more with --allowed-host); "
         "any other Host is refused (421).\n"
         f"{name}: accepted Origin headers: {', '.join(security.allowed_origins)} (more with --allowed-origin); "
@@ -486,14 +595,21 @@ def health_routes(store: Any) -> list[Any]:
 
 
 async def serve(
-    name: str, server: Server[Any], arguments: argparse.Namespace, store: Any = None, *, tools_changed: bool = False
+    name: str,
+    server: Server[Any],
+    arguments: argparse.Namespace,
+    store: Any = None,
+    *,
+    tools_changed: bool = False,
+    scopes: Sequence[str] = (),
 ) -> None:
-    """Serve over stdio or, with --http, streamable HTTP, until the process ends; with --otel, traced."""
+    """Serve over stdio or, with --http, streamable HTTP, until the process ends; with --otel, traced. `scopes`
+    are the spec's, advertised in the protected resource metadata under --auth."""
     tracing = start_tracing(name) if arguments.otel else None
     print(serving_banner(name, arguments), file=sys.stderr, flush=True)
     try:
         if arguments.http:
-            await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None)
+            await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None, scopes)
         else:
             options = server.create_initialization_options(
                 NotificationOptions(tools_changed=True) if tools_changed else None
@@ -504,12 +620,94 @@ async def serve(
             tracing.stop()
 
 
+def resource_url(arguments: argparse.Namespace) -> str:
+    """The MCP URL tokens are for: --auth-resource-url, else the bound address (loopback for a wildcard bind)."""
+    if arguments.auth_resource_url:
+        return str(arguments.auth_resource_url)
+    host = "127.0.0.1" if bind_scope(arguments.host) == "all" else arguments.host
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{arguments.port}/mcp"
+
+
+def authorization_servers(arguments: argparse.Namespace) -> list[str]:
+    """The authorization servers the metadata names: --auth-server, else (jwt) the issuer; none for static
+    tokens without --auth-server (there is no server to get one from)."""
+    servers = list(arguments.auth_server)
+    if not servers and arguments.auth == "jwt":
+        servers = [arguments.auth_issuer]
+    return list(dict.fromkeys(servers))
+
+
+def http_app(
+    name: str,
+    server: Server[Any],
+    arguments: argparse.Namespace,
+    security: TransportSecuritySettings,
+    store: Any,
+    scopes: Sequence[str],
+) -> Starlette:
+    """The SDK's streamable HTTP app; with --auth, its resource-server setup: the bearer middleware (401 with
+    `WWW-Authenticate`, 403 insufficient_scope for --auth-required-scope, sessions bound to their principal) and
+    the RFC 9728 metadata, at the path-inserted URL the 401 names and at the bare well-known path."""
+    verifier = getattr(arguments, "verifier", None)
+    settings = None
+    servers = authorization_servers(arguments) if verifier is not None else []
+    if verifier is not None:
+        from mcp.server.auth.settings import AuthSettings
+        from pydantic import AnyHttpUrl
+
+        resource = AnyHttpUrl(resource_url(arguments))
+        settings = AuthSettings(
+            issuer_url=AnyHttpUrl(servers[0]) if servers else resource,  # used only by the metadata, replaced below
+            resource_server_url=resource if servers else None,  # no metadata without a server to name
+            required_scopes=list(arguments.auth_required_scope) or None,
+            validate_token_resource=False,  # JwtVerifier checks aud itself; static tokens have no audience
+        )
+    app = server.streamable_http_app(
+        host=arguments.host,
+        transport_security=security,
+        custom_starlette_routes=health_routes(store),
+        max_sessions=arguments.max_sessions,
+        session_idle_timeout=arguments.session_idle_timeout,
+        max_request_body_size=arguments.max_request_body,
+        auth=settings,
+        token_verifier=verifier,
+    )
+    if settings is not None and settings.resource_server_url is not None:
+        replace_metadata_routes(app, name, settings.resource_server_url, servers, scopes, arguments.auth_required_scope)
+    return app
+
+
+def replace_metadata_routes(
+    app: Starlette, name: str, resource: Any, servers: list[str], scopes: Sequence[str], required: Sequence[str]
+) -> None:
+    """The SDK's metadata names one authorization server and, as scopes_supported, only the required scopes:
+    serve every --auth-server and the spec's scopes instead, at both well-known paths."""
+    from mcp.server.auth.routes import create_protected_resource_routes
+    from pydantic import AnyHttpUrl
+    from starlette.routing import Route
+
+    routes = create_protected_resource_routes(
+        resource_url=resource,
+        # Strings, validated by the metadata model, which keeps an empty path empty: RFC 8414 compares issuers
+        # exactly, and AnyHttpUrl("https://login.example") would add a slash.
+        authorization_servers=cast("list[AnyHttpUrl]", servers),
+        scopes_supported=list(dict.fromkeys([*scopes, *required])) or None,
+        resource_name=name,
+    )
+    paths = {route.path for route in routes} | {"/.well-known/oauth-protected-resource"}
+    kept = [r for r in app.router.routes if not (isinstance(r, Route) and r.path in paths)]
+    bare = Route("/.well-known/oauth-protected-resource", routes[0].endpoint, methods=["GET", "OPTIONS"])
+    app.router.routes[:] = [*routes, bare, *kept]
+
+
 async def serve_http(
     name: str,
     server: Server[Any],
     arguments: argparse.Namespace,
     store: Any,
     on_shutdown: Callable[[], None] | None = None,
+    scopes: Sequence[str] = (),
 ) -> None:
     """Streamable HTTP under uvicorn. `on_shutdown` runs at the end of uvicorn's graceful shutdown: after a
     SIGTERM or SIGINT uvicorn raises the signal again once it is done, which ends the process before any code
@@ -520,14 +718,7 @@ async def serve_http(
     notice = exposure_notice(name, arguments, security)
     if notice is not None:
         print(notice, file=sys.stderr, flush=True)
-    app = server.streamable_http_app(
-        host=arguments.host,
-        transport_security=security,
-        custom_starlette_routes=health_routes(store),
-        max_sessions=arguments.max_sessions,
-        session_idle_timeout=arguments.session_idle_timeout,
-        max_request_body_size=arguments.max_request_body,
-    )
+    app = http_app(name, server, arguments, security, store, scopes)
     # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own.
     config = uvicorn.Config(
         app, host=arguments.host, port=arguments.port, log_level=arguments.dependency_log_level, log_config=None

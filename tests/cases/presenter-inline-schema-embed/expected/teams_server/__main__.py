@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from ._serving import add_server_arguments, serve, serving_logging
+from ._serving import add_server_arguments, serve, serving_logging, token_verifier
 from .server import HANDLERS_MODULE, NAME, create_server
 
 
@@ -20,6 +20,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m teams_server", description=f"The {NAME} MCP server.")
     add_server_arguments(parser)
     arguments = parser.parse_args(argv)
+    arguments.verifier = token_verifier(parser, arguments)
     return arguments
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from ._serving import add_server_arguments, add_store_arguments, serve, serving_logging, watch_store
+from ._serving import add_server_arguments, add_store_arguments, serve, serving_logging, token_verifier, watch_store
 from .server import DISTRIBUTION, HANDLERS_MODULE, NAME, create_server
 from .state_store import open_store
 
@@ -23,6 +23,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_server_arguments(parser)
     add_store_arguments(parser)
     arguments = parser.parse_args(argv)
+    arguments.verifier = token_verifier(parser, arguments)
     try:
         arguments.store = open_store(
             arguments.state_store,

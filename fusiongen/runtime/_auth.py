@@ -1,0 +1,281 @@
+"""Who is calling, over HTTP: bearer tokens checked by the SDK's resource-server machinery.
+
+The generated server is an OAuth 2.1 resource server (the MCP authorization spec): it never issues tokens, it
+verifies them. Two verifiers plug into the SDK's `TokenVerifier` protocol, so the SDK's own bearer middleware
+answers 401 (with `WWW-Authenticate: Bearer ... resource_metadata=...`) and 403 (insufficient scope), and binds
+each HTTP session to the principal that opened it:
+
+* `JwtVerifier` (`--auth jwt`): signed JWTs checked with PyJWT (a dependency of mcp) against the issuer's JWKS,
+  fetched once and refreshed when a token names an unknown key; the algorithms are an explicit asymmetric list,
+  so `none` and HMAC-with-the-public-key are impossible; `iss`, `aud`, `exp` (required) and `nbf` are checked.
+* `StaticTokens` (`--auth tokens`): a TOML file of SHA-256 digests of opaque tokens, each with its subject,
+  roles, scopes and tenant, for deployments without an authorization server. The file never holds a token.
+
+Either yields an `IdentifiedToken` (the SDK's AccessToken plus roles and tenant); `identity_of(ctx)` turns the
+one of the current request into the `Identity` handlers and the tool gate see. stdio has no tokens: it is the
+local user's own process, and `identity_of` gives None there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jwt
+import mcp_types as types
+from mcp.server.auth.provider import AccessToken
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ._identity import IdentifiedToken, Identity, identity_of
+from ._runtime import tool_error
+
+logger = logging.getLogger(__name__.rpartition(".")[0])
+
+# Asymmetric signatures only: a JWKS publishes public keys, and an HMAC "signed" with one would be forgeable.
+JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+JWT_LEEWAY = 30  # seconds of clock skew tolerated on exp and nbf
+JWKS_LIFESPAN = 300  # seconds a fetched JWKS is trusted before it is fetched again
+JWKS_TIMEOUT = 10  # seconds one JWKS fetch may take
+JWKS_COOLDOWN = 30  # seconds at least between two fetches forced by tokens naming a key id not in the JWKS
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_TOKEN_KEYS = frozenset({"sha256", "subject", "roles", "scopes", "tenant"})
+
+
+# --- what a tool requires ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A tool's `requires`: every one of `scopes`, and at least one of `roles` (none listed: any role)."""
+
+    scopes: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
+
+
+def is_local(ctx: Any) -> bool:
+    """stdio or in-process: no HTTP request, so the caller is whoever started the process, and holds everything."""
+    return getattr(ctx, "request", None) is None
+
+
+def shortfall(requirement: Requirement, ctx: Any) -> str | None:
+    """What the caller lacks for `requirement`, as a sentence naming it, or None if nothing. An HTTP caller
+    without an identity (a server run without --auth) lacks every requirement: fail closed."""
+    if is_local(ctx):
+        return None
+    identity = identity_of(ctx)
+    if identity is None:
+        return "this server runs without authentication (--auth), so no caller has the scopes or roles it requires"
+    lacking = sorted(requirement.scopes - identity.scopes)
+    if lacking:
+        names = ", ".join(f'"{s}"' for s in lacking)
+        return f"it needs the scope{'s' if len(lacking) > 1 else ''} {names}, which your token does not grant"
+    if requirement.roles and not requirement.roles & identity.roles:
+        names = ", ".join(f'"{r}"' for r in sorted(requirement.roles))
+        return f"it needs the role {names}" if len(requirement.roles) == 1 else f"it needs one of the roles {names}"
+    return None
+
+
+def forbidden_call(tool: str, reason: str) -> types.CallToolResult:
+    """The refusal of a call the caller may not make: FORBIDDEN, naming what is missing, never any data."""
+    return tool_error(
+        tool,
+        "FORBIDDEN",
+        f'You may not call "{tool}": {reason}.',
+        "Do not retry with the same credentials; tell the user which permission is missing.",
+    )
+
+
+async def refused(tool: str, reason: str) -> types.CallToolResult:
+    """`forbidden_call` as a call, for the call log (outcome FORBIDDEN) like any other."""
+    return forbidden_call(tool, reason)
+
+
+def stable_listing(ctx: Any) -> bool:
+    """2026-07-28: tools/list must not vary per caller, so every tool is listed and a refusal comes on call."""
+    return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
+def visible_tools(tools: list[types.Tool], requires: Mapping[str, Requirement], ctx: Any) -> list[types.Tool]:
+    """Handshake era: the tools this caller may call (a tool it lacks the requirement of is not listed)."""
+    return [t for t in tools if t.name not in requires or shortfall(requires[t.name], ctx) is None]
+
+
+def _names(value: object) -> list[str] | None:
+    """A claim holding names: a list of strings, or one space-separated string (OAuth's `scope`); else None."""
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+# --- --auth jwt -------------------------------------------------------------------------------------------
+
+
+class JwtVerifier:
+    """Verifies bearer JWTs signed by a key of the issuer's JWKS (a `TokenVerifier` for the SDK)."""
+
+    def __init__(
+        self,
+        *,
+        issuer: str,
+        audience: str,
+        jwks_url: str,
+        algorithms: Sequence[str] = JWT_ALGORITHMS,
+        roles_claim: str = "roles",
+        tenant_claim: str | None = None,
+        cooldown: float = JWKS_COOLDOWN,
+    ) -> None:
+        refused = [a for a in algorithms if a not in JWT_ALGORITHMS]
+        if refused or not algorithms:
+            raise ValueError(f"not an allowed JWT algorithm: {', '.join(refused) or '(none given)'}")
+        self.issuer = issuer
+        self.audience = audience
+        self.algorithms = list(algorithms)
+        self.roles_claim = roles_claim
+        self.tenant_claim = tenant_claim
+        # PyJWKClient caches the key set (JWKS_LIFESPAN) and fetches it again for a key id it does not know,
+        # at most once per `cooldown`: a rotated key is picked up, an unknown kid cannot make it hammer the issuer.
+        self.keys = jwt.PyJWKClient(
+            jwks_url, cache_jwk_set=True, lifespan=JWKS_LIFESPAN, timeout=JWKS_TIMEOUT, cooldown_duration=cooldown
+        )
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        # The JWKS fetch is blocking (urllib): in a worker thread, so a slow issuer never stalls the event loop.
+        return await anyio.to_thread.run_sync(self.verify_blocking, token)
+
+    def verify_blocking(self, token: str) -> IdentifiedToken | None:
+        try:
+            key = self.keys.get_signing_key_from_jwt(token)
+            claims = jwt.decode(
+                token,
+                key=key,
+                algorithms=self.algorithms,
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=JWT_LEEWAY,
+                options={"require": ["exp", "iss", "aud"]},
+            )
+        except jwt.PyJWKClientConnectionError as exc:
+            logger.warning("--auth jwt: the JWKS could not be fetched: %s", exc)
+            return None
+        except jwt.PyJWTError as exc:  # bad signature, wrong iss/aud, expired, not yet valid, unknown key, ...
+            logger.info("--auth jwt: token refused: %s: %s", type(exc).__name__, exc)
+            return None
+        return self.identified(token, claims)
+
+    def identified(self, token: str, claims: dict[str, Any]) -> IdentifiedToken | None:
+        """The token's identity, or None when its claims do not say who it is (fail closed)."""
+        subject = claims.get("sub")
+        scopes = _names(claims.get("scope", claims.get("scp", [])))
+        roles = _names(claims.get(self.roles_claim, []))
+        tenant = claims.get(self.tenant_claim) if self.tenant_claim else None
+        if not isinstance(subject, str) or not subject or scopes is None or roles is None:
+            logger.info("--auth jwt: token refused: no string sub, or a malformed scope or %s claim", self.roles_claim)
+            return None
+        if self.tenant_claim and not (isinstance(tenant, str) and tenant):
+            logger.info(
+                "--auth jwt: token refused: no %s claim, and this server scopes data per tenant", self.tenant_claim
+            )
+            return None
+        client = claims.get("client_id", claims.get("azp", subject))
+        return IdentifiedToken(
+            token=token,
+            client_id=client if isinstance(client, str) else subject,
+            scopes=scopes,
+            expires_at=int(claims["exp"]),
+            subject=subject,
+            claims=claims,
+            roles=roles,
+            tenant=tenant if isinstance(tenant, str) else None,
+        )
+
+
+# --- --auth tokens ----------------------------------------------------------------------------------------
+
+
+def token_digest(token: str) -> str:
+    """What a static tokens file holds instead of a token: its SHA-256, in lowercase hex."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class StaticTokens:
+    """Opaque bearer tokens listed, hashed, in a TOML file (a `TokenVerifier` for the SDK):
+
+    [[token]]
+    sha256 = "<64 hex digits: sha256 of the token>"
+    subject = "alice"
+    roles = ["admin"]
+    scopes = ["invoices:read"]
+    tenant = "acme"        # optional; required when the spec has a tenant_claim
+    """
+
+    def __init__(self, entries: Mapping[str, Identity]) -> None:
+        self.entries = dict(entries)
+
+    @classmethod
+    def load(cls, path: str | Path, *, tenants: bool = False) -> StaticTokens:
+        """Read and check the file; ValueError (naming the entry) for anything that is not as documented."""
+        with open(path, "rb") as file:
+            document = tomllib.load(file)
+        unknown = set(document) - {"token"}
+        if unknown:
+            raise ValueError(f"unknown table or key: {', '.join(sorted(unknown))} (only [[token]] entries)")
+        listed = document.get("token", [])
+        if not isinstance(listed, list) or not listed:
+            raise ValueError("no [[token]] entries")
+        entries: dict[str, Identity] = {}
+        for number, entry in enumerate(listed, 1):
+            digest, identity = _static_entry(entry, number, tenants)
+            if digest in entries:
+                raise ValueError(f"token {number}: the same sha256 as an earlier token")
+            entries[digest] = identity
+        return cls(entries)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        # A lookup by digest: the token itself is never compared, so its bytes leak nothing through timing.
+        identity = self.entries.get(token_digest(token))
+        if identity is None:
+            return None
+        return IdentifiedToken(
+            token=token,
+            client_id=identity.subject,
+            scopes=sorted(identity.scopes),
+            subject=identity.subject,
+            roles=sorted(identity.roles),
+            tenant=identity.tenant,
+        )
+
+
+def _static_entry(entry: object, number: int, tenants: bool) -> tuple[str, Identity]:
+    where = f"token {number}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: not a table")
+    unknown = set(entry) - _TOKEN_KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown key {', '.join(sorted(unknown))}")
+    digest, subject, tenant = entry.get("sha256"), entry.get("subject"), entry.get("tenant")
+    if not (isinstance(digest, str) and _SHA256_HEX.fullmatch(digest)):
+        raise ValueError(f"{where}: sha256 must be the token's SHA-256 as 64 lowercase hex digits")
+    if not (isinstance(subject, str) and subject):
+        raise ValueError(f"{where}: subject must be a non-empty string")
+    if tenant is not None and not (isinstance(tenant, str) and tenant):
+        raise ValueError(f"{where}: tenant must be a non-empty string")
+    if tenants and tenant is None:
+        raise ValueError(f"{where}: no tenant, and this server scopes data per tenant")
+    roles, scopes = _string_list(entry, "roles", where), _string_list(entry, "scopes", where)
+    return digest, Identity(subject, frozenset(roles), frozenset(scopes), tenant)
+
+
+def _string_list(entry: Mapping[str, object], key: str, where: str) -> Iterable[str]:
+    value = entry.get(key, [])
+    if not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
+        raise ValueError(f"{where}: {key} must be a list of non-empty strings")
+    return value

@@ -1,0 +1,61 @@
+"""Who is calling, as handlers and the gate see it: the identity a bearer token authenticated (`_auth`).
+
+Apart from `_auth`, so that `_runtime` (which hands every handler its ctx) can import it without a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.auth.provider import AccessToken
+from pydantic import Field
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The authenticated caller: who (`subject`, unique per issuer), what they are (`roles`), what their token
+    lets them do (`scopes`) and whose data they belong to (`tenant`, None without a tenant claim)."""
+
+    subject: str
+    roles: frozenset[str]
+    scopes: frozenset[str]
+    tenant: str | None = None
+
+
+class IdentifiedToken(AccessToken):
+    """The SDK's AccessToken with what it lacks for authorization decisions: the caller's roles and tenant."""
+
+    roles: list[str] = Field(default_factory=list)
+    tenant: str | None = None
+
+
+def identity_of(ctx: Any) -> Identity | None:
+    """The identity the current request authenticated as, or None (stdio, or HTTP without --auth)."""
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None)
+    user = scope.get("user") if isinstance(scope, Mapping) else None
+    token = getattr(user, "access_token", None)
+    if not isinstance(token, IdentifiedToken):
+        return None
+    return Identity(token.subject or "", frozenset(token.roles), frozenset(token.scopes), token.tenant)
+
+
+class Caller:
+    """The ctx a handler gets: the SDK's request context (every attribute of it, such as `session` and
+    `request`, or a workflow's `state` and `idempotency_key`), plus `identity`: the authenticated caller, or None
+    on stdio, in-process and over HTTP without --auth. A handler filters its data by `ctx.identity.tenant`."""
+
+    __slots__ = ("_context", "identity")
+
+    def __init__(self, context: Any, identity: Identity | None) -> None:
+        self._context = context
+        self.identity = identity
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+
+def with_identity(ctx: Any) -> Caller:
+    return ctx if isinstance(ctx, Caller) else Caller(ctx, identity_of(ctx))
