@@ -32,6 +32,39 @@ class TypeIR:
 
 
 @dataclass(frozen=True)
+class ConstraintsIR:
+    """What a field's value must satisfy beyond its type, already checked to make sense for that type.
+
+    On a list field the numeric and text bounds apply to every item, the item bounds to the list.
+    `python_pattern` is `pattern` translated to a Python regex that matches what ECMA-262 matches."""
+
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    exclusive_minimum: int | float | None = None
+    exclusive_maximum: int | float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    python_pattern: str | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    unique_items: bool = False
+    examples: tuple[Any, ...] = field(default=(), compare=False)
+
+    @property
+    def numeric(self) -> bool:
+        return any(v is not None for v in (self.minimum, self.maximum, self.exclusive_minimum, self.exclusive_maximum))
+
+    @property
+    def textual(self) -> bool:
+        return self.min_length is not None or self.max_length is not None or self.pattern is not None
+
+    @property
+    def itemwise(self) -> bool:
+        return self.min_items is not None or self.max_items is not None or self.unique_items
+
+
+@dataclass(frozen=True)
 class FieldIR:
     name: str
     type: TypeIR
@@ -43,6 +76,7 @@ class FieldIR:
     hidden: bool = False
     guarded: bool = False
     cast: str | None = None  # read-time conversion target, one of CAST_KINDS
+    constraints: ConstraintsIR = ConstraintsIR()
 
 
 @dataclass(frozen=True)
@@ -198,6 +232,7 @@ class ToolIR:
     returns: ReturnsIR | None
     compact_description: str | None = None
     binding: BindingIR | None = None
+    title: str | None = None  # MCP Tool.title: a display name for humans
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ describe exactly what validation accepts (no guarded keys, no unknown keys).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from fusiongen.ir import FieldIR, ModelIR, PresenterIR, RedactionPath, ServerIR, ToolIR, TypeIR
@@ -56,8 +57,34 @@ class _SchemaBuilder:
             self.defs[model.name] = {}  # a placeholder until finish() builds it
             self.pending.append(model)
 
+    def constrained(self, schema: dict[str, Any], field: FieldIR) -> dict[str, Any]:
+        """The field's constraints written into its type's schema, on inputs only: outputs are not checked
+        against them, so an output schema carrying them would promise what the server does not enforce."""
+        if self.output:
+            return schema
+        c = field.constraints
+        if "items" in schema and schema.get("type") == "array":
+            schema["items"] = self.constrained(dict(schema["items"]), dataclasses.replace(field, type=field.type.items))
+            for key, value in (("minItems", c.min_items), ("maxItems", c.max_items)):
+                if value is not None:
+                    schema[key] = value
+            if c.unique_items:
+                schema["uniqueItems"] = True
+            return schema
+        keywords = (
+            ("minimum", c.minimum),
+            ("maximum", c.maximum),
+            ("exclusiveMinimum", c.exclusive_minimum),
+            ("exclusiveMaximum", c.exclusive_maximum),
+            ("minLength", c.min_length),
+            ("maxLength", c.max_length),
+            ("pattern", c.pattern),
+        )
+        schema.update((key, value) for key, value in keywords if value is not None)
+        return schema
+
     def field_schema(self, field: FieldIR) -> dict[str, Any]:
-        schema = self.type_schema(field.type, field.cast)
+        schema = self.constrained(self.type_schema(field.type, field.cast), field)
         if field.nullable:
             if "$ref" in schema:
                 schema = {"anyOf": [schema, {"type": "null"}]}
@@ -69,6 +96,8 @@ class _SchemaBuilder:
             schema["description"] = field.description
         if field.has_default and not self.output:
             schema["default"] = field.default
+        if field.constraints.examples and not (self.output and field.cast):  # a cast changes the type shown
+            schema["examples"] = list(field.constraints.examples)
         return schema
 
     def object_schema(self, fields: tuple[FieldIR, ...], description: str | None = None) -> dict[str, Any]:

@@ -53,6 +53,7 @@ class ToolView:
     bound: bool
     modern_description_literal: str  # 2026-07-28: the stable list says what a bound tool needs
     compact_description_literal: str | None
+    title_literal: str | None = None  # MCP Tool.title
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,7 @@ class _ToolViews:
             bound=tool.binding is not None,
             modern_description_literal=py_string(modern_description(self.server, tool)),
             compact_description_literal=py_string(tool.compact_description) if tool.compact_description else None,
+            title_literal=py_string(tool.title) if tool.title else None,
         )
 
 

@@ -31,6 +31,24 @@ class FieldSpec(_Strict):
     values: list[str] | None = Field(default=None, description="The allowed values of an enum.")
     items: str | None = Field(default=None, description="The item type of a list: a scalar type or a model name.")
     default: Any = Field(default=None, description="The value used when an optional input field is absent.")
+    # Constraints: checked on input, advertised in input schemas. On a list they bound its items.
+    minimum: int | float | None = Field(default=None, description="integer, number: the least value allowed.")
+    maximum: int | float | None = Field(default=None, description="integer, number: the greatest value allowed.")
+    exclusive_minimum: int | float | None = Field(
+        default=None, description="integer, number: values must be greater than this."
+    )
+    exclusive_maximum: int | float | None = Field(
+        default=None, description="integer, number: values must be less than this."
+    )
+    min_length: int | None = Field(default=None, description="string, text: the fewest characters allowed.")
+    max_length: int | None = Field(default=None, description="string, text: the most characters allowed.")
+    pattern: str | None = Field(
+        default=None, description="string, text: a regular expression the value must contain a match of."
+    )
+    min_items: int | None = Field(default=None, description="list: the fewest items allowed.")
+    max_items: int | None = Field(default=None, description="list: the most items allowed.")
+    unique_items: bool | None = Field(default=None, description="list: no two items may be equal.")
+    examples: list[Any] | None = Field(default=None, description="Example values, shown to the agent in schemas.")
 
 
 # The JSON Schema admits both forms, so editors complete `id = "string"` as well as the table.
@@ -80,6 +98,7 @@ class BindStateSpec(_Strict):
 
 class ToolSpec(_Strict):
     kind: Literal["query", "mutation", "action"] = "action"
+    title: str | None = Field(default=None, description="A human-readable name clients may show (MCP Tool.title).")
     description: str | None = None
     compact_description: str | None = Field(
         default=None, description="Shown while its workflow is in its initial state."

@@ -6,15 +6,18 @@ through `lower_field`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import difflib
 import math
 import uuid
 from collections.abc import Callable
+from typing import Any
 
-from fusiongen.ir import SCALAR_KINDS, FieldIR, TypeIR
+from fusiongen.ir import SCALAR_KINDS, ConstraintsIR, FieldIR, TypeIR
 from fusiongen.load.loader import Loc
 from fusiongen.load.spec import FieldSpec
+from fusiongen.lower.constraints import lower_constraints, satisfies
 from fusiongen.lower.context import LowerContext
 
 
@@ -78,9 +81,13 @@ def lower_field(
     hidden: bool = False,
     guarded: bool = False,
     cast: str | None = None,
+    output_only: bool = False,
 ) -> FieldIR:
+    """`output_only`: the field only describes results (a presenter's inline schema), so input
+    constraints would be checked nowhere and are refused."""
     ctx.check_identifier(name, loc, "field name", value=False)
     type_ir = lower_type(ctx, name, spec, loc)
+    constraints = lower_constraints(ctx, name, spec, type_ir, loc, output_only=output_only)
     has_default = "default" in spec.model_fields_set
     default = spec.default
     if type_ir.kind in ("date", "datetime") and isinstance(default, datetime.date | datetime.datetime):
@@ -88,6 +95,11 @@ def lower_field(
     if has_default and not _default_fits(default, type_ir, spec.nullable):
         allowed = " (one of " + ", ".join(f'"{v}"' for v in type_ir.enum_values) + ")" if type_ir.kind == "enum" else ""
         ctx.error("FG114", f'default of "{name}" is not a valid {type_ir.kind}{allowed}', (*loc, "default"), value=True)
+    elif has_default and (why := satisfies(default, constraints, type_ir)):
+        ctx.error("FG114", f'default of "{name}" breaks its constraints: {why}', (*loc, "default"), value=True)
+    constraints = dataclasses.replace(
+        constraints, examples=_fitting_examples(ctx, name, spec, type_ir, constraints, loc)
+    )
     return FieldIR(
         name=name,
         type=type_ir,
@@ -99,7 +111,31 @@ def lower_field(
         hidden=hidden,
         guarded=guarded,
         cast=cast,
+        constraints=constraints,
     )
+
+
+def _fitting_examples(
+    ctx: LowerContext, name: str, spec: FieldSpec, type_ir: TypeIR, constraints: ConstraintsIR, loc: Loc
+) -> tuple[Any, ...]:
+    """The examples as JSON values. One the field would refuse teaches the agent to send something
+    wrong, so each must fit: a diagnostic for each that does not."""
+    fitting: list[Any] = []
+    for index, example in enumerate(spec.examples or ()):
+        if isinstance(example, datetime.date | datetime.datetime) and type_ir.kind in ("date", "datetime"):
+            example = example.isoformat()
+        fits = _default_fits(example, type_ir, spec.nullable)
+        why = satisfies(example, constraints, type_ir) if fits else f"it is not a valid {type_ir.kind}"
+        if why:
+            ctx.error(
+                "FG119",
+                f'example {index + 1} of "{name}" does not fit the field: {why}',
+                (*loc, "examples", index),
+                value=True,
+            )
+        else:
+            fitting.append(example)
+    return tuple(fitting)
 
 
 def _json_value(value: object) -> bool:

@@ -401,6 +401,123 @@ def in_object(value: object, name: str, errors: list[FieldError], secret: bool =
     return None
 
 
+# --- constraints: run after the type check, on its result (None when that check failed already) ----------
+
+
+def in_range(
+    value: Any,
+    name: str,
+    errors: list[FieldError],
+    expected: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: float | None = None,
+    exclusive_maximum: float | None = None,
+    secret: bool = False,
+) -> Any:
+    """A number within its declared bounds; `expected` says them all, in words (written at build time)."""
+    if value is None:
+        return None
+    if (
+        (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
+        or (exclusive_minimum is not None and value <= exclusive_minimum)
+        or (exclusive_maximum is not None and value >= exclusive_maximum)
+    ):
+        bad(errors, name, expected, value, secret=secret)
+        return None
+    return value
+
+
+def in_text(
+    value: Any,
+    name: str,
+    errors: list[FieldError],
+    expected: str,
+    *,
+    min_length: int | None = None,
+    max_length: int | None = None,
+    pattern: re.Pattern[str] | None = None,
+    secret: bool = False,
+) -> Any:
+    """A string of the declared length (in code points, as JSON Schema counts) containing a match of `pattern`
+    (translated from ECMA-262 at build time, so it accepts what the schema advertises)."""
+    if value is None:
+        return None
+    if (min_length is not None and len(value) < min_length) or (max_length is not None and len(value) > max_length):
+        sent = "a string" if secret else f"{len(value)} characters"
+        errors.append(FieldError(name, f"expected {expected}; you sent {sent}."))
+        return None
+    if pattern is not None and pattern.search(value) is None:
+        bad(errors, name, expected, value, secret=secret)
+        return None
+    return value
+
+
+def in_items(
+    value: Any,
+    name: str,
+    errors: list[FieldError],
+    expected: str,
+    *,
+    min_items: int | None = None,
+    max_items: int | None = None,
+    unique: bool = False,
+    secret: bool = False,
+) -> Any:
+    """An array of the declared size, its items pairwise distinct as JSON values when `unique`
+    (1 and 1.0 are equal, true and 1 are not, objects compare by their members)."""
+    if value is None:
+        return None
+    if (min_items is not None and len(value) < min_items) or (max_items is not None and len(value) > max_items):
+        errors.append(FieldError(name, f"expected {expected}; you sent {len(value)} items."))
+        return None
+    if unique:
+        repeated = _first_repeat(value)
+        if repeated is not None:
+            earlier, later = repeated
+            said = (
+                "repeated items"
+                if secret
+                else f"item {later} equal to item {earlier}"
+                if earlier != later
+                else f"item {later}, nested too deeply to compare"
+            )
+            errors.append(FieldError(name, f"expected {expected}; you sent {said}."))
+            return None
+    return value
+
+
+def _first_repeat(items: list[Any]) -> tuple[int, int] | None:
+    """The first pair (earlier, later) of equal items; a list too deeply nested to compare counts as repeating."""
+    seen: dict[object, int] = {}
+    for index, item in enumerate(items):
+        try:
+            identity = _json_identity(item)
+        except RecursionError:
+            return (index, index)
+        if identity in seen:
+            return (seen[identity], index)
+        seen[identity] = index
+    return None
+
+
+def _json_identity(value: object) -> object:
+    """A hashable value equal for equal JSON values and only for them."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, float) and value.is_integer():
+        return ("number", int(value))
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", tuple(_json_identity(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((k, _json_identity(v)) for k, v in value.items()))
+    return ("other", repr(value))
+
+
 def missing(errors: list[FieldError], name: str, expected: str) -> Any:
     """Record a missing required field; returns None, typed Any like the checks' results."""
     errors.append(FieldError(name, f"this required field is missing; expected {expected}."))
