@@ -7,6 +7,7 @@ is compared with node's own RegExp on the same strings.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from mcp import Client
 
 from fusiongen.lower.patterns import PatternError, python_pattern
 from tests.support.build import GeneratedServer, built_server
+from tests.support.processes import run_python
 from tests.test_official_tooling import node_env, tooling
 
 SPEC = """
@@ -152,6 +154,17 @@ async def test_every_broken_field_is_reported_at_once(shop: GeneratedServer) -> 
     _, text = await call(shop, {"code": "x", "amount": -1, "tags": ["a", "a"], "lines": []})
     for name in ("code", "amount", "tags", "lines"):
         assert f'<field name="{name}">' in text
+
+
+def test_the_generated_checks_pass_ruff_and_mypy_strict(shop: GeneratedServer, tmp_path: Path) -> None:
+    """The golden trees do not use constraints, so the quality gate of generated code is run here."""
+    env = {**os.environ, "MYPYPATH": str(shop.spec_dir)}
+    for command in (["-m", "ruff", "check", "--no-cache", "."], ["-m", "ruff", "format", "--check", "--no-cache", "."]):
+        result = run_python(command, cwd=shop.out)
+        assert result.returncode == 0, result.stdout + result.stderr
+    mypy = ["-m", "mypy", "--strict", "--cache-dir", tmp_path / "mypy", shop.package_name]
+    result = run_python(mypy, cwd=shop.out, env=env, timeout=540)
+    assert result.returncode == 0 and "Success" in result.stdout, result.stdout + result.stderr
 
 
 # --- pattern dialect ---------------------------------------------------------------------------------

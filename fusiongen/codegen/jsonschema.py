@@ -63,7 +63,7 @@ class _SchemaBuilder:
         if self.output:
             return schema
         c = field.constraints
-        if "items" in schema and schema.get("type") == "array":
+        if field.type.items is not None and schema.get("type") == "array":
             schema["items"] = self.constrained(dict(schema["items"]), dataclasses.replace(field, type=field.type.items))
             for key, value in (("minItems", c.min_items), ("maxItems", c.max_items)):
                 if value is not None:
