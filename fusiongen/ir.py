@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCALAR_KINDS = ("string", "text", "integer", "number", "boolean", "date", "datetime", "uuid", "enum", "list")
+SCALAR_KINDS = ("string", "text", "integer", "number", "boolean", "date", "datetime", "uuid", "enum", "list", "json")
 CAST_KINDS = ("string", "integer", "number", "boolean", "date", "datetime")
 
 
@@ -220,6 +220,14 @@ class BindingIR:
 
 
 @dataclass(frozen=True)
+class IconIR:
+    src: str  # https: or data:image/..., checked
+    mime_type: str | None = None
+    sizes: tuple[str, ...] = ()
+    theme: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolIR:
     name: str  # the spec's name, e.g. "invoice.get": diagnostics and spec lookups use it
     wire: str  # the MCP tool name the model sees ([server] tool_names): "invoice.get", or "invoice_get"
@@ -233,6 +241,7 @@ class ToolIR:
     compact_description: str | None = None
     binding: BindingIR | None = None
     title: str | None = None  # MCP Tool.title: a display name for humans
+    icons: tuple[IconIR, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ is compared with node's own RegExp on the same strings.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from mcp import Client
 
 from fusiongen.lower.patterns import PatternError, python_pattern
 from tests.support.build import GeneratedServer, built_server
-from tests.support.processes import run_python
+from tests.support.quality import assert_generated_quality
 from tests.test_official_tooling import node_env, tooling
 
 SPEC = """
@@ -34,6 +33,7 @@ hidden = ["pin"]
 [tools."order.place"]
 title = "Place an order"
 description = "Place an order."
+icons = [{ src = "https://example.com/cart.svg", mime_type = "image/svg+xml", sizes = ["any"], theme = "light" }]
 [tools."order.place".input]
 code = { type = "string", min_length = 3, max_length = 8, pattern = "^[a-z.]+$" }
 amount = { type = "number", exclusive_minimum = 0, maximum = 1000, examples = [12.5] }
@@ -69,10 +69,14 @@ async def call(shop: GeneratedServer, arguments: dict[str, Any], mode: str = "le
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_schema_advertises_the_constraints_and_the_title(shop: GeneratedServer, mode: str) -> None:
+async def test_schema_advertises_the_constraints_the_title_and_the_icons(shop: GeneratedServer, mode: str) -> None:
     async with Client(shop.create_server(), mode=mode, cache=None) as client:
         tool = next(t for t in (await client.list_tools()).tools if t.name == "order.place")
     assert tool.title == "Place an order"
+    assert tool.icons is not None
+    assert [i.model_dump(by_alias=True) for i in tool.icons] == [
+        {"src": "https://example.com/cart.svg", "mimeType": "image/svg+xml", "sizes": ["any"], "theme": "light"}
+    ]
     properties = tool.input_schema["properties"]
     assert properties["code"] == {"type": "string", "minLength": 3, "maxLength": 8, "pattern": "^[a-z.]+$"}
     assert properties["amount"] == {"type": "number", "exclusiveMinimum": 0, "maximum": 1000, "examples": [12.5]}
@@ -158,13 +162,7 @@ async def test_every_broken_field_is_reported_at_once(shop: GeneratedServer) -> 
 
 def test_the_generated_checks_pass_ruff_and_mypy_strict(shop: GeneratedServer, tmp_path: Path) -> None:
     """The golden trees do not use constraints, so the quality gate of generated code is run here."""
-    env = {**os.environ, "MYPYPATH": str(shop.spec_dir)}
-    for command in (["-m", "ruff", "check", "--no-cache", "."], ["-m", "ruff", "format", "--check", "--no-cache", "."]):
-        result = run_python(command, cwd=shop.out)
-        assert result.returncode == 0, result.stdout + result.stderr
-    mypy = ["-m", "mypy", "--strict", "--cache-dir", tmp_path / "mypy", shop.package_name]
-    result = run_python(mypy, cwd=shop.out, env=env, timeout=540)
-    assert result.returncode == 0 and "Success" in result.stdout, result.stdout + result.stderr
+    assert_generated_quality(shop, tmp_path)
 
 
 # --- pattern dialect ---------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ _SCALARS: dict[str, dict[str, Any]] = {
     "date": {"type": "string", "format": "date"},
     "datetime": {"type": "string", "format": "date-time"},
     "uuid": {"type": "string", "format": "uuid"},
+    # Any JSON value: stated as every JSON type, so `nullable` adds "null" as it does for the others.
+    "json": {"type": ["object", "array", "string", "number", "boolean"]},
 }
 
 
@@ -89,7 +91,8 @@ class _SchemaBuilder:
             if "$ref" in schema:
                 schema = {"anyOf": [schema, {"type": "null"}]}
             else:
-                schema["type"] = [schema["type"], "null"]
+                types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+                schema["type"] = [*types, "null"]
                 if "enum" in schema:
                     schema["enum"] = [*schema["enum"], None]
         if field.description:

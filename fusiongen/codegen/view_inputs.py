@@ -23,6 +23,7 @@ _PY_TYPES = {
     "datetime": "datetime.datetime",
     "uuid": "uuid.UUID",
     "enum": "str",
+    "json": "Any",
 }
 
 
@@ -62,6 +63,7 @@ def _expected(type_ir: TypeIR) -> str:
         "enum": "one of " + ", ".join(repr(v) for v in type_ir.enum_values),
         "list": "an array",
         "model": "an object",
+        "json": "a JSON value other than null, NaN or Infinity",
     }[type_ir.kind]
 
 

@@ -24,7 +24,9 @@ def _field_short_form(value: Any) -> Any:
 class FieldSpec(_Strict):
     """One field of a model, of a tool's input, or (later) of a presenter's inline schema."""
 
-    type: str = Field(description="string text integer number boolean date datetime uuid enum list, or a model name")
+    type: str = Field(
+        description="string text integer number boolean date datetime uuid enum list json, or a model name"
+    )
     description: str | None = Field(default=None, description="Shown to the agent in schemas.")
     required: bool = Field(default=True, description="The field must be present.")
     nullable: bool = Field(default=False, description="The field may be null.")
@@ -96,9 +98,19 @@ class BindStateSpec(_Strict):
     )
 
 
+class IconSpec(_Strict):
+    """An MCP icon a client may show beside the tool (MCP `Icon`)."""
+
+    src: str = Field(description="An https: URL or a data:image/... URI.")
+    mime_type: str | None = Field(default=None, description='An image type, e.g. "image/png".')
+    sizes: list[str] | None = Field(default=None, description='e.g. ["48x48"], or ["any"] for SVG.')
+    theme: Literal["light", "dark"] | None = Field(default=None, description="The background it is designed for.")
+
+
 class ToolSpec(_Strict):
     kind: Literal["query", "mutation", "action"] = "action"
     title: str | None = Field(default=None, description="A human-readable name clients may show (MCP Tool.title).")
+    icons: list[IconSpec] = Field(default_factory=list, description="Icons clients may show (MCP Tool.icons).")
     description: str | None = None
     compact_description: str | None = Field(
         default=None, description="Shown while its workflow is in its initial state."

@@ -157,6 +157,8 @@ def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
     if value is None:
         return nullable
     kind = type_ir.kind
+    if kind == "json":
+        return True  # any JSON value (checked above)
     if kind in ("date", "datetime", "uuid") and isinstance(value, str):
         parsers: dict[str, Callable[[str], object]] = {
             "date": datetime.date.fromisoformat,

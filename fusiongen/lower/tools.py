@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 
-from fusiongen.ir import BindingIR, FieldIR, ModelIR, ReturnsIR, ToolIR
+from fusiongen.ir import BindingIR, FieldIR, IconIR, ModelIR, ReturnsIR, ToolIR
 from fusiongen.load.loader import Loc
 from fusiongen.load.spec import ToolSpec
 from fusiongen.lower.context import LowerContext
@@ -51,7 +51,34 @@ def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR 
         compact_description=tool.compact_description,
         binding=binding,
         title=tool.title,
+        icons=_icons(ctx, tool, loc),
     )
+
+
+def _icons(ctx: LowerContext, tool: ToolSpec, loc: Loc) -> tuple[IconIR, ...]:
+    """The tool's icons. A client fetches or renders `src`, so only https: URLs and inline images are
+    accepted: no http: (mixed content), file:, javascript: or relative references."""
+    found: list[IconIR] = []
+    for index, icon in enumerate(tool.icons):
+        at = (*loc, "icons", index)
+        src_ok = icon.src.startswith("https://") and len(icon.src) > len("https://")
+        src_ok = src_ok or icon.src.startswith("data:image/")
+        if not src_ok:
+            ctx.error(
+                "FG134",
+                f'icon src "{icon.src[:60]}" is neither an https: URL nor a data:image/ URI',
+                (*at, "src"),
+                value=True,
+                hint="clients fetch or render it: serve it over https, or inline it as data:image/...",
+            )
+            continue
+        if icon.mime_type is not None and not icon.mime_type.startswith("image/"):
+            ctx.error(
+                "FG134", f'icon mime_type "{icon.mime_type}" is not an image type', (*at, "mime_type"), value=True
+            )
+            continue
+        found.append(IconIR(icon.src, icon.mime_type, tuple(icon.sizes or ()), icon.theme))
+    return tuple(found)
 
 
 def _resolve_input_from(ctx: LowerContext, tool: ToolSpec, loc: Loc) -> tuple[list[FieldIR], tuple[str, ...]]:

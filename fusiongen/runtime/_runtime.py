@@ -213,6 +213,41 @@ def out_enum(value: object, allowed: frozenset[str], at: str, name: str) -> str:
     raise OutputError(at, name, "one of " + ", ".join(sorted(allowed)))
 
 
+def out_json(value: object, at: str, name: str) -> Any:
+    """A `json` field's value, copied, if it is plain JSON: dicts with string keys, lists (or tuples), strings,
+    integers, finite floats, booleans, null. Anything else (a dataclass, a pydantic model, an ORM row) is
+    refused rather than serialized: its attributes are not declared, so hidden ones could ride along."""
+    try:
+        copied = _plain_json(value)
+    except RecursionError:
+        raise OutputError(at, name, "plain JSON nested less deeply") from None
+    if value is None:  # a nullable field never gets here with None
+        raise OutputError(at, name, "a JSON value other than null")
+    if copied is _NOT_JSON:
+        raise OutputError(at, name, "plain JSON (objects with string keys, arrays, strings, numbers, booleans, null)")
+    return copied
+
+
+_NOT_JSON: Final = object()
+
+
+def _plain_json(value: object) -> Any:
+    """A fresh copy of `value` if it is plain JSON, else `_NOT_JSON`."""
+    if value is None or type(value) in (str, bool, int):
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else _NOT_JSON
+    if isinstance(value, list | tuple) and type(value) in (list, tuple):  # exactly these, not subclasses
+        items = [_plain_json(v) for v in value]
+        return _NOT_JSON if any(i is _NOT_JSON for i in items) else items
+    if isinstance(value, dict) and type(value) is dict:
+        members = {k: _plain_json(v) for k, v in value.items()}
+        if any(type(k) is not str for k in members) or any(v is _NOT_JSON for v in members.values()):
+            return _NOT_JSON
+        return members
+    return _NOT_JSON
+
+
 # --- casts: read-time conversions declared in the spec ------------------------------------------------
 
 
@@ -396,6 +431,18 @@ def in_object(value: object, name: str, errors: list[FieldError], secret: bool =
     if type(value) is dict:
         return value
     bad(errors, name, "an object", value, secret=secret)
+    return None
+
+
+def in_json(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    """Any JSON value but null (which needs `nullable`, as for every type); NaN and ±Infinity are not JSON."""
+    try:
+        plain = value is not None and _plain_json(value) is not _NOT_JSON
+    except RecursionError:
+        plain = False
+    if plain:
+        return value
+    bad(errors, name, "a JSON value other than null, NaN or Infinity", value, secret=secret)
     return None
 
 
