@@ -16,19 +16,26 @@ CAST_KINDS = ("string", "integer", "number", "boolean", "date", "datetime")
 
 @dataclass(frozen=True)
 class TypeIR:
-    """A field's type: a scalar kind, an enum, a list of items, or a model."""
+    """A field's type: a scalar kind, an enum, a list of items, a map of values, or a model."""
 
-    kind: str  # one of SCALAR_KINDS, or "model"
+    kind: str  # one of SCALAR_KINDS, "map" or "model"
     enum_values: tuple[str, ...] = ()
     items: TypeIR | None = None
     model: str | None = None
+    values: TypeIR | None = None  # a map's value type
 
     @property
     def models(self) -> tuple[str, ...]:
-        """The models this type refers to, directly or through list items."""
+        """The models this type refers to, directly or through list items or map values."""
         if self.kind == "model" and self.model:
             return (self.model,)
-        return self.items.models if self.items else ()
+        inner = self.items or self.values
+        return inner.models if inner else ()
+
+    @property
+    def element(self) -> TypeIR:
+        """What one value inside is: a list's items, a map's values, else the type itself."""
+        return self.items or self.values or self
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ async def test_valid_arguments_reach_the_handler(shop: GeneratedServer, mode: st
             'expected a string of 3 to 8 characters matching the pattern ^[a-z.]+$; you sent "AB.C".',
         ),
         ({"code": "abc\n"}, "code", "matching the pattern"),  # ECMA's $ is the end; Python's allows a final newline
-        ({"amount": 0}, "amount", "expected a number greater than 0 and at most 1000; you sent 0."),
+        ({"amount": 0}, "amount", "expected a number that is greater than 0 and at most 1000; you sent 0."),
         ({"amount": 1000.5}, "amount", "you sent 1000.5."),
         (
             {"tags": ["a", "b", "c", "d"]},

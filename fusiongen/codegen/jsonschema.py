@@ -46,6 +46,9 @@ class _SchemaBuilder:
         if type_ir.kind == "list":
             assert type_ir.items is not None
             return {"type": "array", "items": self.type_schema(type_ir.items)}
+        if type_ir.kind == "map":
+            assert type_ir.values is not None
+            return {"type": "object", "additionalProperties": self.type_schema(type_ir.values)}
         if type_ir.kind == "model":
             assert type_ir.model is not None
             self.define(self.server.model(type_ir.model))

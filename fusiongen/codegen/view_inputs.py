@@ -64,6 +64,7 @@ def _expected(type_ir: TypeIR) -> str:
         "list": "an array",
         "model": "an object",
         "json": "a JSON value other than null, NaN or Infinity",
+        "map": "an object",
     }[type_ir.kind]
 
 
@@ -95,7 +96,7 @@ def constraint_words(type_ir: TypeIR, c: ConstraintsIR) -> str:
             )
             if value is not None
         ]
-        return " ".join([noun, " and ".join(bounds)])
+        return f"{noun} that is {' and '.join(bounds)}"
     size = _span(c.min_length, c.max_length, "characters")
     words = "a string" + (f" of {size}" if size else "")
     return words + (f" matching the pattern {c.pattern}" if c.pattern is not None else "")
@@ -137,6 +138,17 @@ def _indexed(name: str) -> str:
     return f'f"{body}[{{index}}]"'
 
 
+def _keyed(name: str, hidden: bool, nested: bool) -> str:
+    """The name expression of the value at `key` of the map named by `name`. The keys are part of the
+    value, so inside a hidden field (statically, or `secret` at run time in a nested parser) every value
+    is named by the map's name alone."""
+    if hidden:
+        return name
+    body = name[2:-1] if name.startswith('f"') else name[1:-1]
+    keyed = f'f"{body}.{{key}}"'
+    return f"({name} if secret else {keyed})" if nested else keyed
+
+
 class InputViews:
     """The argument parsers the server needs: per tool, and per model nested in an argument."""
 
@@ -162,6 +174,10 @@ class InputViews:
         if kind == "model":
             assert type_ir.model is not None
             return f"{self.want_nested_input(type_ir.model)}({value}, {name}, errors{secret})"
+        if kind == "map":
+            assert type_ir.values is not None
+            item = self.input_convert(field, type_ir.values, "item", _keyed(name, field.hidden, nested), nested)
+            return f"{{key: {item} for key, item in (in_object({value}, {name}, errors{secret}) or {{}}).items()}}"
         if kind == "list":
             assert type_ir.items is not None
             item = self.input_convert(field, type_ir.items, "item", _indexed(name), nested)
@@ -230,6 +246,9 @@ class InputViews:
         if type_ir.kind == "list":
             assert type_ir.items is not None
             return f"list[{self.type_annotation(type_ir.items)}]"
+        if type_ir.kind == "map":
+            assert type_ir.values is not None
+            return f"dict[str, {self.type_annotation(type_ir.values)}]"
         if type_ir.kind == "model":
             return "dict[str, Any]"
         return _PY_TYPES[type_ir.kind]

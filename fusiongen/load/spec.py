@@ -25,12 +25,15 @@ class FieldSpec(_Strict):
     """One field of a model, of a tool's input, or (later) of a presenter's inline schema."""
 
     type: str = Field(
-        description="string text integer number boolean date datetime uuid enum list json, or a model name"
+        description="string text integer number boolean date datetime uuid enum list map json, or a model name"
     )
     description: str | None = Field(default=None, description="Shown to the agent in schemas.")
     required: bool = Field(default=True, description="The field must be present.")
     nullable: bool = Field(default=False, description="The field may be null.")
-    values: list[str] | None = Field(default=None, description="The allowed values of an enum.")
+    values: list[str] | str | None = Field(
+        default=None,
+        description="enum: the allowed values; map: the type of its values (a scalar type, json or a model).",
+    )
     items: str | None = Field(default=None, description="The item type of a list: a scalar type or a model name.")
     default: Any = Field(default=None, description="The value used when an optional input field is absent.")
     # Constraints: checked on input, advertised in input schemas. On a list they bound its items.

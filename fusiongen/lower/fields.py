@@ -23,8 +23,15 @@ from fusiongen.lower.context import LowerContext
 
 def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeIR:
     type_loc = (*loc, "type")
-    if spec.values is not None and spec.type != "enum":
-        ctx.error("FG112", f'"values" only applies to enum fields, and this one is {spec.type}', (*loc, "values"))
+    if spec.values is not None and spec.type not in ("enum", "map"):
+        ctx.error(
+            "FG112", f'"values" only applies to enum and map fields, and this one is {spec.type}', (*loc, "values")
+        )
+    if spec.type == "map":
+        return _map_type(ctx, name, spec, loc)
+    if spec.type == "enum" and isinstance(spec.values, str):
+        ctx.error("FG112", f'enum field "{name}" needs "values" as a list of strings', (*loc, "values"), value=True)
+        return TypeIR("enum", enum_values=(spec.values,))
     if spec.items is not None and spec.type != "list":
         ctx.error("FG113", f'"items" only applies to list fields, and this one is {spec.type}', (*loc, "items"))
     if spec.type == "enum":
@@ -50,17 +57,32 @@ def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeI
     return resolve_type_name(ctx, spec.type, type_loc)
 
 
+def _map_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeIR:
+    """`{ type = "map", values = "T" }`: an object whose keys the agent or the handler chooses, each value a T."""
+    if not isinstance(spec.values, str):
+        at = (*loc, "values") if spec.values is not None else (*loc, "type")
+        ctx.error(
+            "FG112",
+            f'map field "{name}" needs "values": the type of its values (a scalar type, json or a model name)',
+            at,
+            value=True,
+        )
+        return TypeIR("map", values=TypeIR("string"))
+    return TypeIR("map", values=resolve_type_name(ctx, spec.values, (*loc, "values"), in_list=True))
+
+
 def resolve_type_name(ctx: LowerContext, type_name: str, loc: Loc, *, in_list: bool = False) -> TypeIR:
     if type_name in SCALAR_KINDS and type_name not in ("enum", "list"):
         return TypeIR(type_name)
     if type_name in ctx.spec.models:
         return TypeIR("model", model=type_name)
-    if in_list and type_name in ("enum", "list"):
-        ctx.error("FG113", f'list items cannot be "{type_name}"; name a scalar type or a model', loc, value=True)
+    if in_list and type_name in ("enum", "list", "map"):
+        inside = "map values" if loc[-1] == "values" else "list items"
+        ctx.error("FG113", f'{inside} cannot be "{type_name}"; name a scalar type or a model', loc, value=True)
         return TypeIR("string")
     if ctx.withdrawn("models", type_name):
         return TypeIR("string")
-    known = [*SCALAR_KINDS, *ctx.spec.models]
+    known = [*SCALAR_KINDS, "map", *ctx.spec.models]
     close = difflib.get_close_matches(type_name, known, n=1)
     ctx.error(
         "FG110",
@@ -184,5 +206,9 @@ def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
     if kind == "list":
         return isinstance(value, list) and all(
             type_ir.items is not None and _default_fits(v, type_ir.items, False) for v in value
+        )
+    if kind == "map":
+        return isinstance(value, dict) and all(
+            type_ir.values is not None and _default_fits(v, type_ir.values, False) for v in value.values()
         )
     return isinstance(value, dict)

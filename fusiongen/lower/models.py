@@ -28,7 +28,7 @@ def lower_model(ctx: LowerContext, name: str, model: ModelSpec) -> ModelIR:
     _check_names(ctx, name, model.guarded, declared, ("models", name, "guarded"), "FG121", "guarded")
     for cast_field, target in model.casts.items():
         declared_type = declared[cast_field].type if cast_field in declared else None
-        if declared_type in ("enum", "list", "json") or declared_type in ctx.spec.models:
+        if declared_type in ("enum", "list", "map", "json") or declared_type in ctx.spec.models:
             kind = "a model" if declared_type in ctx.spec.models else f"a {declared_type}"
             ctx.error(
                 "FG125",
@@ -104,8 +104,7 @@ def _warn_json_beside_hidden(ctx: LowerContext, name: str, fields: tuple[FieldIR
     if not hidden:
         return
     for field in fields:
-        kind = field.type.items.kind if field.type.kind == "list" and field.type.items else field.type.kind
-        if kind == "json" and not field.hidden:
+        if field.type.element.kind == "json" and not field.hidden:
             ctx.warning(
                 "FG126",
                 f'json field "{field.name}" of model "{name}" is sent as the handler returns it, beside hidden '

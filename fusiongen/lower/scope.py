@@ -164,6 +164,11 @@ class PresenterScope:
                             f'"{field.name}" is a json field: its contents are not declared, so only the whole '
                             "field can be redacted"
                         )
+                    elif name != "*" and field.type.kind == "map":
+                        problems.append(
+                            f'"{field.name}" is a map: its keys are data, not declared fields, so only the whole '
+                            "field can be redacted"
+                        )
                     elif name != "*":
                         problems.append(f'"{field.name}" has no fields')
                     continue
@@ -182,6 +187,5 @@ class PresenterScope:
 
 
 def json_kind(field: FieldIR) -> bool:
-    """Whether the field holds undeclared JSON (`json`, or a list of it)."""
-    target = field.type.items if field.type.kind == "list" and field.type.items else field.type
-    return target.kind == "json"
+    """Whether the field holds undeclared JSON (`json`, or a list or map of it)."""
+    return field.type.element.kind == "json"

@@ -98,6 +98,16 @@ def items_of(value: object, at: str, name: str) -> list[Any] | tuple[Any, ...]:
     raise OutputError(at, name, "a list")
 
 
+def map_items(value: object, at: str, name: str) -> list[tuple[str, Any]]:
+    """The entries of a `map` field's value: a mapping whose keys are all strings (JSON object keys)."""
+    if isinstance(value, Mapping) and not isinstance(value, _NOT_OBJECTS):
+        entries = list(value.items())
+        if all(type(key) is str for key, _ in entries):
+            return entries
+        raise OutputError(at, name, "an object with string keys")
+    raise OutputError(at, name, "an object")
+
+
 def shape_items(
     items: list[Any] | tuple[Any, ...], shape: Callable[[object, str], dict[str, Any]], at: str
 ) -> list[dict[str, Any]]:

@@ -80,13 +80,13 @@ def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
     )
     value = arguments.get("amount", MISSING)
     amount_ = (
-        missing(errors, "amount", "a number greater than 0 and less than 1000")
+        missing(errors, "amount", "a number that is greater than 0 and less than 1000")
         if value is MISSING
         else in_range(
             in_number(value, "amount", errors),
             "amount",
             errors,
-            "a number greater than 0 and less than 1000",
+            "a number that is greater than 0 and less than 1000",
             exclusive_minimum=0,
             exclusive_maximum=1000,
         )
@@ -95,7 +95,7 @@ def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
     rating_ = (
         None
         if value is MISSING or value is None
-        else in_range(in_integer(value, "rating", errors), "rating", errors, "an integer at least 1", minimum=1)
+        else in_range(in_integer(value, "rating", errors), "rating", errors, "an integer that is at least 1", minimum=1)
     )
     value = arguments.get("tags", MISSING)
     tags_ = (
@@ -128,7 +128,11 @@ def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
         if value is MISSING
         else [
             in_range(
-                in_number(item, f"scores[{index}]", errors), f"scores[{index}]", errors, "a number at most 1", maximum=1
+                in_number(item, f"scores[{index}]", errors),
+                f"scores[{index}]",
+                errors,
+                "a number that is at most 1",
+                maximum=1,
             )
             for index, item in enumerate(
                 in_items(in_list(value, "scores", errors), "scores", errors, "an array of at least 1 item", min_items=1)
