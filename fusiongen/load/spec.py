@@ -30,21 +30,22 @@ class FieldSpec(_Strict):
     description: str | None = Field(default=None, description="Shown to the agent in schemas.")
     required: bool = Field(default=True, description="The field must be present.")
     nullable: bool = Field(default=False, description="The field may be null.")
-    values: list[str] | str | None = Field(
+    # Any, not a union: its two forms are told apart (and misuse reported, FG112) when lowering.
+    values: Any = Field(
         default=None,
         description="enum: the allowed values; map: the type of its values (a scalar type, json or a model).",
+        json_schema_extra={"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
     )
     items: str | None = Field(default=None, description="The item type of a list: a scalar type or a model name.")
     default: Any = Field(default=None, description="The value used when an optional input field is absent.")
     # Constraints: checked on input, advertised in input schemas. On a list they bound its items.
-    minimum: int | float | None = Field(default=None, description="integer, number: the least value allowed.")
-    maximum: int | float | None = Field(default=None, description="integer, number: the greatest value allowed.")
-    exclusive_minimum: int | float | None = Field(
+    # The bounds are floats (strict mode still takes a TOML integer); lowering gives integral ones back as int.
+    minimum: float | None = Field(default=None, description="integer, number: the least value allowed.")
+    maximum: float | None = Field(default=None, description="integer, number: the greatest value allowed.")
+    exclusive_minimum: float | None = Field(
         default=None, description="integer, number: values must be greater than this."
     )
-    exclusive_maximum: int | float | None = Field(
-        default=None, description="integer, number: values must be less than this."
-    )
+    exclusive_maximum: float | None = Field(default=None, description="integer, number: values must be less than this.")
     min_length: int | None = Field(default=None, description="string, text: the fewest characters allowed.")
     max_length: int | None = Field(default=None, description="string, text: the most characters allowed.")
     pattern: str | None = Field(

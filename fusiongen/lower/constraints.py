@@ -32,7 +32,7 @@ def lower_constraints(
     ctx: LowerContext, name: str, spec: FieldSpec, type_ir: TypeIR, loc: Loc, *, output_only: bool
 ) -> ConstraintsIR:
     """The constraints that fit the field's type; a diagnostic for each that does not, or that contradicts another."""
-    declared = {key: getattr(spec, key) for key in CONSTRAINT_KEYS if getattr(spec, key) is not None}
+    declared = {key: _integral(getattr(spec, key)) for key in CONSTRAINT_KEYS if getattr(spec, key) is not None}
     if output_only and declared:
         for key in declared:
             ctx.error(
@@ -54,6 +54,13 @@ def lower_constraints(
         python_pattern=python,
         examples=tuple(spec.examples or ()),
     )
+
+
+def _integral(value: Any) -> Any:
+    """A bound as written: `minimum = 1` arrives as 1.0 (the spec's bounds are floats) and goes back to 1."""
+    if type(value) is float and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 def _applies(ctx: LowerContext, name: str, key: str, type_ir: TypeIR, loc: Loc) -> bool:

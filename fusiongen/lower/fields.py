@@ -29,9 +29,9 @@ def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeI
         )
     if spec.type == "map":
         return _map_type(ctx, name, spec, loc)
-    if spec.type == "enum" and isinstance(spec.values, str):
+    if spec.type == "enum" and spec.values is not None and not _strings(spec.values):
         ctx.error("FG112", f'enum field "{name}" needs "values" as a list of strings', (*loc, "values"), value=True)
-        return TypeIR("enum", enum_values=(spec.values,))
+        return TypeIR("enum", enum_values=("",))
     if spec.items is not None and spec.type != "list":
         ctx.error("FG113", f'"items" only applies to list fields, and this one is {spec.type}', (*loc, "items"))
     if spec.type == "enum":
@@ -55,6 +55,10 @@ def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeI
             return TypeIR("list", items=TypeIR("string"))
         return TypeIR("list", items=resolve_type_name(ctx, spec.items, (*loc, "items"), in_list=True))
     return resolve_type_name(ctx, spec.type, type_loc)
+
+
+def _strings(values: object) -> bool:
+    return isinstance(values, list) and all(isinstance(v, str) for v in values)
 
 
 def _map_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeIR:
