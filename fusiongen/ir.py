@@ -10,25 +10,65 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCALAR_KINDS = ("string", "text", "integer", "number", "boolean", "date", "datetime", "uuid", "enum", "list")
+SCALAR_KINDS = ("string", "text", "integer", "number", "boolean", "date", "datetime", "uuid", "enum", "list", "json")
 CAST_KINDS = ("string", "integer", "number", "boolean", "date", "datetime")
 
 
 @dataclass(frozen=True)
 class TypeIR:
-    """A field's type: a scalar kind, an enum, a list of items, or a model."""
+    """A field's type: a scalar kind, an enum, a list of items, a map of values, or a model."""
 
-    kind: str  # one of SCALAR_KINDS, or "model"
+    kind: str  # one of SCALAR_KINDS, "map" or "model"
     enum_values: tuple[str, ...] = ()
     items: TypeIR | None = None
     model: str | None = None
+    values: TypeIR | None = None  # a map's value type
 
     @property
     def models(self) -> tuple[str, ...]:
-        """The models this type refers to, directly or through list items."""
+        """The models this type refers to, directly or through list items or map values."""
         if self.kind == "model" and self.model:
             return (self.model,)
-        return self.items.models if self.items else ()
+        inner = self.items or self.values
+        return inner.models if inner else ()
+
+    @property
+    def element(self) -> TypeIR:
+        """What one value inside is: a list's items, a map's values, else the type itself."""
+        return self.items or self.values or self
+
+
+@dataclass(frozen=True)
+class ConstraintsIR:
+    """What a field's value must satisfy beyond its type, already checked to make sense for that type.
+
+    On a list field the numeric and text bounds apply to every item, the item bounds to the list.
+    `python_pattern` is `pattern` translated to a Python regex that matches what ECMA-262 matches."""
+
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    exclusive_minimum: int | float | None = None
+    exclusive_maximum: int | float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    python_pattern: str | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    unique_items: bool = False
+    examples: tuple[Any, ...] = field(default=(), compare=False)
+
+    @property
+    def numeric(self) -> bool:
+        return any(v is not None for v in (self.minimum, self.maximum, self.exclusive_minimum, self.exclusive_maximum))
+
+    @property
+    def textual(self) -> bool:
+        return self.min_length is not None or self.max_length is not None or self.pattern is not None
+
+    @property
+    def itemwise(self) -> bool:
+        return self.min_items is not None or self.max_items is not None or self.unique_items
 
 
 @dataclass(frozen=True)
@@ -43,6 +83,7 @@ class FieldIR:
     hidden: bool = False
     guarded: bool = False
     cast: str | None = None  # read-time conversion target, one of CAST_KINDS
+    constraints: ConstraintsIR = ConstraintsIR()
 
 
 @dataclass(frozen=True)
@@ -200,6 +241,14 @@ class AuthIR:
 
 
 @dataclass(frozen=True)
+class IconIR:
+    src: str  # https: or data:image/..., checked
+    mime_type: str | None = None
+    sizes: tuple[str, ...] = ()
+    theme: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolIR:
     name: str  # the spec's name, e.g. "invoice.get": diagnostics and spec lookups use it
     wire: str  # the MCP tool name the model sees ([server] tool_names): "invoice.get", or "invoice_get"
@@ -215,6 +264,8 @@ class ToolIR:
     returns_text: bool = False  # `returns = "text"`: a plain-text result (then `returns` is None)
     errors: tuple[tuple[str, str], ...] = ()  # (code, meaning): the domain errors its handler declares
     requires: RequiresIR | None = None
+    title: str | None = None  # MCP Tool.title: a display name for humans
+    icons: tuple[IconIR, ...] = ()
 
 
 @dataclass(frozen=True)

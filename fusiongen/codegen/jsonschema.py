@@ -7,6 +7,7 @@ describe exactly what validation accepts (no guarded keys, no unknown keys).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Final
 
 from fusiongen.ir import FieldIR, ModelIR, PresenterIR, RedactionPath, ServerIR, ToolIR, TypeIR
@@ -22,6 +23,8 @@ _SCALARS: dict[str, dict[str, Any]] = {
     "date": {"type": "string", "format": "date"},
     "datetime": {"type": "string", "format": "date-time"},
     "uuid": {"type": "string", "format": "uuid"},
+    # Any JSON value: stated as every JSON type, so `nullable` adds "null" as it does for the others.
+    "json": {"type": ["object", "array", "string", "number", "boolean"]},
 }
 
 
@@ -43,6 +46,9 @@ class _SchemaBuilder:
         if type_ir.kind == "list":
             assert type_ir.items is not None
             return {"type": "array", "items": self.type_schema(type_ir.items)}
+        if type_ir.kind == "map":
+            assert type_ir.values is not None
+            return {"type": "object", "additionalProperties": self.type_schema(type_ir.values)}
         if type_ir.kind == "model":
             assert type_ir.model is not None
             self.define(self.server.model(type_ir.model))
@@ -56,19 +62,48 @@ class _SchemaBuilder:
             self.defs[model.name] = {}  # a placeholder until finish() builds it
             self.pending.append(model)
 
+    def constrained(self, schema: dict[str, Any], field: FieldIR) -> dict[str, Any]:
+        """The field's constraints written into its type's schema, on inputs only: outputs are not checked
+        against them, so an output schema carrying them would promise what the server does not enforce."""
+        if self.output:
+            return schema
+        c = field.constraints
+        if field.type.items is not None and schema.get("type") == "array":
+            schema["items"] = self.constrained(dict(schema["items"]), dataclasses.replace(field, type=field.type.items))
+            for key, value in (("minItems", c.min_items), ("maxItems", c.max_items)):
+                if value is not None:
+                    schema[key] = value
+            if c.unique_items:
+                schema["uniqueItems"] = True
+            return schema
+        keywords = (
+            ("minimum", c.minimum),
+            ("maximum", c.maximum),
+            ("exclusiveMinimum", c.exclusive_minimum),
+            ("exclusiveMaximum", c.exclusive_maximum),
+            ("minLength", c.min_length),
+            ("maxLength", c.max_length),
+            ("pattern", c.pattern),
+        )
+        schema.update((key, value) for key, value in keywords if value is not None)
+        return schema
+
     def field_schema(self, field: FieldIR) -> dict[str, Any]:
-        schema = self.type_schema(field.type, field.cast)
+        schema = self.constrained(self.type_schema(field.type, field.cast), field)
         if field.nullable:
             if "$ref" in schema:
                 schema = {"anyOf": [schema, {"type": "null"}]}
             else:
-                schema["type"] = [schema["type"], "null"]
+                types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+                schema["type"] = [*types, "null"]
                 if "enum" in schema:
                     schema["enum"] = [*schema["enum"], None]
         if field.description:
             schema["description"] = field.description
         if field.has_default and not self.output:
             schema["default"] = field.default
+        if field.constraints.examples and not (self.output and field.cast):  # a cast changes the type shown
+            schema["examples"] = list(field.constraints.examples)
         return schema
 
     def object_schema(self, fields: tuple[FieldIR, ...], description: str | None = None) -> dict[str, Any]:

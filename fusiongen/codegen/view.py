@@ -54,6 +54,8 @@ class ToolView:
     modern_description_literal: str  # 2026-07-28: the stable list says what a bound tool needs
     compact_description_literal: str | None
     errors_literal: str | None  # the codes its spec declares, for run_tool: `frozenset({...})`
+    title_literal: str | None = None  # MCP Tool.title
+    icons_literal: str | None = None  # MCP Tool.icons: a list of types.Icon(...)
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,8 @@ class _ToolViews:
             modern_description_literal=py_string(modern_description(self.server, tool)),
             compact_description_literal=py_string(tool.compact_description) if tool.compact_description else None,
             errors_literal=py_literal(frozenset(code for code, _ in tool.errors)) if tool.errors else None,
+            title_literal=py_string(tool.title) if tool.title else None,
+            icons_literal=_icons_literal(tool),
         )
 
 
@@ -192,6 +196,20 @@ def _present_expression(server: ServerIR, tool: ToolIR) -> str:
     if user_blocks_in(server, server.presenter(tool.returns.presenter), tool.returns.collection):
         return f"partial({function}, user=user)"
     return function
+
+
+def _icons_literal(tool: ToolIR) -> str | None:
+    """`[types.Icon(src=..., ...), ...]`: only the keys the spec sets."""
+    if not tool.icons:
+        return None
+    icons = []
+    for icon in tool.icons:
+        keys = [f"src={py_string(icon.src)}"]
+        keys += [f"mime_type={py_string(icon.mime_type)}"] if icon.mime_type else []
+        keys += [f"sizes={py_literal(list(icon.sizes))}"] if icon.sizes else []
+        keys += [f"theme={py_string(icon.theme)}"] if icon.theme else []
+        icons.append(f"types.Icon({', '.join(keys)})")
+    return "[" + ", ".join(icons) + "]"
 
 
 def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerView:

@@ -71,6 +71,16 @@ class ShapeViews:
             if embed is not None:
                 return f"shape_{self.server.presenter(embed).snake}({value}, {path})"
             return f"{prefix}{self.want_shape(type_ir.model)}({value}, {path})"
+        if kind == "map":
+            assert type_ir.values is not None
+            # Keys are the handler's data: error paths name the map, never a key ("prices[*]").
+            inner = type_ir.values
+            if inner.kind == "model":
+                assert inner.model is not None
+                item = f'{prefix}{self.want_shape(inner.model)}(item, at + ".{field.name}[*]")'
+            else:
+                item = self.output_convert(field, inner, "item", py_string(f"{field.name}[*]"), None, None, prefix)
+            return f"{{key: {item} for key, item in map_items({value}, at, {name})}}"
         if kind == "list":
             assert type_ir.items is not None
             items = f"items_of({value}, at, {name})"

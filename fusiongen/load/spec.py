@@ -24,13 +24,37 @@ def _field_short_form(value: Any) -> Any:
 class FieldSpec(_Strict):
     """One field of a model, of a tool's input, or (later) of a presenter's inline schema."""
 
-    type: str = Field(description="string text integer number boolean date datetime uuid enum list, or a model name")
+    type: str = Field(
+        description="string text integer number boolean date datetime uuid enum list map json, or a model name"
+    )
     description: str | None = Field(default=None, description="Shown to the agent in schemas.")
     required: bool = Field(default=True, description="The field must be present.")
     nullable: bool = Field(default=False, description="The field may be null.")
-    values: list[str] | None = Field(default=None, description="The allowed values of an enum.")
+    # Any, not a union: its two forms are told apart (and misuse reported, FG112) when lowering.
+    values: Any = Field(
+        default=None,
+        description="enum: the allowed values; map: the type of its values (a scalar type, json or a model).",
+        json_schema_extra={"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
+    )
     items: str | None = Field(default=None, description="The item type of a list: a scalar type or a model name.")
     default: Any = Field(default=None, description="The value used when an optional input field is absent.")
+    # Constraints: checked on input, advertised in input schemas. On a list they bound its items.
+    # The bounds are floats (strict mode still takes a TOML integer); lowering gives integral ones back as int.
+    minimum: float | None = Field(default=None, description="integer, number: the least value allowed.")
+    maximum: float | None = Field(default=None, description="integer, number: the greatest value allowed.")
+    exclusive_minimum: float | None = Field(
+        default=None, description="integer, number: values must be greater than this."
+    )
+    exclusive_maximum: float | None = Field(default=None, description="integer, number: values must be less than this.")
+    min_length: int | None = Field(default=None, description="string, text: the fewest characters allowed.")
+    max_length: int | None = Field(default=None, description="string, text: the most characters allowed.")
+    pattern: str | None = Field(
+        default=None, description="string, text: a regular expression the value must contain a match of."
+    )
+    min_items: int | None = Field(default=None, description="list: the fewest items allowed.")
+    max_items: int | None = Field(default=None, description="list: the most items allowed.")
+    unique_items: bool | None = Field(default=None, description="list: no two items may be equal.")
+    examples: list[Any] | None = Field(default=None, description="Example values, shown to the agent in schemas.")
 
 
 # The JSON Schema admits both forms, so editors complete `id = "string"` as well as the table.
@@ -100,8 +124,19 @@ class RequiresSpec(_Strict):
     roles: list[str] = Field(default_factory=list, description="Roles of which the caller must have at least one.")
 
 
+class IconSpec(_Strict):
+    """An MCP icon a client may show beside the tool (MCP `Icon`)."""
+
+    src: str = Field(description="An https: URL or a data:image/... URI.")
+    mime_type: str | None = Field(default=None, description='An image type, e.g. "image/png".')
+    sizes: list[str] | None = Field(default=None, description='e.g. ["48x48"], or ["any"] for SVG.')
+    theme: Literal["light", "dark"] | None = Field(default=None, description="The background it is designed for.")
+
+
 class ToolSpec(_Strict):
     kind: Literal["query", "mutation", "action"] = "action"
+    title: str | None = Field(default=None, description="A human-readable name clients may show (MCP Tool.title).")
+    icons: list[IconSpec] = Field(default_factory=list, description="Icons clients may show (MCP Tool.icons).")
     description: str | None = None
     compact_description: str | None = Field(
         default=None, description="Shown while its workflow is in its initial state."

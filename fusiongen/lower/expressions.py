@@ -29,6 +29,8 @@ _EXPR_TYPES = {
     "boolean": expr.ExprType.BOOLEAN,
     "list": expr.ExprType.LIST,
     "model": expr.ExprType.OBJECT,
+    "json": expr.ExprType.ANY,
+    "map": expr.ExprType.OBJECT,  # whatever the handler returns, checked only to be plain JSON
 }
 
 

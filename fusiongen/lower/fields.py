@@ -6,22 +6,32 @@ through `lower_field`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import difflib
 import math
 import uuid
 from collections.abc import Callable
+from typing import Any
 
-from fusiongen.ir import SCALAR_KINDS, FieldIR, TypeIR
+from fusiongen.ir import SCALAR_KINDS, ConstraintsIR, FieldIR, TypeIR
 from fusiongen.load.loader import Loc
 from fusiongen.load.spec import FieldSpec
+from fusiongen.lower.constraints import lower_constraints, satisfies
 from fusiongen.lower.context import LowerContext
 
 
 def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeIR:
     type_loc = (*loc, "type")
-    if spec.values is not None and spec.type != "enum":
-        ctx.error("FG112", f'"values" only applies to enum fields, and this one is {spec.type}', (*loc, "values"))
+    if spec.values is not None and spec.type not in ("enum", "map"):
+        ctx.error(
+            "FG112", f'"values" only applies to enum and map fields, and this one is {spec.type}', (*loc, "values")
+        )
+    if spec.type == "map":
+        return _map_type(ctx, name, spec, loc)
+    if spec.type == "enum" and spec.values is not None and not _strings(spec.values):
+        ctx.error("FG112", f'enum field "{name}" needs "values" as a list of strings', (*loc, "values"), value=True)
+        return TypeIR("enum", enum_values=("",))
     if spec.items is not None and spec.type != "list":
         ctx.error("FG113", f'"items" only applies to list fields, and this one is {spec.type}', (*loc, "items"))
     if spec.type == "enum":
@@ -47,17 +57,36 @@ def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeI
     return resolve_type_name(ctx, spec.type, type_loc)
 
 
+def _strings(values: object) -> bool:
+    return isinstance(values, list) and all(isinstance(v, str) for v in values)
+
+
+def _map_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeIR:
+    """`{ type = "map", values = "T" }`: an object whose keys the agent or the handler chooses, each value a T."""
+    if not isinstance(spec.values, str):
+        at = (*loc, "values") if spec.values is not None else (*loc, "type")
+        ctx.error(
+            "FG112",
+            f'map field "{name}" needs "values": the type of its values (a scalar type, json or a model name)',
+            at,
+            value=True,
+        )
+        return TypeIR("map", values=TypeIR("string"))
+    return TypeIR("map", values=resolve_type_name(ctx, spec.values, (*loc, "values"), in_list=True))
+
+
 def resolve_type_name(ctx: LowerContext, type_name: str, loc: Loc, *, in_list: bool = False) -> TypeIR:
     if type_name in SCALAR_KINDS and type_name not in ("enum", "list"):
         return TypeIR(type_name)
     if type_name in ctx.spec.models:
         return TypeIR("model", model=type_name)
-    if in_list and type_name in ("enum", "list"):
-        ctx.error("FG113", f'list items cannot be "{type_name}"; name a scalar type or a model', loc, value=True)
+    if in_list and type_name in ("enum", "list", "map"):
+        inside = "map values" if loc[-1] == "values" else "list items"
+        ctx.error("FG113", f'{inside} cannot be "{type_name}"; name a scalar type or a model', loc, value=True)
         return TypeIR("string")
     if ctx.withdrawn("models", type_name):
         return TypeIR("string")
-    known = [*SCALAR_KINDS, *ctx.spec.models]
+    known = [*SCALAR_KINDS, "map", *ctx.spec.models]
     close = difflib.get_close_matches(type_name, known, n=1)
     ctx.error(
         "FG110",
@@ -78,9 +107,13 @@ def lower_field(
     hidden: bool = False,
     guarded: bool = False,
     cast: str | None = None,
+    output_only: bool = False,
 ) -> FieldIR:
+    """`output_only`: the field only describes results (a presenter's inline schema), so input
+    constraints would be checked nowhere and are refused."""
     ctx.check_identifier(name, loc, "field name", value=False)
     type_ir = lower_type(ctx, name, spec, loc)
+    constraints = lower_constraints(ctx, name, spec, type_ir, loc, output_only=output_only)
     has_default = "default" in spec.model_fields_set
     default = spec.default
     if type_ir.kind in ("date", "datetime") and isinstance(default, datetime.date | datetime.datetime):
@@ -88,6 +121,11 @@ def lower_field(
     if has_default and not _default_fits(default, type_ir, spec.nullable):
         allowed = " (one of " + ", ".join(f'"{v}"' for v in type_ir.enum_values) + ")" if type_ir.kind == "enum" else ""
         ctx.error("FG114", f'default of "{name}" is not a valid {type_ir.kind}{allowed}', (*loc, "default"), value=True)
+    elif has_default and (why := satisfies(default, constraints, type_ir)):
+        ctx.error("FG114", f'default of "{name}" breaks its constraints: {why}', (*loc, "default"), value=True)
+    constraints = dataclasses.replace(
+        constraints, examples=_fitting_examples(ctx, name, spec, type_ir, constraints, loc)
+    )
     return FieldIR(
         name=name,
         type=type_ir,
@@ -99,7 +137,31 @@ def lower_field(
         hidden=hidden,
         guarded=guarded,
         cast=cast,
+        constraints=constraints,
     )
+
+
+def _fitting_examples(
+    ctx: LowerContext, name: str, spec: FieldSpec, type_ir: TypeIR, constraints: ConstraintsIR, loc: Loc
+) -> tuple[Any, ...]:
+    """The examples as JSON values. One the field would refuse teaches the agent to send something
+    wrong, so each must fit: a diagnostic for each that does not."""
+    fitting: list[Any] = []
+    for index, example in enumerate(spec.examples or ()):
+        if isinstance(example, datetime.date | datetime.datetime) and type_ir.kind in ("date", "datetime"):
+            example = example.isoformat()
+        fits = _default_fits(example, type_ir, spec.nullable)
+        why = satisfies(example, constraints, type_ir) if fits else f"it is not a valid {type_ir.kind}"
+        if why:
+            ctx.error(
+                "FG119",
+                f'example {index + 1} of "{name}" does not fit the field: {why}',
+                (*loc, "examples", index),
+                value=True,
+            )
+        else:
+            fitting.append(example)
+    return tuple(fitting)
 
 
 def _json_value(value: object) -> bool:
@@ -121,6 +183,8 @@ def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
     if value is None:
         return nullable
     kind = type_ir.kind
+    if kind == "json":
+        return True  # any JSON value (checked above)
     if kind in ("date", "datetime", "uuid") and isinstance(value, str):
         parsers: dict[str, Callable[[str], object]] = {
             "date": datetime.date.fromisoformat,
@@ -146,5 +210,9 @@ def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
     if kind == "list":
         return isinstance(value, list) and all(
             type_ir.items is not None and _default_fits(v, type_ir.items, False) for v in value
+        )
+    if kind == "map":
+        return isinstance(value, dict) and all(
+            type_ir.values is not None and _default_fits(v, type_ir.values, False) for v in value.values()
         )
     return isinstance(value, dict)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from fusiongen.ir import CAST_KINDS, SCALAR_KINDS, ModelIR
+from fusiongen.ir import CAST_KINDS, SCALAR_KINDS, FieldIR, ModelIR
 from fusiongen.load.loader import Loc
 from fusiongen.load.spec import FieldSpec, ModelSpec
 from fusiongen.lower.context import LowerContext
@@ -28,8 +28,8 @@ def lower_model(ctx: LowerContext, name: str, model: ModelSpec) -> ModelIR:
     _check_names(ctx, name, model.guarded, declared, ("models", name, "guarded"), "FG121", "guarded")
     for cast_field, target in model.casts.items():
         declared_type = declared[cast_field].type if cast_field in declared else None
-        if declared_type in ("enum", "list") or declared_type in ctx.spec.models:
-            kind = "a model" if declared_type in ctx.spec.models else f"an {declared_type}"
+        if declared_type in ("enum", "list", "map", "json") or declared_type in ctx.spec.models:
+            kind = "a model" if declared_type in ctx.spec.models else f"a {declared_type}"
             ctx.error(
                 "FG125",
                 f'"{cast_field}" is {kind} field: only scalar fields can be cast',
@@ -71,6 +71,7 @@ def lower_model(ctx: LowerContext, name: str, model: ModelSpec) -> ModelIR:
         )
         for field_name, spec in declared.items()
     )
+    _warn_json_beside_hidden(ctx, name, fields)
     return ModelIR(
         name=name,
         snake=snake_case(name),
@@ -94,7 +95,27 @@ def _check_names(
             ctx.unknown_field(code, what, model, field_name, declared, (*loc, index))
 
 
+def _warn_json_beside_hidden(ctx: LowerContext, name: str, fields: tuple[FieldIR, ...]) -> None:
+    """A model with hidden fields holds data that must not all be shown. A visible `json` field is sent as the
+    handler returns it (checked only to be plain JSON), so fusiongen cannot keep those values out of it:
+    copying the record, or part of it, into the field would send them. Warned, since a json field of
+    unrelated content is legitimate; the warning says how to make the guarantee hold."""
+    hidden = [f.name for f in fields if f.hidden]
+    if not hidden:
+        return
+    for field in fields:
+        if field.type.element.kind == "json" and not field.hidden:
+            ctx.warning(
+                "FG126",
+                f'json field "{field.name}" of model "{name}" is sent as the handler returns it, beside hidden '
+                + ", ".join(f'"{h}"' for h in hidden)
+                + ": fusiongen cannot keep hidden values out of it",
+                ("models", name, "fields", field.name),
+                hint="declare its fields (a model, whose own hidden list applies), or hide it",
+            )
+
+
 def _cast(target: str | None, declared_type: str) -> str | None:
     """The cast to compile: only valid targets, only on scalar fields (others are diagnostics)."""
-    scalar = declared_type in SCALAR_KINDS and declared_type not in ("enum", "list")
+    scalar = declared_type in SCALAR_KINDS and declared_type not in ("enum", "list", "json")
     return target if target in CAST_KINDS and scalar else None

@@ -89,7 +89,9 @@ def presenter_schema(
                 (*loc, "schema"),
                 hint="use either model (and fields) or schema",
             )
-        return tuple(lower_field(ctx, n, s, (*loc, "schema", n)) for n, s in presenter.schema_.items())
+        return tuple(
+            lower_field(ctx, n, s, (*loc, "schema", n), output_only=True) for n, s in presenter.schema_.items()
+        )
     if presenter.model is None:
         error("FG152", f'presenter "{name}" needs a model or an inline schema', loc)
         return ()

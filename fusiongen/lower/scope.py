@@ -159,7 +159,17 @@ class PresenterScope:
                     continue
                 inner = self.children(field, level_embeds.get(field.name))
                 if inner is None:
-                    if name != "*":
+                    if name != "*" and json_kind(field):
+                        problems.append(
+                            f'"{field.name}" is a json field: its contents are not declared, so only the whole '
+                            "field can be redacted"
+                        )
+                    elif name != "*" and field.type.kind == "map":
+                        problems.append(
+                            f'"{field.name}" is a map: its keys are data, not declared fields, so only the whole '
+                            "field can be redacted"
+                        )
+                    elif name != "*":
                         problems.append(f'"{field.name}" has no fields')
                     continue
                 child_embeds = dict(self.specs[level_embeds[field.name]].embed) if field.name in level_embeds else {}
@@ -174,3 +184,8 @@ class PresenterScope:
 
         problem = walk(fields, segments, (), embeds)
         return problem, results if problem is None else []
+
+
+def json_kind(field: FieldIR) -> bool:
+    """Whether the field holds undeclared JSON (`json`, or a list or map of it)."""
+    return field.type.element.kind == "json"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from fusiongen.ir import BindingIR, FieldIR, ModelIR, ReturnsIR, ToolIR
+from fusiongen.ir import BindingIR, FieldIR, IconIR, ModelIR, ReturnsIR, ToolIR
 from fusiongen.load.loader import Loc
 from fusiongen.load.spec import ToolSpec
 from fusiongen.lower.context import LowerContext
@@ -67,6 +67,8 @@ def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR 
         binding=binding,
         returns_text=returns_text,
         errors=_declared_errors(ctx, tool, loc),
+        title=tool.title,
+        icons=_icons(ctx, tool, loc),
     )
 
 
@@ -114,6 +116,32 @@ def _declared_errors(ctx: LowerContext, tool: ToolSpec, loc: Loc) -> tuple[tuple
 
 def _upper_snake(code: str) -> str:
     return "_".join(part for part in re.split(r"[^A-Za-z0-9]+", snake_case(code)) if part).upper()
+
+
+def _icons(ctx: LowerContext, tool: ToolSpec, loc: Loc) -> tuple[IconIR, ...]:
+    """The tool's icons. A client fetches or renders `src`, so only https: URLs and inline images are
+    accepted: no http: (mixed content), file:, javascript: or relative references."""
+    found: list[IconIR] = []
+    for index, icon in enumerate(tool.icons):
+        at = (*loc, "icons", index)
+        src_ok = icon.src.startswith("https://") and len(icon.src) > len("https://")
+        src_ok = src_ok or icon.src.startswith("data:image/")
+        if not src_ok:
+            ctx.error(
+                "FG136",
+                f'icon src "{icon.src[:60]}" is neither an https: URL nor a data:image/ URI',
+                (*at, "src"),
+                value=True,
+                hint="clients fetch or render it: serve it over https, or inline it as data:image/...",
+            )
+            continue
+        if icon.mime_type is not None and not icon.mime_type.startswith("image/"):
+            ctx.error(
+                "FG136", f'icon mime_type "{icon.mime_type}" is not an image type', (*at, "mime_type"), value=True
+            )
+            continue
+        found.append(IconIR(icon.src, icon.mime_type, tuple(icon.sizes or ()), icon.theme))
+    return tuple(found)
 
 
 def _resolve_input_from(ctx: LowerContext, tool: ToolSpec, loc: Loc) -> tuple[list[FieldIR], tuple[str, ...]]:

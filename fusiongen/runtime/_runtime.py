@@ -98,6 +98,16 @@ def items_of(value: object, at: str, name: str) -> list[Any] | tuple[Any, ...]:
     raise OutputError(at, name, "a list")
 
 
+def map_items(value: object, at: str, name: str) -> list[tuple[str, Any]]:
+    """The entries of a `map` field's value: a mapping whose keys are all strings (JSON object keys)."""
+    if isinstance(value, Mapping) and not isinstance(value, _NOT_OBJECTS):
+        entries = list(value.items())
+        if all(type(key) is str for key, _ in entries):
+            return entries
+        raise OutputError(at, name, "an object with string keys")
+    raise OutputError(at, name, "an object")
+
+
 def shape_items(
     items: list[Any] | tuple[Any, ...], shape: Callable[[object, str], dict[str, Any]], at: str
 ) -> list[dict[str, Any]]:
@@ -213,6 +223,41 @@ def out_enum(value: object, allowed: frozenset[str], at: str, name: str) -> str:
     if isinstance(value, str) and value in allowed:
         return value
     raise OutputError(at, name, "one of " + ", ".join(sorted(allowed)))
+
+
+def out_json(value: object, at: str, name: str) -> Any:
+    """A `json` field's value, copied, if it is plain JSON: dicts with string keys, lists (or tuples), strings,
+    integers, finite floats, booleans, null. Anything else (a dataclass, a pydantic model, an ORM row) is
+    refused rather than serialized: its attributes are not declared, so hidden ones could ride along."""
+    try:
+        copied = _plain_json(value)
+    except RecursionError:
+        raise OutputError(at, name, "plain JSON nested less deeply") from None
+    if value is None:  # a nullable field never gets here with None
+        raise OutputError(at, name, "a JSON value other than null")
+    if copied is _NOT_JSON:
+        raise OutputError(at, name, "plain JSON (objects with string keys, arrays, strings, numbers, booleans, null)")
+    return copied
+
+
+_NOT_JSON: Final = object()
+
+
+def _plain_json(value: object) -> Any:
+    """A fresh copy of `value` if it is plain JSON, else `_NOT_JSON`."""
+    if value is None or type(value) in (str, bool, int):
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else _NOT_JSON
+    if isinstance(value, list | tuple) and type(value) in (list, tuple):  # exactly these, not subclasses
+        items = [_plain_json(v) for v in value]
+        return _NOT_JSON if any(i is _NOT_JSON for i in items) else items
+    if isinstance(value, dict) and type(value) is dict:
+        members = {k: _plain_json(v) for k, v in value.items()}
+        if any(type(k) is not str for k in members) or any(v is _NOT_JSON for v in members.values()):
+            return _NOT_JSON
+        return members
+    return _NOT_JSON
 
 
 # --- casts: read-time conversions declared in the spec ------------------------------------------------
@@ -399,6 +444,135 @@ def in_object(value: object, name: str, errors: list[FieldError], secret: bool =
         return value
     bad(errors, name, "an object", value, secret=secret)
     return None
+
+
+def in_json(value: object, name: str, errors: list[FieldError], secret: bool = False) -> Any:
+    """Any JSON value but null (which needs `nullable`, as for every type); NaN and ±Infinity are not JSON."""
+    try:
+        plain = value is not None and _plain_json(value) is not _NOT_JSON
+    except RecursionError:
+        plain = False
+    if plain:
+        return value
+    bad(errors, name, "a JSON value other than null, NaN or Infinity", value, secret=secret)
+    return None
+
+
+# --- constraints: run after the type check, on its result (None when that check failed already) ----------
+
+
+def in_range(
+    value: Any,
+    name: str,
+    errors: list[FieldError],
+    expected: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: float | None = None,
+    exclusive_maximum: float | None = None,
+    secret: bool = False,
+) -> Any:
+    """A number within its declared bounds; `expected` says them all, in words (written at build time)."""
+    if value is None:
+        return None
+    if (
+        (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
+        or (exclusive_minimum is not None and value <= exclusive_minimum)
+        or (exclusive_maximum is not None and value >= exclusive_maximum)
+    ):
+        bad(errors, name, expected, value, secret=secret)
+        return None
+    return value
+
+
+def in_text(
+    value: Any,
+    name: str,
+    errors: list[FieldError],
+    expected: str,
+    *,
+    min_length: int | None = None,
+    max_length: int | None = None,
+    pattern: re.Pattern[str] | None = None,
+    secret: bool = False,
+) -> Any:
+    """A string of the declared length (in code points, as JSON Schema counts) containing a match of `pattern`
+    (translated from ECMA-262 at build time, so it accepts what the schema advertises)."""
+    if value is None:
+        return None
+    if (min_length is not None and len(value) < min_length) or (max_length is not None and len(value) > max_length):
+        sent = "a string" if secret else f"{len(value)} characters"
+        errors.append(FieldError(name, f"expected {expected}; you sent {sent}."))
+        return None
+    if pattern is not None and pattern.search(value) is None:
+        bad(errors, name, expected, value, secret=secret)
+        return None
+    return value
+
+
+def in_items(
+    value: Any,
+    name: str,
+    errors: list[FieldError],
+    expected: str,
+    *,
+    min_items: int | None = None,
+    max_items: int | None = None,
+    unique: bool = False,
+    secret: bool = False,
+) -> Any:
+    """An array of the declared size, its items pairwise distinct as JSON values when `unique`
+    (1 and 1.0 are equal, true and 1 are not, objects compare by their members)."""
+    if value is None:
+        return None
+    if (min_items is not None and len(value) < min_items) or (max_items is not None and len(value) > max_items):
+        errors.append(FieldError(name, f"expected {expected}; you sent {len(value)} items."))
+        return None
+    if unique:
+        repeated = _first_repeat(value)
+        if repeated is not None:
+            earlier, later = repeated
+            said = (
+                "repeated items"
+                if secret
+                else f"item {later} equal to item {earlier}"
+                if earlier != later
+                else f"item {later}, nested too deeply to compare"
+            )
+            errors.append(FieldError(name, f"expected {expected}; you sent {said}."))
+            return None
+    return value
+
+
+def _first_repeat(items: list[Any]) -> tuple[int, int] | None:
+    """The first pair (earlier, later) of equal items; a list too deeply nested to compare counts as repeating."""
+    seen: dict[object, int] = {}
+    for index, item in enumerate(items):
+        try:
+            identity = _json_identity(item)
+        except RecursionError:
+            return (index, index)
+        if identity in seen:
+            return (seen[identity], index)
+        seen[identity] = index
+    return None
+
+
+def _json_identity(value: object) -> object:
+    """A hashable value equal for equal JSON values and only for them."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, float) and value.is_integer():
+        return ("number", int(value))
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", tuple(_json_identity(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((k, _json_identity(v)) for k, v in value.items()))
+    return ("other", repr(value))
 
 
 def missing(errors: list[FieldError], name: str, expected: str) -> Any:

@@ -215,10 +215,10 @@ def parse_record_list(arguments: Mapping[str, Any]) -> RecordListInput:
     )
 
 
-def parse_address_fields(
-    source: object, at: str, errors: list[FieldError], secret: bool = False
-) -> dict[str, Any] | None:
-    """Validate an object of model Address sent as an argument; None if it is not one.
+def parse_address_fields(source: object, at: str, errors: list[FieldError], secret: bool = False) -> Any:
+    """Validate an object of model Address sent as an argument: its fields, or None if it is not one.
+
+    Typed Any like the runtime checks: None comes with an error, so the tool raises before the value is used.
 
     `secret`: the object is (inside) a hidden field, so no value in it is echoed in an error.
     """

@@ -1,0 +1,5 @@
+"""Handlers of the map-field case."""
+
+
+def stock_set(args):
+    return {"prices": args.prices, "bins": args.bins}
