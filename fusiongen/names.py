@@ -389,6 +389,7 @@ RUNTIME_MODULES = (
     "_runtime",
     "_serving",
     "_stdio",
+    "_surface",
     "_store_base",
     "redis_store",
     "state_store",

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         InvoiceGetInput,
         InvoiceListInput,
         InvoiceRejectInput,
+        InvoiceResourceInput,
         InvoiceSubmitInput,
         InvoiceUpdateInput,
     )
@@ -105,6 +106,12 @@ def get_invoice(args: InvoiceGetInput) -> Any:
     if invoice is None:
         raise KeyError(f"no invoice {args.id}")
     return _with_customer(invoice)
+
+
+def read_invoice(args: InvoiceResourceInput) -> Any:
+    """Resource invoice://{id}: one invoice, or None when there is none (the client gets a not-found error)."""
+    invoice = INVOICES.get(args.id)
+    return _with_customer(invoice) if invoice is not None else None
 
 
 def list_invoices(args: InvoiceListInput) -> Any:

@@ -32,7 +32,17 @@ def test_the_runtime_modules_are_the_ones_copied() -> None:
     assert (
         MODULES
         == sorted(runtime_copy.RUNTIME_MODULES)
-        == ["_expressions", "_gate", "_runtime", "_serving", "_stdio", "_store_base", "redis_store", "state_store"]
+        == [
+            "_expressions",
+            "_gate",
+            "_runtime",
+            "_serving",
+            "_stdio",
+            "_store_base",
+            "_surface",
+            "redis_store",
+            "state_store",
+        ]
     )
 
 
@@ -53,6 +63,7 @@ def test_every_golden_server_has_the_runtime_it_needs() -> None:
         ("billing", "_runtime"),
         ("billing", "_serving"),
         ("billing", "_stdio"),
+        ("billing", "_surface"),
         ("billing", "_store_base"),
         ("billing", "redis_store"),
         ("billing", "state_store"),
@@ -60,6 +71,7 @@ def test_every_golden_server_has_the_runtime_it_needs() -> None:
         ("approval", "_runtime"),
         ("approval", "_serving"),
         ("approval", "_stdio"),
+        ("approval", "_surface"),
         ("approval", "_store_base"),
         ("approval", "redis_store"),
         ("approval", "state_store"),
@@ -172,6 +184,7 @@ def test_importing_the_runtime_does_not_import_fusiongen() -> None:
         f"submodule_search_locations=[{str(RUNTIME)!r}])\n"
         "pkg = importlib.util.module_from_spec(spec); sys.modules['srv'] = pkg; spec.loader.exec_module(pkg)\n"
         "import srv._gate, srv._runtime, srv._store_base, srv.state_store, srv.redis_store, srv._expressions\n"
+        "import srv._surface\n"
         "print(sorted(m for m in sys.modules if m == 'fusiongen' or m.startswith('fusiongen.')))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd="/")

@@ -50,6 +50,7 @@ def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR 
         returns=returns,
         compact_description=tool.compact_description,
         binding=binding,
+        tags=tuple(tool.tags),
     )
 
 
