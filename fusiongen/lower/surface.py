@@ -39,7 +39,7 @@ def lower_resources(ctx: LowerContext, tools: tuple[ToolIR, ...]) -> tuple[Resou
         if shape in first_by_uri:
             ctx.error(
                 "FG193",
-                f'resources "{first_by_uri[shape]}" and "{name}" have the same URI "{resource.uri}"',
+                f'resource "{name}" ("{resource.uri}") matches the same URIs as resource "{first_by_uri[shape]}"',
                 ("resources", name, "uri"),
                 value=True,
                 hint="give each resource its own URI",
