@@ -106,6 +106,8 @@ async def test_reading_what_is_not_there_is_a_protocol_error(shop: GeneratedServ
             await client.read_resource("items://color/blue")
     assert unknown.value.error.code == INVALID_PARAMS
     assert "shop://catalog" in unknown.value.error.message
+    assert unknown.value.error.data == {"uri": "nope://x"}  # SEP-2164
+    assert missing.value.error.data == {"uri": "item://s-9/v2"}
     assert missing.value.error.code == INVALID_PARAMS and 'code="NOT_FOUND"' in missing.value.error.message
     assert invalid.value.error.code == INVALID_PARAMS
     assert '<field name="version">' in invalid.value.error.message

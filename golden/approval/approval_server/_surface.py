@@ -176,7 +176,8 @@ class Resources:
                 result = await route.read(variables, ctx)
                 return resource_result(route.name, params.uri, result)
         known = ", ".join(r.uri for r in self.routes)
-        raise MCPError(INVALID_PARAMS, f'Unknown resource: "{params.uri}". Resources: {known}.')
+        # SEP-2164: not found is -32602 with the URI in `data`.
+        raise MCPError(INVALID_PARAMS, f'Unknown resource: "{params.uri}". Resources: {known}.', {"uri": params.uri})
 
 
 def resource_result(name: str, uri: str, result: types.CallToolResult) -> types.ReadResourceResult:
@@ -185,7 +186,8 @@ def resource_result(name: str, uri: str, result: types.CallToolResult) -> types.
         text = "".join(block.text for block in result.content if isinstance(block, types.TextContent))
         outcome = call_outcome(result)
         logger.info("resource %s: read failed (%s)", name, outcome)
-        raise MCPError(INVALID_PARAMS if outcome in ("VALIDATION_ERROR", "NOT_FOUND") else INTERNAL_ERROR, text)
+        code = INVALID_PARAMS if outcome in ("VALIDATION_ERROR", "NOT_FOUND") else INTERNAL_ERROR
+        raise MCPError(code, text, {"uri": uri})
     body = json.dumps(resource_envelope(result), ensure_ascii=False, indent=2)
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=JSON_MIME_TYPE, text=body)])
 
