@@ -31,6 +31,7 @@ def lower_resources(ctx: LowerContext, tools: tuple[ToolIR, ...]) -> tuple[Resou
     resources = []
     first_by_uri: dict[str, str] = {}
     handlers = {t.handler: f'tool "{t.name}"' for t in tools}
+    idents = {t.ident: f'tool "{t.name}"' for t in tools}
     for name, spec in ctx.spec.resources.items():
         resource = _lower_resource(ctx, name, spec)
         if resource is None:
@@ -55,6 +56,15 @@ def lower_resources(ctx: LowerContext, tools: tuple[ToolIR, ...]) -> tuple[Resou
                 hint='give the resource its own "handler"',
             )
         handlers.setdefault(handler, f'resource "{name}"')
+        ident = resource.tool.ident  # its parse_<ident> and <Ident>Input live beside the tools' in inputs.py
+        if ident in idents:
+            ctx.error(
+                "FG143",
+                f'{idents[ident]} and resource "{name}" map to the same Python name "{ident}"',
+                ("resources", name),
+                hint="rename one of them",
+            )
+        idents.setdefault(ident, f'resource "{name}"')
         resources.append(resource)
     return tuple(resources)
 

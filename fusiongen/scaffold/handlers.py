@@ -39,6 +39,8 @@ def _stub(tool: ToolIR, *, quoted: bool = False) -> str:
         returns = f"Return a list of {tool.returns.presenter} items (dicts, pydantic models, dataclasses or objects)."
     else:
         returns = f"Return one {tool.returns.presenter} (a dict, a pydantic model, a dataclass or an object)."
+    if tool.resource:
+        returns += " None: there is nothing at that URI."
     return (
         f"def {tool.handler}(args: {_quoted(_input_class(tool)) if quoted else _input_class(tool)}) -> Any:\n"
         f'    """{tool.name}: {summary}\n\n'
