@@ -39,6 +39,12 @@ def test_exposed_tools(expose: str, tags: list[str] | None, served: set[str]) ->
     assert exposed_tools(KINDS, TAGS, WORKFLOW, expose, tags) == served
 
 
+def test_without_a_filter_a_workflow_without_bound_tools_is_served() -> None:
+    lone = {"w.start": (), "w.status": ()}
+    assert exposed_tools({}, {}, lone) == {"w.start", "w.status"}
+    assert exposed_tools({}, {}, lone, "read-only") == set()
+
+
 def test_an_unknown_exposure_is_refused() -> None:
     with pytest.raises(ValueError, match="all, read-only"):
         exposed_tools(KINDS, TAGS, WORKFLOW, "writes")

@@ -55,8 +55,8 @@ def exposed_tools(
     `kinds` and `tags` describe the spec's tools; `workflow_tools` maps each generated workflow tool
     (`W.start`, `W.status`, `W.resolve`) to the tools bound to its workflow. "read-only" keeps the
     `kind = "query"` tools; `only_tags` keeps the tools with at least one of those tags; both together
-    keep what both keep. A workflow's generated tools are served while any of its bound tools is: without
-    them, a workflow handle would open nothing.
+    keep what both keep. Under either filter, a workflow's generated tools are served while any of its bound
+    tools is: without them, a workflow handle would open nothing.
     """
     if expose not in EXPOSE_MODES:
         raise ValueError(f"expose must be one of {', '.join(EXPOSE_MODES)}, not {expose!r}")
@@ -66,6 +66,8 @@ def exposed_tools(
         for name, kind in kinds.items()
         if (expose == "all" or kind == "query") and (wanted is None or tags.get(name, frozenset()) & wanted)
     }
+    if expose == "all" and wanted is None:  # nothing is filtered: every tool, a workflow's without bound tools too
+        return frozenset(served | set(workflow_tools))
     served |= {name for name, bound in workflow_tools.items() if any(b in served for b in bound)}
     return frozenset(served)
 
