@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fusiongen.ir import PromptIR, ResourceIR, ServerIR
-from fusiongen.pyliteral import py_literal, py_string
+from fusiongen.pyliteral import markdown_text, py_literal, py_string
 
 _NUMERIC_KINDS = frozenset({"integer", "number", "boolean"})
 
@@ -21,6 +21,7 @@ class ResourceView:
     description_literal: str
     ident: str  # its read's tool view ident (parse_<ident>, handler binding)
     numeric_literal: str  # variables whose text is a JSON number or boolean
+    row_markdown: str  # its row in the generated README's table
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class PromptView:
     prompt_literal: str  # a types.Prompt(...) expression
     parts_literal: str
     choices_literal: str
+    row_markdown: str  # its row in the generated README's table
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ def resource_view(resource: ResourceIR) -> ResourceView:
         description_literal=py_string(resource.description) if resource.description else "None",
         ident=resource.tool.ident,
         numeric_literal=py_literal(numeric),
+        row_markdown=" | ".join(
+            markdown_text(text, inline=True) for text in (resource.uri, resource.description or resource.name)
+        ),
     )
 
 
@@ -66,6 +71,14 @@ def prompt_view(prompt: PromptIR) -> PromptView:
         prompt_literal=f"types.Prompt(name={py_string(prompt.name)}, {description}arguments=[{arguments}])",
         parts_literal=py_literal(prompt.parts),
         choices_literal=py_literal({a.name: a.values for a in prompt.arguments if a.values}),
+        row_markdown=" | ".join(
+            markdown_text(text, inline=True)
+            for text in (
+                prompt.name,
+                ", ".join(a.name + ("" if a.required else " (optional)") for a in prompt.arguments) or "none",
+                prompt.description or prompt.name,
+            )
+        ),
     )
 
 
