@@ -39,7 +39,7 @@ def lower_resources(ctx: LowerContext, tools: tuple[ToolIR, ...]) -> tuple[Resou
         shape = _VARIABLE.sub("{}", resource.uri)  # templates that differ only in variable names match the same URIs
         if shape in first_by_uri:
             ctx.error(
-                "FG193",
+                "FG183",
                 f'resource "{name}" ("{resource.uri}") matches the same URIs as resource "{first_by_uri[shape]}"',
                 ("resources", name, "uri"),
                 value=True,
@@ -98,14 +98,14 @@ def _lower_resource(ctx: LowerContext, name: str, spec: ResourceSpec) -> Resourc
 def _uri_variables(ctx: LowerContext, uri: str, loc: Loc) -> tuple[str, ...] | None:
     """The template's variable names, or None (reported) if it is not a level-1 URI template."""
     if not _URI_SCHEME.match(uri):
-        ctx.error("FG190", f'resource URI "{uri}" has no scheme', loc, value=True, hint='e.g. "invoice://{id}"')
+        ctx.error("FG180", f'resource URI "{uri}" has no scheme', loc, value=True, hint='e.g. "invoice://{id}"')
         return None
     names = []
     for match in _VARIABLE.finditer(uri):
         variable = match.group(1)
         if not _VARIABLE_NAME.match(variable):
             ctx.error(
-                "FG190",
+                "FG180",
                 f'resource URI "{uri}" has the variable "{{{variable}}}": only {{name}} (RFC 6570 level 1) '
                 "is supported",
                 loc,
@@ -113,16 +113,16 @@ def _uri_variables(ctx: LowerContext, uri: str, loc: Loc) -> tuple[str, ...] | N
             )
             return None
         if variable in names:
-            ctx.error("FG190", f'resource URI "{uri}" names the variable "{variable}" twice', loc, value=True)
+            ctx.error("FG180", f'resource URI "{uri}" names the variable "{variable}" twice', loc, value=True)
             return None
         names.append(variable)
     rest = _VARIABLE.sub("", uri)
     if "{" in rest or "}" in rest:
-        ctx.error("FG190", f'resource URI "{uri}" has an unbalanced brace', loc, value=True)
+        ctx.error("FG180", f'resource URI "{uri}" has an unbalanced brace', loc, value=True)
         return None
     if re.search(r"\}\{", uri):
         ctx.error(
-            "FG190",
+            "FG180",
             f'resource URI "{uri}" has two adjacent variables: where one ends is ambiguous',
             loc,
             value=True,
@@ -140,7 +140,7 @@ def _variable_inputs(
         if declared not in variables:
             close = difflib.get_close_matches(declared, variables, n=1)
             ctx.error(
-                "FG192",
+                "FG182",
                 f'resource input "{declared}" is not a variable of its URI "{spec.uri}"',
                 (*loc, "input", declared),
                 hint=f'did you mean "{close[0]}"?' if close else "a resource's inputs are its URI's {variables}",
@@ -152,7 +152,7 @@ def _variable_inputs(
         field = lower_field(ctx, variable, field_spec, field_loc)
         if field.type.kind not in _VARIABLE_KINDS or not field.required or field.nullable:
             ctx.error(
-                "FG192",
+                "FG182",
                 f'resource variable "{variable}" must be a required scalar (not {field.type.kind}'
                 + (", optional" if not field.required else "")
                 + (", nullable" if field.nullable else "")
@@ -172,7 +172,7 @@ def _presenter(ctx: LowerContext, name: str, loc: Loc) -> ReturnsIR | None:
         return None
     close = difflib.get_close_matches(name, [*ctx.spec.presenters, *ctx.spec.models], n=1)
     ctx.error(
-        "FG191",
+        "FG181",
         f'resource names unknown presenter or model "{name}"',
         loc,
         value=True,
@@ -191,18 +191,18 @@ def _lower_prompt(ctx: LowerContext, name: str, spec: PromptSpec) -> PromptIR:
     for arg_name, arg in spec.arguments.items():
         arg_loc: Loc = (*loc, "arguments", arg_name)
         if not _VARIABLE_NAME.match(arg_name):
-            ctx.error("FG195", f'prompt argument name "{arg_name}" must be an identifier', arg_loc)
+            ctx.error("FG185", f'prompt argument name "{arg_name}" must be an identifier', arg_loc)
         if arg.type == "enum" and not arg.values:
-            ctx.error("FG195", f'enum argument "{arg_name}" needs values', arg_loc, hint='values = ["a", "b"]')
+            ctx.error("FG185", f'enum argument "{arg_name}" needs values', arg_loc, hint='values = ["a", "b"]')
         if arg.type == "string" and arg.values is not None:
-            ctx.error("FG195", f'string argument "{arg_name}" has values', arg_loc, hint='use type = "enum"')
+            ctx.error("FG185", f'string argument "{arg_name}" has values', arg_loc, hint='use type = "enum"')
         arguments.append(PromptArgumentIR(arg_name, arg.description, arg.required, tuple(arg.values or ())))
     parts = _template_parts(ctx, spec, (*loc, "template"))
     used = {text for text, is_argument in parts if is_argument}
     for argument in arguments:
         if argument.name not in used:
             ctx.warning(
-                "FG196",
+                "FG186",
                 f'prompt argument "{argument.name}" is not used in the template',
                 (*loc, "arguments", argument.name),
                 hint=f"write {{{argument.name}}} where its value belongs",
@@ -226,7 +226,7 @@ def _template_parts(ctx: LowerContext, spec: PromptSpec, loc: Loc) -> tuple[tupl
         if placeholder is None or placeholder not in spec.arguments:
             close = difflib.get_close_matches(placeholder or "", list(spec.arguments), n=1)
             ctx.error(
-                "FG194",
+                "FG184",
                 f'prompt template has "{token}", which names no argument'
                 if placeholder is not None
                 else f'prompt template has a lone "{token}"',
@@ -250,7 +250,7 @@ def check_tags(ctx: LowerContext) -> None:
         for tag in tool.tags:
             if not TAG.match(tag):
                 ctx.error(
-                    "FG197",
+                    "FG187",
                     f'tag "{tag}" of tool "{name}" must match [a-z0-9][a-z0-9_-]*',
                     ("tools", name, "tags"),
                     value=True,
