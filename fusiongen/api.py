@@ -157,7 +157,9 @@ def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
                 hint="run `fusiongen build` to scaffold it beside the spec",
             )
         ]
-    positions: dict[str, Position] = {t.name: loaded.key_at("tools", t.name) for t in ir.tools}
+    positions: dict[str, Position] = {
+        t.label: loaded.key_at("resources" if t.resource else "tools", t.name) for t in ir.handled
+    }
     source = path.read_bytes().decode("utf-8", "replace")
     return check_handlers(source, ir, shown, positions, loaded.display_path)
 

@@ -266,6 +266,42 @@ class ToolIR:
     requires: RequiresIR | None = None
     title: str | None = None  # MCP Tool.title: a display name for humans
     icons: tuple[IconIR, ...] = ()
+    tags: tuple[str, ...] = ()  # what `--tags` selects by
+    resource: bool = False  # the read of the resource `name`, not a tool (see ResourceIR)
+
+    @property
+    def label(self) -> str:
+        return f'{"resource" if self.resource else "tool"} "{self.name}"'
+
+
+@dataclass(frozen=True)
+class ResourceIR:
+    """A resource or resource template. Reading it runs `tool`, a query that never appears in tools/list:
+    its inputs are the URI template's variables and its result is rendered by the resource's presenter, so a
+    read validates, calls, shapes, redacts and annotates exactly as a tool call does."""
+
+    name: str
+    uri: str
+    description: str | None
+    variables: tuple[str, ...]  # in the order the template names them; () for a static resource
+    tool: ToolIR
+
+
+@dataclass(frozen=True)
+class PromptArgumentIR:
+    name: str
+    description: str | None
+    required: bool
+    values: tuple[str, ...] = ()  # an enum's values: checked on prompts/get, offered by completion
+
+
+@dataclass(frozen=True)
+class PromptIR:
+    name: str
+    description: str | None
+    arguments: tuple[PromptArgumentIR, ...]
+    # The template split at build time: (text, False) is literal text, (name, True) an argument's value.
+    parts: tuple[tuple[str, bool], ...]
 
 
 @dataclass(frozen=True)
@@ -282,6 +318,13 @@ class ServerIR:
     state_handle_key: str = "workflow_id"
     tool_names: str = "dotted"  # [server] tool_names: how spec tool names become the names the model sees
     auth: AuthIR | None = None
+    resources: tuple[ResourceIR, ...] = ()
+    prompts: tuple[PromptIR, ...] = ()
+
+    @property
+    def handled(self) -> tuple[ToolIR, ...]:
+        """Everything that calls a handler: the tools, then each resource's read."""
+        return (*self.tools, *(r.tool for r in self.resources))
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

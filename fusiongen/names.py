@@ -396,6 +396,7 @@ RUNTIME_MODULES = (
     "_runtime",
     "_serving",
     "_stdio",
+    "_surface",
     "_store_base",
     "redis_store",
     "state_store",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         InvoiceGetInput,
         InvoiceListInput,
         InvoiceRejectInput,
+        InvoiceResourceInput,
         InvoiceSubmitInput,
         InvoiceUpdateInput,
     )
@@ -112,6 +113,12 @@ def get_invoice(args: InvoiceGetInput) -> Any:
             suggest=["invoice.list"],
         )
     return _with_customer(invoice)
+
+
+def read_invoice(args: InvoiceResourceInput) -> Any:
+    """Resource invoice://{id}: one invoice, or None when there is none (the client gets a not-found error)."""
+    invoice = INVOICES.get(args.id)
+    return _with_customer(invoice) if invoice is not None else None
 
 
 def list_invoices(args: InvoiceListInput) -> Any:

@@ -4,7 +4,8 @@ It prints exactly what an agent receives: tool lists, and each call's content bl
 for the human (audience = "user") are not among them: the billing spec omits them, the default, because
 clients such as langchain hand every block to the model; run the server with `--user-blocks send` and
 they appear, marked "[for the user only]". It runs the server twice: once in the handshake era, where the tool
-list follows the session's workflow state, and once in the 2026-07-28 era, with state handles.
+list follows the session's workflow state, and once in the 2026-07-28 era, with state handles; then it reads
+a resource and gets a prompt.
 Usage: python specs/demo_client.py OUT   (OUT: where `fusiongen build` wrote billing_server/)
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp_types import PromptReference
 
 
 def show(title: str, text: str) -> None:
@@ -115,6 +117,30 @@ async def modern_era(params: StdioServerParameters) -> None:
         await call(client, "invoice.status", {"workflow_id": handle}, "where the workflow is now")
         await call(client, "invoice.submit", {"invoice_id": "inv-2", "workflow_id": "forged"}, "unknown handle")
         show("tools/list (unchanged)", await tool_names(client))
+        await resources_and_prompts(client)
+
+
+async def resources_and_prompts(client: Client) -> None:
+    """What a client reads, or a user picks, outside tool calls: a resource template and a prompt."""
+    templates = (await client.list_resource_templates()).resource_templates
+    show("resources/templates/list", "\n".join(f"{t.uri_template}  {t.description}" for t in templates))
+    read = await client.read_resource("invoice://inv-1")
+    show(
+        "resources/read invoice://inv-1 — through the Invoice presenter: hidden gone, PII redacted, rules",
+        "\n".join(f"[{c.mime_type}]\n{getattr(c, 'text', '')}" for c in read.contents),
+    )
+    prompts = (await client.list_prompts()).prompts
+    show(
+        "prompts/list",
+        "\n".join(f"{p.name}({', '.join(a.name for a in p.arguments or ())})  {p.description}" for p in prompts),
+    )
+    completion = await client.complete(PromptReference(name="collect_overdue"), {"name": "tone", "value": "f"})
+    show('completion/complete collect_overdue tone "f"', ", ".join(completion.completion.values))
+    prompt = await client.get_prompt("collect_overdue", {"customer_id": "c-1", "tone": "firm"})
+    show(
+        "prompts/get collect_overdue {customer_id: c-1, tone: firm}",
+        "\n".join(f"{m.role}: {getattr(m.content, 'text', '')}" for m in prompt.messages),
+    )
 
 
 async def main(out: str) -> None:

@@ -40,3 +40,7 @@ def test_the_demo_runs_and_explains_what_it_shows(tmp_path: Path) -> None:
     assert "Traceback" not in shown
     # The spec omits its user-only blocks (the default): the customer's real email is shown nowhere.
     assert "[for the user only]" not in shown and "ada@example.com" not in shown
+    # It reads a resource through its presenter and gets a prompt.
+    resource = shown.index("=== resources/read invoice://inv-1")
+    assert '"email": "[REDACTED]"' in shown[resource:] and "internal_notes" not in shown[resource:]
+    assert "user: List the overdue invoices of customer c-1 with invoice.list" in shown

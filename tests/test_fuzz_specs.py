@@ -230,7 +230,7 @@ def test_damaged_text_and_bytes_get_diagnostics(workdir: Path, case: tuple[bytes
 
 def stub_handlers(ir: ServerIR) -> types.ModuleType:
     module = types.ModuleType("fuzz_stub_handlers")
-    for tool in ir.tools:
+    for tool in ir.handled:
         setattr(module, tool.handler, lambda args: None)
     return module
 

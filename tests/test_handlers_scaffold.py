@@ -36,8 +36,9 @@ DIAGNOSTIC = re.compile(r"^(?P<file>\S+):(?P<line>\d+):(?P<col>\d+): error\[(?P<
 
 
 def handler_names(spec: Path) -> set[str]:
-    """The handler function of every tool in the spec."""
-    return {table["handler"] for table in tomllib.loads(spec.read_text(encoding="utf-8"))["tools"].values()}
+    """The handler function of every tool and resource in the spec."""
+    document = tomllib.loads(spec.read_text(encoding="utf-8"))
+    return {table["handler"] for kind in ("tools", "resources") for table in document.get(kind, {}).values()}
 
 
 def without_function(source: str, name: str) -> str:
@@ -264,6 +265,22 @@ def test_check_reports_missing_handlers_and_incompatible_signatures(reference: P
     messages = [f"{m['code']} {m['message']}" for m in DIAGNOSTIC.finditer(result.stderr)]
     assert any("update_invoice" in m for m in messages if m.startswith("FG400")), messages
     assert any("keyword-only" in m for m in messages if "list_invoices" in m), messages
+
+
+def test_check_reports_a_missing_resource_handler_at_the_resource(reference: Path, tmp_path: Path) -> None:
+    source = without_function(HANDLERS.read_text(encoding="utf-8"), "read_invoice")
+    spec, _ = built(reference, tmp_path, source)
+    result = run_process("check", spec.name, "-o", "out", cwd=tmp_path)
+    assert result.code == 1, result.stderr
+    line = next(n for n, text in enumerate(spec.read_text().splitlines(), 1) if text == '[resources."invoice"]')
+    assert diagnostics(result.stderr) == {("billing.toml", line, 12, "FG400")}, result.stderr
+    assert 'resource "invoice" has no handler "read_invoice"' in result.stderr
+    # build appends its stub, typed with the resource's input class.
+    built_again = run("build", spec.name, "-o", "out", cwd=tmp_path)
+    assert built_again.code == 0, built_again.stderr
+    appended = (tmp_path / "billing_handlers.py").read_text(encoding="utf-8")[len(source) :]
+    assert re.search(r'^def read_invoice\(args: "InvoiceResourceInput"\) -> Any:', appended, re.M), appended
+    assert "None: there is nothing at that URI." in appended
 
 
 def test_check_accepts_every_supported_handler_form(reference: Path, tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ async def test_schemas_declare_any_json(docs: GeneratedServer, mode: str) -> Non
     every_type = ["object", "array", "string", "number", "boolean"]
     assert tool.input_schema["properties"]["meta"] == {"type": every_type, "examples": [{"tags": ["a"]}]}
     assert tool.output_schema is not None
-    output = tool.output_schema["properties"]
+    output = tool.output_schema["properties"]["data"]["properties"]
     assert output["meta"] == {"type": every_type, "description": "Free-form metadata"}
     assert output["extra"] == {"type": [*every_type, "null"]}
 

@@ -359,6 +359,10 @@ SCENARIOS = [
     "tools-list",
     "dns-rebinding-protection",
     "http-header-validation",
+    "resources-list",
+    "sep-2164-resource-not-found",  # an unknown URI: -32602 with the URI in data
+    "prompts-list",
+    "completion-complete",
 ]
 
 
@@ -391,3 +395,54 @@ def test_conformance_server_stateless_other_checks(http_url: str, tmp_path: Path
         "sep-2575-http-server-method-not-found-404-initialize",
         "sep-2575-http-server-error-jsonrpc-id",
     } <= passed, sorted(passed)
+
+
+# Resources, prompts and completion of the billing server, through the official TypeScript SDK client.
+TS_SURFACE_CLIENT = """
+const [, , sdk, python, cwd] = process.argv;
+const { Client } = await import(sdk + "/client/index.js");
+const { StdioClientTransport } = await import(sdk + "/client/stdio.js");
+const client = new Client({ name: "fusiongen-tests", version: "1.0.0" });
+const env = { PYTHONPATH: cwd };
+await client.connect(new StdioClientTransport({ command: python, args: ["-m", "billing_server"], cwd, env }));
+const capabilities = client.getServerCapabilities();
+const templates = await client.listResourceTemplates();
+const read = await client.readResource({ uri: "invoice://inv-1" });
+let missing = null;
+try { await client.readResource({ uri: "invoice://inv-404" }); } catch (error) { missing = error.code; }
+const prompts = await client.listPrompts();
+const prompt = await client.getPrompt({ name: "collect_overdue", arguments: { customer_id: "c-1", tone: "firm" } });
+const completion = await client.complete({
+  ref: { type: "ref/prompt", name: "collect_overdue" },
+  argument: { name: "tone", value: "fr" },
+});
+await client.close();
+console.log(JSON.stringify({ capabilities, templates, read, missing, prompts, prompt, completion }));
+"""
+
+
+@pytest.mark.timeout(120)
+def test_ts_sdk_client_reads_resources_and_gets_prompts(built: Path, tmp_path: Path) -> None:
+    tools = tooling()
+    sdk = NODE_MODULES / "@modelcontextprotocol" / "sdk" / "dist" / "esm"
+    if not (sdk / "client" / "index.js").is_file():
+        pytest.fail(f"the TypeScript SDK is missing from {NODE_MODULES}: {INSTALL_HINT}", pytrace=False)
+    script = tmp_path / "surface.mjs"
+    script.write_text(TS_SURFACE_CLIENT, encoding="utf-8")
+    command = [str(tools.node), str(script), sdk.as_uri(), sys.executable, str(built)]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=node_env(tmp_path), stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, f"the TS client exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    output = json.loads(done.stdout)
+    assert {"resources", "prompts", "completions"} <= set(output["capabilities"])
+    assert [t["uriTemplate"] for t in output["templates"]["resourceTemplates"]] == ["invoice://{id}"]
+    (content,) = output["read"]["contents"]
+    assert content["mimeType"] == "application/json" and content["uri"] == "invoice://inv-1"
+    envelope = json.loads(content["text"])
+    assert envelope["data"]["customer"]["email"] == "[REDACTED]" and "internal_notes" not in content["text"]
+    assert "CRITICAL: amount_cents is in CENTS. Divide by 100." in envelope["rules"]
+    assert output["missing"] == -32602
+    assert [p["name"] for p in output["prompts"]["prompts"]] == ["collect_overdue"]
+    assert output["prompt"]["messages"][0]["content"]["text"].startswith("List the overdue invoices of customer c-1")
+    assert output["completion"]["completion"]["values"] == ["friendly"]

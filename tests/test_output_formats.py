@@ -128,7 +128,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer
 def handlers(server: GeneratedServer, payload: object) -> types.ModuleType:
     """A handler module whose every handler returns `payload`, except `echo_slot`, which echoes its input."""
     module = types.ModuleType("formats_test_handlers")
-    for tool in server.generation.ir.tools:
+    for tool in server.generation.ir.handled:
         setattr(module, tool.handler, lambda args: payload)
     module.echo_slot = lambda args: {"start": args.start}  # type: ignore[attr-defined]
     return module

@@ -61,7 +61,7 @@ def returning(server: GeneratedServer, payload: object) -> types.ModuleType:
     def constant(args: Any) -> object:
         return payload
 
-    for tool in server.generation.ir.tools:
+    for tool in server.generation.ir.handled:
         setattr(module, tool.handler, constant)
     return module
 

@@ -43,6 +43,7 @@ def test_the_runtime_modules_are_the_ones_copied() -> None:
             "_serving",
             "_stdio",
             "_store_base",
+            "_surface",
             "redis_store",
             "state_store",
             "testing",
@@ -69,6 +70,7 @@ def test_every_golden_server_has_the_runtime_it_needs() -> None:
         ("billing", "_runtime"),
         ("billing", "_serving"),
         ("billing", "_stdio"),
+        ("billing", "_surface"),
         ("billing", "_store_base"),
         ("billing", "redis_store"),
         ("billing", "state_store"),
@@ -79,6 +81,7 @@ def test_every_golden_server_has_the_runtime_it_needs() -> None:
         ("approval", "_runtime"),
         ("approval", "_serving"),
         ("approval", "_stdio"),
+        ("approval", "_surface"),
         ("approval", "_store_base"),
         ("approval", "redis_store"),
         ("approval", "state_store"),
@@ -196,6 +199,7 @@ def test_importing_the_runtime_does_not_import_fusiongen() -> None:
         "pkg = importlib.util.module_from_spec(spec); sys.modules['srv'] = pkg; spec.loader.exec_module(pkg)\n"
         "import srv._gate, srv._runtime, srv._store_base, srv.state_store, srv.redis_store, srv._expressions\n"
         "import srv.testing\n"
+        "import srv._surface\n"
         "print(sorted(m for m in sys.modules if m == 'fusiongen' or m.startswith('fusiongen.')))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd="/")

@@ -266,6 +266,7 @@ async def test_any_handler_return_type_is_shaped_the_same(billing: GeneratedServ
         "approve_invoice",
         "reject_invoice",
         "discharge_invoice",
+        "read_invoice",
     ):
         setattr(handlers, name, getattr(billing.handlers, name))
     handlers.get_invoice = lambda args: value

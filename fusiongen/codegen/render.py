@@ -55,6 +55,7 @@ RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = (
     ("_runtime", lambda view: True),
     ("_serving", lambda view: True),
     ("_stdio", lambda view: True),
+    ("_surface", lambda view: True),
     ("_store_base", lambda view: bool(view.workflows)),
     ("redis_store", lambda view: bool(view.workflows)),
     ("state_store", lambda view: bool(view.workflows)),

@@ -16,6 +16,7 @@ from fusiongen.codegen.runtime_copy import exports
 from fusiongen.codegen.view_inputs import InputFieldView, InputViews, NestedInputView
 from fusiongen.codegen.view_presenters import PresenterView, build_presenters, user_blocks_in
 from fusiongen.codegen.view_shapes import ShapeView, ShapeViews
+from fusiongen.codegen.view_surface import SurfaceView, surface_view
 from fusiongen.codegen.view_workflows import (
     BindingView,
     WorkflowView,
@@ -38,6 +39,7 @@ class ToolView:
     name_literal: str
     ident: str
     handler: str
+    what: str  # for docstrings: 'the invoice.get tool', 'the invoice resource'
     input_class: str
     parse_function: str
     description_literal: str
@@ -79,6 +81,10 @@ class ServerView:
     # it): the wheel includes it, so that `pip install .` gives an installed server whose handlers import.
     bundled_handlers_file: str | None
     tools: tuple[ToolView, ...]
+    parsed: tuple[ToolView, ...]  # the tools, then each resource's read: what inputs.py parses
+    resource_reads: dict[str, ToolView]  # resource read ident -> its view
+    surface: SurfaceView  # resources, prompts, completion, exposure
+    surface_exports: tuple[str, ...]
     shapes: tuple[ShapeView, ...]
     nested_inputs: tuple[NestedInputView, ...]
     output_constants: tuple[ConstantView, ...]
@@ -164,6 +170,7 @@ class _ToolViews:
             name_literal=py_string(tool.wire),
             ident=tool.ident,
             handler=tool.handler,
+            what=f"the {tool.wire} {'resource' if tool.resource else 'tool'}",
             input_class=f"{pascal_case(tool.ident)}Input",
             parse_function=f"parse_{tool.ident}",
             description_literal=py_string(with_errors(tool, tool.description or tool.wire)),
@@ -217,6 +224,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
     shaping = ShapeViews(server)
     tool_views = _ToolViews(server, inputs)
     tools = tuple(tool_views.tool(t) for t in server.tools)
+    reads = tuple(tool_views.tool(r.tool) for r in server.resources)
     presenter_constants: dict[str, str] = {}
     presenters = build_presenters(server, shaping, presenter_constants)
     shapes = shaping.shapes()
@@ -253,6 +261,10 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         if handlers_dir == ".." and "." not in server.handlers_module
         else None,
         tools=tools,
+        parsed=tools + reads,
+        resource_reads={r.ident: r for r in reads},
+        surface=surface_view(server),
+        surface_exports=exports("_surface"),
         shapes=shapes,
         nested_inputs=nested,
         output_constants=tuple(sorted(shaping.output_constants.values(), key=lambda c: c.name)),

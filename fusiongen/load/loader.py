@@ -183,7 +183,7 @@ def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
 
 
 # The tables whose entries can be set aside when one of them is malformed.
-_ENTITY_TABLES = ("models", "presenters", "tools", "workflows")
+_ENTITY_TABLES = ("models", "presenters", "tools", "workflows", "resources", "prompts")
 
 
 def _without_shape_errors(
@@ -291,7 +291,14 @@ def _syntax_diagnostics(source: str, exc: tomli.TOMLDecodeError, display_path: s
 
 
 def _describe(path: Loc) -> str:
-    names = {"tools": "tool", "models": "model", "presenters": "presenter", "workflows": "workflow"}
+    names = {
+        "tools": "tool",
+        "models": "model",
+        "presenters": "presenter",
+        "workflows": "workflow",
+        "resources": "resource",
+        "prompts": "prompt",
+    }
     if len(path) == 2 and isinstance(path[0], str) and path[0] in names:
         return f'{names[path[0]]} "{path[1]}"'
     if len(path) >= 4 and path[0] == "models" and path[2] == "fields":

@@ -157,6 +157,9 @@ class ToolSpec(_Strict):
         description="What a caller needs to see and call it (HTTP with --auth): every scope listed, and one of the "
         "roles listed; a caller without is refused FORBIDDEN.",
     )
+    tags: list[str] = Field(
+        default_factory=list, description="Labels for `--tags`: a server started with --tags serves only tagged tools."
+    )
 
 
 UI_TYPES = ("table", "markdown", "list", "mermaid", "json", "code", "summary")
@@ -246,6 +249,33 @@ class WorkflowSpec(_Strict):
     machine: str | None = Field(default=None, description="An XState v5 machine config exported as JSON.")
 
 
+class ResourceSpec(_Strict):
+    """A resource (`uri` without variables) or a resource template (`uri = "invoice://{id}"`)."""
+
+    uri: str = Field(description='The URI, or an RFC 6570 level-1 template such as "invoice://{id}".')
+    presenter: str = Field(description="The presenter (or model) that renders what the handler returns.")
+    description: str | None = None
+    handler: str | None = Field(default=None, description="The handler function; default: read_<name>.")
+    input: dict[str, FieldDecl] = Field(
+        default_factory=dict, description="The template variables' types (default: required strings)."
+    )
+
+
+class PromptArgumentSpec(_Strict):
+    type: Literal["string", "enum"] = "string"
+    description: str | None = None
+    required: bool = True
+    values: list[str] | None = Field(default=None, description="enum: the allowed values (offered as completions).")
+
+
+class PromptSpec(_Strict):
+    description: str | None = None
+    arguments: dict[str, PromptArgumentSpec] = Field(default_factory=dict)
+    template: str = Field(
+        description="The message text; {name} is replaced by that argument's text, {{ and }} are braces."
+    )
+
+
 class Spec(_Strict):
     """A fusiongen spec: models, presenters, workflows and tools, compiled into an MCP server."""
 
@@ -257,6 +287,8 @@ class Spec(_Strict):
     presenters: dict[str, PresenterSpec] = Field(default_factory=dict)
     workflows: dict[str, WorkflowSpec] = Field(default_factory=dict)
     tools: dict[str, ToolSpec] = Field(default_factory=dict)
+    resources: dict[str, ResourceSpec] = Field(default_factory=dict)
+    prompts: dict[str, PromptSpec] = Field(default_factory=dict)
 
 
 def json_schema() -> dict[str, Any]:

@@ -17,6 +17,7 @@ from fusiongen.lower.context import LowerContext
 from fusiongen.lower.generated_names import check_generated_names
 from fusiongen.lower.models import lower_models
 from fusiongen.lower.presenters import lower_presenters, with_implicit_presenters
+from fusiongen.lower.surface import check_tags, lower_prompts, lower_resources
 from fusiongen.lower.tools import check_collisions, check_wire_names, check_workflow_names, lower_tool
 from fusiongen.lower.workflows import lower_workflows
 from fusiongen.names import MODULE, RESERVED_PACKAGES, SERVER_NAME, STDLIB_MODULES, snake_case
@@ -102,7 +103,10 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     for workflow in workflows.values():
         binding.check_fireable(workflow, [t.binding for t in tools if t.binding])
     check_workflow_names(ctx, server.state_handle_key, tools)
-    presenters = with_implicit_presenters(ctx, presenters, models, tools)
+    resources = lower_resources(ctx, tools)
+    prompts = lower_prompts(ctx)
+    check_tags(ctx)
+    presenters = with_implicit_presenters(ctx, presenters, models, (*tools, *(r.tool for r in resources)))
     check_collisions(ctx, models, tools)
     check_wire_names(ctx, tools)
     check_generated_names(ctx, models, presenters, tools, tuple(workflows.values()))
@@ -119,4 +123,6 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         state_handle_key=server.state_handle_key,
         tool_names=server.tool_names,
         auth=auth,
+        resources=resources,
+        prompts=prompts,
     )

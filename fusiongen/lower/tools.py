@@ -69,6 +69,7 @@ def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR 
         errors=_declared_errors(ctx, tool, loc),
         title=tool.title,
         icons=_icons(ctx, tool, loc),
+        tags=tuple(tool.tags),
     )
 
 

@@ -41,6 +41,8 @@ def _stub(tool: ToolIR, *, quoted: bool = False) -> str:
         returns = f"Return a list of {tool.returns.presenter} items (dicts, pydantic models, dataclasses or objects)."
     else:
         returns = f"Return one {tool.returns.presenter} (a dict, a pydantic model, a dataclass or an object)."
+    if tool.resource:
+        returns += " None: there is nothing at that URI."
     return (
         f"def {tool.handler}(args: {_quoted(_input_class(tool)) if quoted else _input_class(tool)}) -> Any:\n"
         f'    """{tool.name}: {summary}\n\n'
@@ -61,7 +63,7 @@ def _imports(ir: ServerIR, tools: list[ToolIR]) -> str:
 
 def scaffold(ir: ServerIR) -> str:
     """A new handler module with a typed stub per tool."""
-    tools = list(ir.tools)
+    tools = list(ir.handled)
     stubs = "\n\n".join(_stub(t) for t in tools)
     return (
         f'"""Handlers of the {ir.name} MCP server.\n\n'
@@ -150,7 +152,7 @@ def append_stubs(source: str, ir: ServerIR) -> str | None:
     """
     module = libcst.parse_module(source)
     defined = _definitions(module)
-    missing = [t for t in ir.tools if t.handler not in defined]
+    missing = [t for t in ir.handled if t.handler not in defined]
     if not missing:
         return None
     typing_names = _imported_from_typing(module)
@@ -169,21 +171,22 @@ def append_stubs(source: str, ir: ServerIR) -> str | None:
 def check_handlers(
     source: str, ir: ServerIR, handler_file: str, tool_position: dict[str, Position], spec_file: str
 ) -> list[Diagnostic]:
-    """Every tool whose handler is missing, or whose signature cannot take `(args)` or `(args, ctx)`."""
+    """Every tool or resource whose handler is missing, or whose signature cannot take `(args)` or
+    `(args, ctx)`. `tool_position` is keyed by `ToolIR.label`."""
     module = parse_handlers(source, handler_file)
     if isinstance(module, Diagnostic):
         return [module]
     defined = _definitions(module)
     found: list[Diagnostic] = []
-    for tool in ir.tools:
+    for tool in ir.handled:
         definition = defined.get(tool.handler)
         if definition is None:
             found.append(
                 Diagnostic(
                     "FG400",
-                    f'tool "{tool.name}" has no handler "{tool.handler}" in {handler_file}',
+                    f'{tool.label} has no handler "{tool.handler}" in {handler_file}',
                     spec_file,
-                    tool_position[tool.name],
+                    tool_position[tool.label],
                     hint="run `fusiongen build` to append a stub, then implement it",
                 )
             )
@@ -194,7 +197,7 @@ def check_handlers(
                 found.append(
                     Diagnostic(
                         "FG401",
-                        f'handler "{tool.handler}" of tool "{tool.name}" {problem}',
+                        f'handler "{tool.handler}" of {tool.label} {problem}',
                         handler_file,
                         definition.position,
                         hint="a handler takes (args) or (args, ctx)",
@@ -205,7 +208,7 @@ def check_handlers(
                 found.append(
                     Diagnostic(
                         "FG410",
-                        f'handler "{tool.handler}" of tool "{tool.name}" is {kind} function: '
+                        f'handler "{tool.handler}" of {tool.label} is {kind} function: '
                         "calling it would not run its body",
                         handler_file,
                         definition.position,

@@ -22,6 +22,7 @@ from ._serving import (
     token_verifier,
     watch_store,
 )
+from ._surface import add_exposure_arguments
 from .server import DISTRIBUTION, HANDLERS_MODULE, NAME, create_server
 from .state_store import open_store
 
@@ -29,6 +30,7 @@ from .state_store import open_store
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m billing_server", description=f"The {NAME} MCP server.")
     add_server_arguments(parser)
+    add_exposure_arguments(parser)
     add_presenter_arguments(parser)
     add_store_arguments(parser)
     arguments = parser.parse_args(argv)
@@ -57,7 +59,11 @@ async def run(arguments: argparse.Namespace) -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(watch_store, NAME, store, arguments.state_store)
             server = create_server(
-                state_store=store, starts_per_minute=arguments.max_starts_per_minute, user_blocks=arguments.user_blocks
+                state_store=store,
+                starts_per_minute=arguments.max_starts_per_minute,
+                user_blocks=arguments.user_blocks,
+                expose=arguments.expose,
+                tags=arguments.tags,
             )
             await serve(NAME, server, arguments, store, tools_changed=True)
             group.cancel_scope.cancel()

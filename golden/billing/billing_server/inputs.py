@@ -46,6 +46,8 @@ __all__ = [
     "parse_invoice_reject",
     "InvoiceDischargeInput",
     "parse_invoice_discharge",
+    "InvoiceResourceInput",
+    "parse_invoice_resource",
 ]
 
 _INVOICE_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
@@ -89,6 +91,10 @@ _INVOICE_REJECT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 _INVOICE_DISCHARGE_KEYS: Final[frozenset[str]] = frozenset({"invoice_id"})
 
 _INVOICE_DISCHARGE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
+
+_INVOICE_RESOURCE_KEYS: Final[frozenset[str]] = frozenset({"id"})
+
+_INVOICE_RESOURCE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,5 +353,27 @@ def parse_invoice_discharge(arguments: Mapping[str, Any]) -> InvoiceDischargeInp
         raise InvalidArguments(errors)
     return InvoiceDischargeInput(
         invoice_id=invoice_id_,
+        fields_set=frozenset(arguments),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class InvoiceResourceInput:
+    """Validated arguments of the invoice resource."""
+
+    id: str
+    fields_set: frozenset[str] = field(default=frozenset())
+
+
+def parse_invoice_resource(arguments: Mapping[str, Any]) -> InvoiceResourceInput:
+    errors: list[FieldError] = []
+    if not arguments.keys() <= _INVOICE_RESOURCE_KEYS:
+        check_keys(arguments, _INVOICE_RESOURCE_KEYS, _INVOICE_RESOURCE_GUARDED_INPUTS, "", errors)
+    value = arguments.get("id", MISSING)
+    id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
+    if errors:
+        raise InvalidArguments(errors)
+    return InvoiceResourceInput(
+        id=id_,
         fields_set=frozenset(arguments),
     )

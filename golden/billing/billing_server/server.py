@@ -9,6 +9,7 @@ session's tools/list shows only what its workflow states allow.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from types import ModuleType
 from typing import Any, Final
@@ -28,6 +29,16 @@ from ._runtime import (
     run_tool,
     sent_user_blocks,
     unknown_tool,
+)
+from ._surface import (
+    RESOURCE_ERRORS,
+    PromptRoute,
+    Prompts,
+    ResourceRoute,
+    Resources,
+    completer,
+    exposed_tools,
+    found_or_not_found,
 )
 from .state_store import StateStore, open_store
 from .workflows import BINDINGS, HANDLE_KEY, MACHINES
@@ -175,6 +186,55 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
     if tool.name in COMPACT_DESCRIPTIONS
 }
 
+# Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
+TOOL_KINDS: Final[dict[str, str]] = {
+    "invoice.get": "query",
+    "invoice.list": "query",
+    "invoice.create": "mutation",
+    "invoice.update": "mutation",
+    "customer.get": "query",
+    "billing.remind": "action",
+    "invoice.submit": "action",
+    "invoice.approve": "action",
+    "invoice.reject": "action",
+    "invoice.discharge": "mutation",
+}
+TOOL_TAGS: Final[dict[str, frozenset[str]]] = {
+    "invoice.get": frozenset({"invoices"}),
+    "invoice.list": frozenset({"invoices"}),
+    "customer.get": frozenset({"customers"}),
+    "billing.remind": frozenset({"invoices", "reminders"}),
+}
+WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
+    "invoice.start": ("invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"),
+    "invoice.status": ("invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"),
+    "invoice.resolve": ("invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"),
+}
+
+# Prompts: each template split at build time into literal text and argument slots (values are never evaluated).
+PROMPTS: Final[list[PromptRoute]] = [
+    PromptRoute(
+        types.Prompt(
+            name="collect_overdue",
+            description="Draft a reminder plan for a customer's overdue invoices.",
+            arguments=[
+                types.PromptArgument(name="customer_id", description="Customer id", required=True),
+                types.PromptArgument(name="tone", description="How the reminders sound", required=True),
+            ],
+        ),
+        (
+            ("List the overdue invoices of customer ", False),
+            ("customer_id", True),
+            (" with invoice.list, then suggest a ", False),
+            ("tone", True),
+            (" reminder for each.", False),
+        ),
+        {"tone": ("friendly", "firm")},
+    ),
+]
+# Resource template -> variable -> its enum values (completion/complete).
+RESOURCE_COMPLETIONS: Final[dict[str, dict[str, tuple[str, ...]]]] = {}
+
 
 class _Server(Server[Any]):
     """Advertises tools.listChanged on every transport (the HTTP session manager asks with no options)."""
@@ -195,13 +255,16 @@ def create_server(
     state_store: StateStore | str = "memory",
     starts_per_minute: int | None = DEFAULT_STARTS_PER_MINUTE,
     user_blocks: str = "spec",
+    expose: str = "all",
+    tags: Sequence[str] | None = None,
 ) -> Server[Any]:
     """Build the server.
 
     `handlers` replaces the handler module (tests, hosts embedding the server); `state_store` is a
     StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0" (redis:// and
     rediss:// need the `redis` extra); `starts_per_minute` limits each client's `<workflow>.start` calls
-    (None: no limit).
+    (None: no limit). `expose` ("all" or "read-only": only kind = "query" tools) and `tags` (only tools with
+    one of them) choose the tools served.
     `user_blocks` is "spec" (what each presenter's user_blocks says), "send" or "omit": which
     audience = "user" blocks are sent.
     """
@@ -299,7 +362,32 @@ def create_server(
         "invoice.status": partial(gate.status, MACHINES["invoice"]),
         "invoice.resolve": partial(gate.resolve, MACHINES["invoice"]),
     }
-    modern_listing = types.ListToolsResult(tools=MODERN_TOOLS)
+    served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
+    routes = {name: route for name, route in routes.items() if name in served}
+    tools = [tool for tool in TOOLS if tool.name in served]
+    resources = Resources(
+        [
+            ResourceRoute(
+                "invoice",
+                "invoice://{id}",
+                "One invoice, as invoice.get shows it: hidden fields gone, PII redacted, with its rules.",
+                partial(
+                    run_tool,
+                    "invoice",
+                    inputs.parse_invoice_resource,
+                    partial(presenters.present_invoice, user=user),
+                    found_or_not_found(bind_handler(module, "read_invoice", "invoice"), "invoice"),
+                    errors=RESOURCE_ERRORS,
+                    tool_names=TOOL_NAMES,
+                ),
+                frozenset(),
+            ),
+        ],
+        RESOURCE_COMPLETIONS,
+    )
+    prompts = Prompts(PROMPTS)
+
+    modern_listing = types.ListToolsResult(tools=[t for t in MODERN_TOOLS if t.name in served])
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -307,7 +395,7 @@ def create_server(
         if is_modern(ctx):
             return modern_listing
         states = await gate.session_states(ctx)
-        return types.ListToolsResult(tools=handshake_listing(TOOLS, COMPACT_TOOLS, BINDINGS, MACHINES, states))
+        return types.ListToolsResult(tools=handshake_listing(tools, COMPACT_TOOLS, BINDINGS, MACHINES, states))
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         route = routes.get(params.name)
@@ -320,4 +408,16 @@ def create_server(
             return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow)
         return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow)
 
-    return _Server(NAME, version=VERSION, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return _Server(
+        NAME,
+        version=VERSION,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=resources.list,
+        on_list_resource_templates=resources.list_templates,
+        on_read_resource=resources.read,
+        on_list_prompts=prompts.list,
+        on_get_prompt=prompts.get,
+        on_completion=completer(prompts, resources),
+    )

@@ -9,6 +9,7 @@ session's tools/list shows only what its workflow states allow.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from types import ModuleType
 from typing import Any, Final
@@ -28,6 +29,7 @@ from ._runtime import (
     run_tool,
     unknown_tool,
 )
+from ._surface import exposed_tools
 from .state_store import StateStore, open_store
 from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 
@@ -150,6 +152,37 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
     if tool.name in COMPACT_DESCRIPTIONS
 }
 
+# Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
+TOOL_KINDS: Final[dict[str, str]] = {
+    "order.view": "query",
+    "order.add": "mutation",
+    "order.checkout": "action",
+    "order.pay": "mutation",
+    "order.cancel": "action",
+    "order.ship": "mutation",
+    "order.note": "action",
+}
+TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
+WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
+    "checkout.start": ("order.add", "order.checkout", "order.pay", "order.cancel", "order.ship", "order.note"),
+    "checkout.status": (
+        "order.add",
+        "order.checkout",
+        "order.pay",
+        "order.cancel",
+        "order.ship",
+        "order.note",
+    ),
+    "checkout.resolve": (
+        "order.add",
+        "order.checkout",
+        "order.pay",
+        "order.cancel",
+        "order.ship",
+        "order.note",
+    ),
+}
+
 
 class _Server(Server[Any]):
     """Advertises tools.listChanged on every transport (the HTTP session manager asks with no options)."""
@@ -169,13 +202,16 @@ def create_server(
     handlers: ModuleType | None = None,
     state_store: StateStore | str = "memory",
     starts_per_minute: int | None = DEFAULT_STARTS_PER_MINUTE,
+    expose: str = "all",
+    tags: Sequence[str] | None = None,
 ) -> Server[Any]:
     """Build the server.
 
     `handlers` replaces the handler module (tests, hosts embedding the server); `state_store` is a
     StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0" (redis:// and
     rediss:// need the `redis` extra); `starts_per_minute` limits each client's `<workflow>.start` calls
-    (None: no limit).
+    (None: no limit). `expose` ("all" or "read-only": only kind = "query" tools) and `tags` (only tools with
+    one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     store = (
@@ -245,7 +281,11 @@ def create_server(
         "checkout.status": partial(gate.status, MACHINES["checkout"]),
         "checkout.resolve": partial(gate.resolve, MACHINES["checkout"]),
     }
-    modern_listing = types.ListToolsResult(tools=MODERN_TOOLS)
+    served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
+    routes = {name: route for name, route in routes.items() if name in served}
+    tools = [tool for tool in TOOLS if tool.name in served]
+
+    modern_listing = types.ListToolsResult(tools=[t for t in MODERN_TOOLS if t.name in served])
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -253,7 +293,7 @@ def create_server(
         if is_modern(ctx):
             return modern_listing
         states = await gate.session_states(ctx)
-        return types.ListToolsResult(tools=handshake_listing(TOOLS, COMPACT_TOOLS, BINDINGS, MACHINES, states))
+        return types.ListToolsResult(tools=handshake_listing(tools, COMPACT_TOOLS, BINDINGS, MACHINES, states))
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         route = routes.get(params.name)
@@ -266,4 +306,10 @@ def create_server(
             return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow)
         return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow)
 
-    return _Server(NAME, version=VERSION, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return _Server(
+        NAME,
+        version=VERSION,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

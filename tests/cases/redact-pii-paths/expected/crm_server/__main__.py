@@ -13,12 +13,14 @@ from collections.abc import Sequence
 import anyio
 
 from ._serving import add_presenter_arguments, add_server_arguments, serve, serving_logging, token_verifier
+from ._surface import add_exposure_arguments
 from .server import HANDLERS_MODULE, NAME, create_server
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m crm_server", description=f"The {NAME} MCP server.")
     add_server_arguments(parser)
+    add_exposure_arguments(parser)
     add_presenter_arguments(parser)
     arguments = parser.parse_args(argv)
     arguments.verifier = token_verifier(parser, arguments)
@@ -31,7 +33,8 @@ def configure_logging(arguments: argparse.Namespace) -> None:
 
 
 async def run(arguments: argparse.Namespace) -> None:
-    await serve(NAME, create_server(user_blocks=arguments.user_blocks), arguments)
+    server = create_server(user_blocks=arguments.user_blocks, expose=arguments.expose, tags=arguments.tags)
+    await serve(NAME, server, arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -7,6 +7,7 @@ in-process (`mcp.Client(create_server())`), and `python -m inbox_server` serves 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from types import ModuleType
 from typing import Any, Final
@@ -16,6 +17,7 @@ from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
 from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
 
@@ -56,9 +58,19 @@ TOOLS: Final[list[types.Tool]] = [
     ),
 ]
 
+# Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
+TOOL_KINDS: Final[dict[str, str]] = {"message.list": "query", "message.read": "query", "message.delete": "mutation"}
+TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
+WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
-def create_server(handlers: ModuleType | None = None) -> Server[Any]:
-    """Build the server. `handlers` replaces the handler module (tests, hosts embedding the server)."""
+
+def create_server(
+    handlers: ModuleType | None = None, expose: str = "all", tags: Sequence[str] | None = None
+) -> Server[Any]:
+    """Build the server. `handlers` replaces the handler module (tests, hosts embedding the server);
+    `expose` ("all" or "read-only": only kind = "query" tools) and `tags` (only tools with one of them)
+    choose the tools served.
+    """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     routes: dict[str, Route] = {
         "message.list": partial(
@@ -86,7 +98,11 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
             tool_names=TOOL_NAMES,
         ),
     }
-    listing = types.ListToolsResult(tools=TOOLS)
+    served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
+    routes = {name: route for name, route in routes.items() if name in served}
+    tools = [tool for tool in TOOLS if tool.name in served]
+
+    listing = types.ListToolsResult(tools=tools)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -100,4 +116,10 @@ def create_server(handlers: ModuleType | None = None) -> Server[Any]:
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx))
 
-    return Server(NAME, version=VERSION, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        NAME,
+        version=VERSION,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import anyio
 
 from ._serving import add_server_arguments, add_store_arguments, serve, serving_logging, token_verifier, watch_store
+from ._surface import add_exposure_arguments
 from .server import DISTRIBUTION, HANDLERS_MODULE, NAME, create_server
 from .state_store import open_store
 
@@ -21,6 +22,7 @@ from .state_store import open_store
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m desk_server", description=f"The {NAME} MCP server.")
     add_server_arguments(parser)
+    add_exposure_arguments(parser)
     add_store_arguments(parser)
     arguments = parser.parse_args(argv)
     arguments.verifier = token_verifier(parser, arguments)
@@ -47,7 +49,12 @@ async def run(arguments: argparse.Namespace) -> None:
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(watch_store, NAME, store, arguments.state_store)
-            server = create_server(state_store=store, starts_per_minute=arguments.max_starts_per_minute)
+            server = create_server(
+                state_store=store,
+                starts_per_minute=arguments.max_starts_per_minute,
+                expose=arguments.expose,
+                tags=arguments.tags,
+            )
             await serve(NAME, server, arguments, store, tools_changed=True)
             group.cancel_scope.cancel()
     finally:
