@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fusiongen.codegen.formatting import tidy_files
 from fusiongen.codegen.render import headers, parse_check, render
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
+from fusiongen.importers.openapi.document import load_document
+from fusiongen.importers.openapi.emit import NotOurs, emit_spec
+from fusiongen.importers.openapi.http_handlers import append_functions, module_text
+from fusiongen.importers.openapi.mapping import Filters, map_document
+from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
 from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec, load_spec
 from fusiongen.load.spec import json_schema
@@ -35,6 +42,7 @@ __all__ = [
     "display_path",
     "generate",
     "handler_diagnostics",
+    "import_openapi",
     "init_project",
     "json_schema",
     "publish",
@@ -198,3 +206,67 @@ def init_project(directory: Path, name: str | None) -> list[str]:
         f"run it:   cd {shown} && python -m {project.package}          (stdio; add --http for HTTP)",
         f"test it:  cd {shown} && pip install pytest && python -m pytest",
     ]
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    spec: Path
+    warnings: list[Diagnostic]  # what the document has that the spec cannot say, by JSON pointer
+    spec_warnings: list[Diagnostic]  # `validate` of the written spec
+    handlers: Path | None = None
+    handlers_note: str | None = None
+
+
+def import_openapi(
+    document_path: Path,
+    spec_path: Path,
+    *,
+    tags: frozenset[str] = frozenset(),
+    include_ops: str | None = None,
+    http_handlers: bool = False,
+) -> ImportResult:
+    """Map an OpenAPI document into `spec_path` (its region only, if it exists), validate what was written,
+    and with `http_handlers` write (or extend) the httpx handler module beside it."""
+    try:
+        pattern = re.compile(include_ops) if include_ops is not None else None
+    except re.error as exc:
+        raise SpecError(
+            [Diagnostic("FG331", f"--include-ops is not a regular expression: {exc}", "<command line>")]
+        ) from exc
+    document = load_document(document_path)
+    imported = map_document(document, Filters(tags, pattern))
+    existing = spec_path.read_text(encoding="utf-8") if spec_path.exists() else None
+    source = relative(document_path, spec_path.parent)
+    try:
+        text = emit_spec(imported, source, openapi_identifier(imported.title)[:40].rstrip("_"), existing)
+    except NotOurs:
+        raise SpecError(
+            [
+                Diagnostic(
+                    "FG330",
+                    f"{display_path(spec_path)} exists and has no import region; refusing to overwrite it",
+                    display_path(spec_path),
+                    hint="import into a new file, or add the region markers",
+                )
+            ]
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError([Diagnostic("FG001", f"TOML syntax error: {exc}", display_path(spec_path))]) from None
+    write_user_file(spec_path, text)
+    try:
+        _, ir, spec_warnings = validate(spec_path)
+    except SpecError as exc:
+        raise SpecError([*imported.diagnostics, *exc.diagnostics]) from None
+    if not http_handlers:
+        return ImportResult(spec_path, imported.diagnostics, spec_warnings)
+    handlers = {tool.name: tool.handler for tool in ir.tools}
+    path = handler_path(spec_path.parent, ir.handlers_module)
+    if path.exists():
+        extended, added = append_functions(path.read_text(encoding="utf-8"), imported, handlers)
+        note = f"appended {len(added)} function(s)" if added else "unchanged (a function for every operation)"
+        if added:
+            write_user_file(path, extended)
+    else:
+        write_user_file(path, module_text(imported, ir.package, ir.name, handlers))
+        note = f"wrote {len(imported.tools)} httpx handler(s)"
+    return ImportResult(spec_path, imported.diagnostics, spec_warnings, path, note)
