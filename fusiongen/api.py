@@ -208,6 +208,23 @@ def init_project(directory: Path, name: str | None) -> list[str]:
     ]
 
 
+def _validated_import(spec_path: Path, text: str, found: list[Diagnostic]) -> tuple[ServerIR, list[Diagnostic]]:
+    """Validate the new spec text beside the spec (so its relative paths hold), then put it in place; on
+    errors (the user's part may name what the document no longer has) nothing is written."""
+    candidate = spec_path.with_name(f".{spec_path.name}.import-{os.getpid()}")
+    write_user_file(candidate, text)
+    try:
+        ir, spec_warnings = lower(load_spec(candidate, display_path(spec_path)))
+    except SpecError as exc:
+        candidate.unlink()
+        raise SpecError([*found, *exc.diagnostics]) from None
+    except BaseException:
+        candidate.unlink()
+        raise
+    os.replace(candidate, spec_path)
+    return ir, spec_warnings
+
+
 @dataclass(frozen=True)
 class ImportResult:
     spec: Path
@@ -252,11 +269,7 @@ def import_openapi(
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError([Diagnostic("FG001", f"TOML syntax error: {exc}", display_path(spec_path))]) from None
-    write_user_file(spec_path, text)
-    try:
-        _, ir, spec_warnings = validate(spec_path)
-    except SpecError as exc:
-        raise SpecError([*imported.diagnostics, *exc.diagnostics]) from None
+    ir, spec_warnings = _validated_import(spec_path, text, imported.diagnostics)
     if not http_handlers:
         return ImportResult(spec_path, imported.diagnostics, spec_warnings)
     handlers = {tool.name: tool.handler for tool in ir.tools}
