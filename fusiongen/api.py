@@ -208,6 +208,13 @@ def init_project(directory: Path, name: str | None) -> list[str]:
     ]
 
 
+def _imported_server_name(spec_path: Path, title: str) -> str:
+    """The spec file's name (`-o pets.toml` → "pets"), unless it says nothing (`spec`, `api`): the API's title."""
+    stem = openapi_identifier(spec_path.stem)
+    name = stem if stem not in ("spec", "api", "openapi", "x_") else openapi_identifier(title)
+    return name[:40].rstrip("_")
+
+
 def _validated_import(spec_path: Path, text: str, found: list[Diagnostic]) -> tuple[ServerIR, list[Diagnostic]]:
     """Validate the new spec text beside the spec (so its relative paths hold), then put it in place; on
     errors (the user's part may name what the document no longer has) nothing is written."""
@@ -255,7 +262,7 @@ def import_openapi(
     existing = spec_path.read_text(encoding="utf-8") if spec_path.exists() else None
     source = relative(document_path, spec_path.parent)
     try:
-        text = emit_spec(imported, source, openapi_identifier(imported.title)[:40].rstrip("_"), existing)
+        text = emit_spec(imported, source, _imported_server_name(spec_path, imported.title), existing)
     except NotOurs:
         raise SpecError(
             [

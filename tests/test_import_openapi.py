@@ -83,9 +83,11 @@ async def test_each_document_imports_validates_builds_and_lists_its_tools(tmp_pa
     assert set(warnings) == UNSUPPORTED[document]
     assert len(warnings) == len(UNSUPPORTED[document])  # one report per place, not one per mention
     first = spec.read_bytes()
-    again = run("import", "openapi", SHARED / document, "-o", "again.toml", cwd=tmp_path)
+    sibling = tmp_path.with_name(tmp_path.name + "-again")  # as deep: the same relative path to the document
+    sibling.mkdir()
+    again = run("import", "openapi", SHARED / document, "-o", "spec.toml", cwd=sibling)
     assert again.code == 0
-    assert (tmp_path / "again.toml").read_bytes() == first  # deterministic
+    assert (sibling / "spec.toml").read_bytes() == first  # deterministic
 
     _, ir, spec_warnings = validate(spec)
     assert spec_warnings == []
