@@ -372,6 +372,7 @@ def test_a_reimport_after_a_changed_document_keeps_the_users_edits(tmp_path: Pat
     text = spec.read_text(encoding="utf-8")
     text = text.replace('name = "swagger_petstore"', 'name = "pets"\ntool_names = "snake"')  # [server] is yours
     text = text.replace("[models.Pet]\n", '[models.Pet]\nhidden = ["tag"]\n')
+    text = text.replace("[models.NewPet]\n", '[models.NewPet]\nguarded = ["tag"]\n')
     text = text.replace(
         '[tools.delete_pet]\nkind = "mutation"\n',
         '[tools.delete_pet]\nkind = "mutation"\nhandler = "remove_pet"\n'
@@ -385,9 +386,11 @@ def test_a_reimport_after_a_changed_document_keeps_the_users_edits(tmp_path: Pat
                         .replace("async def delete_pet(", "async def remove_pet("), encoding="utf-8")  # fmt: skip
     before = handlers.read_text(encoding="utf-8")
 
-    # The document changes: Pet gains a writeOnly field, GET /pets loses `limit`, PUT /pets/{id} is new.
+    # The document changes: Pet gains a writeOnly field, NewPet (the POST body) a field,
+    # GET /pets loses `limit`, PUT /pets/{id} is new.
     pet = document["components"]["schemas"]["Pet"]["allOf"][1]["properties"]
     pet["microchip"] = {"type": "string", "writeOnly": True}
+    document["components"]["schemas"]["NewPet"]["properties"]["age"] = {"type": "integer"}
     document["paths"]["/pets"]["get"]["parameters"].pop()
     document["paths"]["/pets/{id}"]["put"] = {
         "operationId": "replacePet",
@@ -408,7 +411,9 @@ def test_a_reimport_after_a_changed_document_keeps_the_users_edits(tmp_path: Pat
         "tag",
         "microchip",
     }  # yours, plus the document's new writeOnly
+    assert dict(ir.model("NewPet").fillable) == {"create": ("name", "age"), "replace": ("name", "age")}  # not "tag"
     tools = {tool.name: tool for tool in ir.tools}
+    assert [f.name for f in tools["add_pet"].inputs] == ["name", "age"]
     assert tools["delete_pet"].handler == "remove_pet" and tools["delete_pet"].binding is not None
     assert "limit" not in {f.name for f in tools["find_pets"].inputs}
     assert tools["replace_pet"].kind == "mutation"
@@ -416,3 +421,16 @@ def test_a_reimport_after_a_changed_document_keeps_the_users_edits(tmp_path: Pat
     assert "async def replace_pet(" in handlers.read_text(encoding="utf-8")
     assert "appended 1 function(s)" in second.stderr
     build(spec, tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (("--include-ops", "get("), "error[FG331]: --include-ops is not a regular expression"),
+        (("--handlers", "grpc"), '--handlers must be "http"'),
+    ],
+)
+def test_bad_options_exit_2_and_write_nothing(tmp_path: Path, options: tuple[str, ...], expected: str) -> None:
+    result = run("import", "openapi", SHARED / "oai-petstore-expanded.json", "-o", "spec.toml", *options, cwd=tmp_path)
+    assert result.code == 2 and expected in result.stderr and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -4,7 +4,9 @@ A written spec has three parts: the header and `[server]` (written once, then yo
 `BEGIN` and `END` (replaced by every import), and everything after `END` (yours: presenters, workflows,
 models and tools of your own). Inside the region, some keys are yours too and survive a re-import: every key
 of a model other than `description` and `fields` (`hidden` and `guarded` are the union of yours and the
-document's: a field the document newly marks writeOnly is hidden even if you edited the list), and every key
+document's: a field the document newly marks writeOnly is hidden even if you edited the list; `fillable`
+operations the document's bodies generate follow the document, minus the guarded fields, yours are kept),
+and every key
 of a tool other than `kind`, `description`, `input`, `input_from` and `returns` (`handler`, `bind_state`,
 `compact_description`, ...). Comments you write inside the region are not kept.
 """
@@ -103,10 +105,12 @@ def model_block(model: Model, user: Mapping[str, Any]) -> list[str]:
         merged = [n for n in dict.fromkeys([*theirs, *ours]) if n in names]
         if merged:
             table[list_key] = merged
-    if model.fillable or "fillable" in user:
-        fillable = {op: fields for op, fields in model.fillable.items()}
-        for op, fields in (user.get("fillable") or {}).items():
-            fillable[op] = [n for n in fields if n in names]
+    guarded = set(table.get("guarded", []))
+    fillable = {op: [n for n in fields if n not in guarded] for op, fields in model.fillable.items()}
+    for op, fields in (user.get("fillable") or {}).items():
+        if op not in fillable:  # the document's body decides the operations it generates; yours are kept
+            fillable[op] = [n for n in fields if isinstance(n, str) and n in names and n not in guarded]
+    if fillable:
         table["fillable"] = fillable
     for other, item in user.items():
         if other not in OWNED_MODEL_KEYS and other not in table:
@@ -162,8 +166,8 @@ def region(imported: Imported, source: str, kept: Kept | None) -> str:
     lines = [
         f"{BEGIN}: generated from {comment_text(source)}; a re-import replaces this region.",
         "# Yours and kept on re-import: a model's hidden, guarded (both merged with the document's), casts,",
-        "# fillable; a tool's handler, bind_state, compact_description. Field constraints (minimum, pattern, ...)",
-        "# are not carried (yet): each is noted where it was dropped.",
+        "# fillable operations of your own; a tool's handler, bind_state, compact_description. Field constraints",
+        "# (minimum, pattern, ...) are not carried (yet): each is noted where it was dropped.",
     ]
     for model in imported.models.values():
         lines += ["", *model_block(model, users_models.get(model.name, {}))]

@@ -216,7 +216,7 @@ async def call(
     whole_body: str | None = None,
 ) -> Any:
     """Send one request built from `args` (each mapping is wire name → argument) and return its JSON."""
-    sent = getattr(args, "fields_set", frozenset())
+    sent: frozenset[str] = getattr(args, "fields_set", frozenset())
     url = template
     for wire_name, arg in (path or {{}}).items():
         url = url.replace("{{" + wire_name + "}}", quote(str(wire(getattr(args, arg))), safe=""))
