@@ -434,3 +434,19 @@ def test_bad_options_exit_2_and_write_nothing(tmp_path: Path, options: tuple[str
     result = run("import", "openapi", SHARED / "oai-petstore-expanded.json", "-o", "spec.toml", *options, cwd=tmp_path)
     assert result.code == 2 and expected in result.stderr and "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_reimport_that_would_break_the_users_part_writes_nothing(tmp_path: Path) -> None:
+    document = json.loads((SHARED / "oai-petstore-expanded.json").read_text(encoding="utf-8"))
+    (tmp_path / "api.json").write_text(json.dumps(document), encoding="utf-8")
+    assert run("import", "openapi", "api.json", "-o", "spec.toml", cwd=tmp_path).code == 0
+    spec = tmp_path / "spec.toml"
+    spec.write_text(spec.read_text(encoding="utf-8") + '[presenters.Pet]\nmodel = "Pet"\nredact_pii = ["tag"]\n')
+    before = spec.read_bytes()
+    del document["components"]["schemas"]["NewPet"]["properties"]["tag"]  # the field the presenter redacts
+    (tmp_path / "api.json").write_text(json.dumps(document), encoding="utf-8")
+    result = run("import", "openapi", "api.json", "-o", "spec.toml", cwd=tmp_path)
+    assert result.code == 2
+    assert re.search(r'^spec\.toml:\d+:\d+: error\[FG155\]: redaction path "tag"', result.stderr, re.M)
+    assert spec.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["api.json", "spec.toml"]  # no candidate left behind
