@@ -450,3 +450,29 @@ def test_a_reimport_that_would_break_the_users_part_writes_nothing(tmp_path: Pat
     assert re.search(r'^spec\.toml:\d+:\d+: error\[FG155\]: redaction path "tag"', result.stderr, re.M)
     assert spec.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["api.json", "spec.toml"]  # no candidate left behind
+
+
+MALFORMED = [
+    {"openapi": "3.0.0"},
+    {"openapi": "3.0.0", "paths": []},
+    {"openapi": "3.0.0", "paths": {"/a": {"get": {"parameters": {"x": 1}, "responses": []}}}},
+    {"openapi": "3.0.0", "paths": {"/a": {"post": {"requestBody": "x", "responses": {"200": "y"}}}}},
+    {"openapi": "3.0.0", "info": "x", "servers": "y", "components": {"schemas": {
+        "A": {"properties": {"b": {"$ref": "#/components/schemas/A"}}},
+        "B": {"allOf": [{"$ref": "#/components/schemas/B"}]}, "C": [1], "D": {"properties": "x"}}}},
+    {"openapi": "3.1.0", "paths": {"/a/{id}": {"$ref": "#/paths/~1a~1{id}"}}},
+    {"openapi": "3.0.0", "components": {"schemas": {
+        "A": {"type": "array", "items": {"$ref": "#/components/schemas/A"}},
+        "P": {"properties": {"a": {"$ref": "#/components/schemas/A"}}}}}},
+    {"openapi": "3.0.0", "paths": {"/a": {"get": {"operationId": "class", "responses": {}},
+                                           "put": {"operationId": "class", "responses": {}}}}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("index", range(len(MALFORMED)))
+def test_a_malformed_document_never_crashes_the_import(tmp_path: Path, index: int) -> None:
+    (tmp_path / "api.json").write_text(json.dumps(MALFORMED[index]), encoding="utf-8")
+    result = run("import", "openapi", "api.json", "-o", "spec.toml", cwd=tmp_path)
+    assert result.code == 0, result.stderr  # what it cannot use is a warning; the spec it writes validates
+    assert "internal error" not in result.stderr
+    validate(tmp_path / "spec.toml")

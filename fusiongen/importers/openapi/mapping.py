@@ -32,6 +32,7 @@ CONSTRAINT_KEYS = (
 # fmt: on
 IGNORED_HEADERS = {"accept", "content-type", "authorization"}
 SCHEMAS = "#/components/schemas/"
+MAX_DEPTH = 32
 
 
 @dataclass
@@ -131,6 +132,7 @@ class Mapper:
             security=[name for name, _ in items((document.data.get("components") or {}).get("securitySchemes"))],
         )
         self.building: set[str] = set()
+        self.depth = 0
 
     def warn(self, code: str, pointer: str, message: str, hint: str | None = None) -> str:
         """Record a warning; returns the comment text for the TOML."""
@@ -176,10 +178,12 @@ class Mapper:
         return f"{name}{number}"
 
     def properties(
-        self, schema: Mapping[str, Any], pointer: str, comments: list[str]
+        self, schema: Mapping[str, Any], pointer: str, comments: list[str], seen: frozenset[str] = frozenset()
     ) -> tuple[dict[str, tuple[Any, str]], set[str]]:
-        """An object schema's properties and required names, `allOf` parts merged in order."""
+        """An object schema's properties and required names, `allOf` parts merged in order (a part that
+        includes itself again, directly or not, is reported once and contributes nothing more)."""
         found: dict[str, tuple[Any, str]] = {}
+        seen = seen | {pointer}
         required: set[str] = set(schema.get("required") or [])
         for index, part in enumerate(schema.get("allOf") or []):
             try:
@@ -189,7 +193,16 @@ class Mapper:
                 continue
             if not isinstance(resolved, Mapping):
                 continue
-            more, more_required = self.properties(resolved, part_pointer, comments)
+            if part_pointer in seen:
+                comments.append(
+                    self.warn(
+                        "FG305",
+                        child(pointer, "allOf", index),
+                        "this allOf part includes the schema itself; it adds nothing",
+                    )
+                )
+                continue
+            more, more_required = self.properties(resolved, part_pointer, comments, seen)
             for name, value in more.items():
                 if name in found and _kind(found[name][0], self.doc) != _kind(value[0], self.doc):
                     comments.append(
@@ -255,6 +268,20 @@ class Mapper:
 
     def field(self, name: str, schema: Any, pointer: str, required: bool, *, context: str) -> Field | None:
         """A spec field for `schema`, or None (with a warning) when the spec has no type for it."""
+        if self.depth >= MAX_DEPTH:  # arrays of arrays of themselves through $refs: no model breaks the cycle
+            self.warn(
+                "FG310",
+                pointer,
+                f"the schema nests more than {MAX_DEPTH} levels (a cycle through arrays?); the field is not carried",
+            )
+            return None
+        self.depth += 1
+        try:
+            return self._field(name, schema, pointer, required, context=context)
+        finally:
+            self.depth -= 1
+
+    def _field(self, name: str, schema: Any, pointer: str, required: bool, *, context: str) -> Field | None:
         out = Field(name, "string", required=required)
         ref = schema.get("$ref") if isinstance(schema, Mapping) else None
         try:
@@ -434,6 +461,11 @@ class Mapper:
     def parameters(self, tool: Tool, shared: list[Any], item_pointer: str, own: list[Any], pointer: str) -> None:
         merged: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
         for base, params in ((item_pointer, shared), (pointer, own)):
+            if not isinstance(params, list):
+                tool.comments.append(
+                    self.warn("FG312", child(base, "parameters"), "parameters is not a list; none of them is an input")
+                )
+                continue
             for index, param in enumerate(params):
                 param_pointer = child(base, "parameters", index)
                 resolved, _ = self.safe_resolve(param, param_pointer)
@@ -511,7 +543,7 @@ class Mapper:
             self.warn(
                 "FG313",
                 child(body_pointer, "content"),
-                f"the request body is only {', '.join(media) or 'empty'}"
+                f"the request body is only {', '.join(media) or 'declared without content'}"
                 "; the operation is not imported (only JSON bodies are)",
             )
             return False
