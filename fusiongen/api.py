@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fusiongen.codegen.formatting import tidy_files
 from fusiongen.codegen.render import headers, parse_check, render
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
+from fusiongen.importers.openapi.document import load_document
+from fusiongen.importers.openapi.emit import NotOurs, emit_spec
+from fusiongen.importers.openapi.http_handlers import append_functions, module_text
+from fusiongen.importers.openapi.mapping import Filters, map_document
+from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
 from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec, load_spec
 from fusiongen.load.spec import json_schema
@@ -35,6 +42,7 @@ __all__ = [
     "display_path",
     "generate",
     "handler_diagnostics",
+    "import_openapi",
     "init_project",
     "json_schema",
     "publish",
@@ -200,3 +208,87 @@ def init_project(directory: Path, name: str | None) -> list[str]:
         f"run it:   cd {shown} && python -m {project.package}          (stdio; add --http for HTTP)",
         f"test it:  cd {shown} && pip install pytest && python -m pytest",
     ]
+
+
+def _imported_server_name(spec_path: Path, title: str) -> str:
+    """The spec file's name (`-o pets.toml` → "pets"), unless it says nothing (`spec`, `api`): the API's title."""
+    stem = openapi_identifier(spec_path.stem)
+    name = stem if stem not in ("spec", "api", "openapi", "x_") else openapi_identifier(title)
+    return name[:40].rstrip("_")
+
+
+def _validated_import(spec_path: Path, text: str, found: list[Diagnostic]) -> tuple[ServerIR, list[Diagnostic]]:
+    """Validate the new spec text beside the spec (so its relative paths hold), then put it in place; on
+    errors (the user's part may name what the document no longer has) nothing is written."""
+    candidate = spec_path.with_name(f".{spec_path.name}.import-{os.getpid()}")
+    write_user_file(candidate, text)
+    try:
+        ir, spec_warnings = lower(load_spec(candidate, display_path(spec_path)))
+    except SpecError as exc:
+        candidate.unlink()
+        raise SpecError([*found, *exc.diagnostics]) from None
+    except BaseException:
+        candidate.unlink()
+        raise
+    os.replace(candidate, spec_path)
+    return ir, spec_warnings
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    spec: Path
+    warnings: list[Diagnostic]  # what the document has that the spec cannot say, by JSON pointer
+    spec_warnings: list[Diagnostic]  # `validate` of the written spec
+    handlers: Path | None = None
+    handlers_note: str | None = None
+
+
+def import_openapi(
+    document_path: Path,
+    spec_path: Path,
+    *,
+    tags: frozenset[str] = frozenset(),
+    include_ops: str | None = None,
+    http_handlers: bool = False,
+) -> ImportResult:
+    """Map an OpenAPI document into `spec_path` (its region only, if it exists), validate what was written,
+    and with `http_handlers` write (or extend) the httpx handler module beside it."""
+    try:
+        pattern = re.compile(include_ops) if include_ops is not None else None
+    except re.error as exc:
+        raise SpecError(
+            [Diagnostic("FG331", f"--include-ops is not a regular expression: {exc}", "<command line>")]
+        ) from exc
+    document = load_document(document_path)
+    imported = map_document(document, Filters(tags, pattern))
+    existing = spec_path.read_text(encoding="utf-8") if spec_path.exists() else None
+    source = relative(document_path, spec_path.parent)
+    try:
+        text = emit_spec(imported, source, _imported_server_name(spec_path, imported.title), existing)
+    except NotOurs:
+        raise SpecError(
+            [
+                Diagnostic(
+                    "FG330",
+                    f"{display_path(spec_path)} exists and has no import region; refusing to overwrite it",
+                    display_path(spec_path),
+                    hint="import into a new file, or add the region markers",
+                )
+            ]
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError([Diagnostic("FG001", f"TOML syntax error: {exc}", display_path(spec_path))]) from None
+    ir, spec_warnings = _validated_import(spec_path, text, imported.diagnostics)
+    if not http_handlers:
+        return ImportResult(spec_path, imported.diagnostics, spec_warnings)
+    handlers = {tool.name: tool.handler for tool in ir.tools}
+    path = handler_path(spec_path.parent, ir.handlers_module)
+    if path.exists():
+        extended, added = append_functions(path.read_text(encoding="utf-8"), imported, handlers)
+        note = f"appended {len(added)} function(s)" if added else "unchanged (a function for every operation)"
+        if added:
+            write_user_file(path, extended)
+    else:
+        write_user_file(path, module_text(imported, ir.package, ir.name, handlers))
+        note = f"wrote {len(imported.tools)} httpx handler(s)"
+    return ImportResult(spec_path, imported.diagnostics, spec_warnings, path, note)

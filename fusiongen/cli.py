@@ -244,5 +244,39 @@ def init(
     _guarded(run)
 
 
+import_app = typer.Typer(no_args_is_help=True, help="Start a spec from a document another tool wrote.")
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("openapi")
+def import_openapi(
+    document: Annotated[Path, typer.Argument(help="The OpenAPI 3.0/3.1 document (YAML or JSON).", show_default=False)],
+    out: Annotated[Path, typer.Option("-o", "--out", help="The spec to write, or to update (its import region).")],
+    handlers: Annotated[
+        str | None, typer.Option("--handlers", help='"http": also write a handler module calling the API with httpx.')
+    ] = None,
+    tags: Annotated[str | None, typer.Option("--tags", help="Only operations with one of these tags (a,b).")] = None,
+    include_ops: Annotated[
+        str | None, typer.Option("--include-ops", help="Only operations whose operationId matches this regex.")
+    ] = None,
+) -> None:
+    """Write (or update) a spec from an OpenAPI document; warn, by JSON pointer, about what it cannot say."""
+    from fusiongen.api import import_openapi as run_import
+
+    def run() -> int:
+        if handlers not in (None, "http"):
+            typer.echo(f'fusiongen: --handlers must be "http", not {handlers!r}', err=True)
+            return EXIT_INVALID
+        selected = frozenset(t.strip() for t in (tags or "").split(",") if t.strip())
+        result = run_import(document, out, tags=selected, include_ops=include_ops, http_handlers=handlers == "http")
+        _print_diagnostics([*result.warnings, *result.spec_warnings])
+        typer.echo(f"{display_path(result.spec)}: written; {len(result.warnings)} simplification(s) reported", err=True)
+        if result.handlers is not None:
+            typer.echo(f"{display_path(result.handlers)}: {result.handlers_note}", err=True)
+        return EXIT_OK
+
+    _guarded(run)
+
+
 def main() -> None:
     app()

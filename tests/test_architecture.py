@@ -25,7 +25,7 @@ BOTTOM = {
     "fusiongen.pyliteral",
     "fusiongen.templating",
 }
-PHASES = ("load", "lower", "codegen", "output", "scaffold")
+PHASES = ("load", "lower", "codegen", "output", "scaffold", "importers")
 # What each area may import besides itself and the bottom layer.
 ALLOWED: dict[str, set[str]] = {
     "cli": {"api"},
@@ -35,6 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "codegen": set(),
     "output": set(),
     "scaffold": set(),
+    "importers": set(),
     "bottom": set(),
     "main": {"cli"},
 }

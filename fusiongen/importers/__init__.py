@@ -1,0 +1,1 @@
+"""Importers: documents other tools wrote (OpenAPI) → fusiongen spec text. They never build anything."""

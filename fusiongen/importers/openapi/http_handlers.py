@@ -1,0 +1,242 @@
+"""`--handlers http`: the handler module that calls the upstream API with httpx, one function per tool.
+
+The module is the user's, like every handler module: written once, then only extended. A later import
+appends a function for each new operation at the end of the file (existing bytes are never rewritten), so
+the user's edits to the shared helpers or to any function stay.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from fusiongen.importers.openapi.mapping import Imported, Tool
+from fusiongen.pyliteral import docstring_text, py_literal, py_string
+
+ENV_PREFIX = re.compile(r"[^A-Z0-9]+")
+
+
+def env_prefix(server_name: str) -> str:
+    return ENV_PREFIX.sub("_", server_name.upper()).strip("_")
+
+
+def tool_function(tool: Tool, handler: str) -> str:
+    by_where: dict[str, dict[str, str]] = {"path": {}, "query": {}, "header": {}}
+    body: list[str] = []
+    for param in tool.params:
+        if param.where == "body":
+            body.append(param.arg)
+        else:
+            by_where[param.where][param.wire] = param.arg
+    summary = f"{tool.method.upper()} {tool.path}" + (
+        f": {tool.description.splitlines()[0]}" if tool.description else ""
+    )
+    arguments = [py_string(tool.method.upper()), py_string(tool.path), "args"]
+    for where, mapping in by_where.items():
+        if mapping:
+            arguments.append(f"{where}={py_literal(mapping)}")
+    if body:
+        arguments.append(f"body={py_literal(body)}")
+    if tool.whole_body:
+        arguments.append(f"whole_body={py_string(tool.whole_body)}")
+    call = f"    return await call({', '.join(arguments)})"
+    if len(call) > 110:
+        call = "    return await call(\n" + "".join(f"        {a},\n" for a in arguments) + "    )"
+    return f'\n\nasync def {handler}(args: Any) -> Any:\n    """{docstring_text(summary)}"""\n{call}\n'
+
+
+def module_text(imported: Imported, package: str, server_name: str, handlers: dict[str, str]) -> str:
+    prefix = env_prefix(server_name)
+    base = imported.servers[0] if imported.servers else "http://127.0.0.1:8000"
+    head = _HEAD.format(
+        title=docstring_text(imported.title),
+        prefix=prefix,
+        base=docstring_text(base),
+        base_literal=py_string(base),
+        package=package,
+        security=docstring_text(", ".join(imported.security) or "none declared"),
+    )
+    return head + "".join(tool_function(tool, handlers[tool.name]) for tool in imported.tools.values())
+
+
+def append_functions(source: str, imported: Imported, handlers: dict[str, str]) -> tuple[str, list[str]]:
+    """`source` with a function appended for each tool it has none for; and those functions' names."""
+    defined = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+    new = [tool for tool in imported.tools.values() if handlers[tool.name] not in defined]
+    text = source if source.endswith("\n") else source + "\n"
+    return text + "".join(tool_function(tool, handlers[tool.name]) for tool in new), [handlers[t.name] for t in new]
+
+
+_HEAD = '''"""Handlers that call {title} over HTTP: one async function per tool, on one shared httpx client.
+
+Written by `fusiongen import openapi --handlers http`, and yours from now on: a later import only appends
+functions for new operations. Configure it with environment variables:
+
+- `{prefix}_BASE_URL`: the upstream's base URL (default: {base}).
+- `{prefix}_AUTH_HEADER`: one header sent with every request, as `Name: value`
+  (e.g. `Authorization: Bearer ...` or `api_key: ...`); none when unset. The document declares: {security}.
+- `{prefix}_TIMEOUT`: seconds to wait for the upstream (default 10; connecting: at most 5).
+
+Upstream answers become tool results: 2xx → the JSON body; 404 → NOT_FOUND; 409 → CONFLICT; 400 and 422 →
+INVALID_REQUEST with the upstream's own message; 429 and 503 → RATE_LIMITED / UNAVAILABLE with `retry_after`
+from `Retry-After`; an unreachable upstream → UNAVAILABLE; anything else → INTERNAL_ERROR (an exception: its
+text, which names only the status, is not sent to the agent, and the upstream's body is never read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import email.utils
+import enum
+import os
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from {package} import ToolError
+
+BASE_URL_VARIABLE = "{prefix}_BASE_URL"
+AUTH_HEADER_VARIABLE = "{prefix}_AUTH_HEADER"
+TIMEOUT_VARIABLE = "{prefix}_TIMEOUT"
+DEFAULT_BASE_URL = {base_literal}
+MESSAGE_LIMIT = 500  # characters of an upstream's 400/422 message passed on
+
+_clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {{}}
+
+
+class UpstreamError(Exception):
+    """An upstream answer with no better mapping: the server reports INTERNAL_ERROR and logs only the type."""
+
+
+def client() -> httpx.AsyncClient:
+    """The one client of this event loop (a client cannot outlive the loop its connections belong to)."""
+    loop = asyncio.get_running_loop()
+    existing = _clients.get(loop)
+    if existing is None or existing.is_closed:
+        for stale in [other for other in _clients if other.is_closed()]:
+            del _clients[stale]
+        headers = {{}}
+        auth = os.environ.get(AUTH_HEADER_VARIABLE, "")
+        if auth:
+            name, _, value = auth.partition(":")
+            headers[name.strip()] = value.strip()
+        timeout = float(os.environ.get(TIMEOUT_VARIABLE) or 10)
+        existing = httpx.AsyncClient(
+            base_url=os.environ.get(BASE_URL_VARIABLE) or DEFAULT_BASE_URL,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+        )
+        _clients[loop] = existing
+    return existing
+
+
+def wire(value: Any) -> Any:
+    """An argument as JSON: dates and UUIDs as text, nested inputs as objects of the fields sent."""
+    if isinstance(value, datetime.date | datetime.datetime | datetime.time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        sent = getattr(value, "fields_set", None)
+        return {{
+            f.name: wire(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.name != "fields_set" and (sent is None or f.name in sent)
+        }}
+    if isinstance(value, list | tuple):
+        return [wire(item) for item in value]
+    if isinstance(value, dict):
+        return {{str(k): wire(v) for k, v in value.items()}}
+    return value
+
+
+def upstream_message(response: httpx.Response) -> str:
+    """The upstream's own explanation of a 400/422: a JSON `detail`/`message`/`title`/`error`, or its text."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:MESSAGE_LIMIT]
+    if isinstance(body, dict):
+        for key in ("detail", "message", "title", "error"):
+            found = body.get(key)
+            if isinstance(found, dict):
+                found = found.get("message")
+            if isinstance(found, str) and found.strip():
+                return found.strip()[:MESSAGE_LIMIT]
+    return str(body)[:MESSAGE_LIMIT]
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """Seconds from `Retry-After` (a number or an HTTP date); None when absent or unreadable."""
+    header = response.headers.get("retry-after", "").strip()
+    if not header:
+        return None
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())
+
+
+def error_for(response: httpx.Response, request: str) -> Exception:
+    """The exception a non-2xx upstream answer becomes (see the module docstring)."""
+    status = response.status_code
+    if status == 404:
+        return ToolError("NOT_FOUND", f"{{request}}: not found.", recovery="Check the identifiers you passed.")
+    if status == 409:
+        return ToolError("CONFLICT", f"{{request}}: conflicts with the current state.", recovery="Read it again first.")
+    if status in (400, 422):
+        message = upstream_message(response) or f"the upstream rejected the request ({{status}})"
+        return ToolError("INVALID_REQUEST", message, recovery="Fix the arguments and call again.")
+    if status in (429, 503):
+        code = "RATE_LIMITED" if status == 429 else "UNAVAILABLE"
+        return ToolError(code, f"{{request}}: the upstream asks to retry later.", retry_after=retry_after(response))
+    return UpstreamError(f"{{request}}: upstream answered {{status}}")
+
+
+async def call(
+    method: str,
+    template: str,
+    args: Any,
+    *,
+    path: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    header: dict[str, str] | None = None,
+    body: list[str] | None = None,
+    whole_body: str | None = None,
+) -> Any:
+    """Send one request built from `args` (each mapping is wire name → argument) and return its JSON."""
+    sent: frozenset[str] = getattr(args, "fields_set", frozenset())
+    url = template
+    for wire_name, arg in (path or {{}}).items():
+        url = url.replace("{{" + wire_name + "}}", quote(str(wire(getattr(args, arg))), safe=""))
+    params = {{w: wire(getattr(args, a)) for w, a in (query or {{}}).items() if getattr(args, a) is not None}}
+    headers = {{w: str(wire(getattr(args, a))) for w, a in (header or {{}}).items() if getattr(args, a) is not None}}
+    content: Any = None
+    if whole_body is not None:
+        content = wire(getattr(args, whole_body))
+    elif body is not None:
+        content = {{name: wire(getattr(args, name)) for name in body if name in sent}}
+    request = f"{{method}} {{url}}"
+    try:
+        response = await client().request(
+            method, url.lstrip("/"), params=params, headers=headers, json=content if content is not None else None
+        )
+    except httpx.TransportError:
+        raise ToolError("UNAVAILABLE", f"{{request}}: the upstream API cannot be reached.") from None
+    if not response.is_success:
+        raise error_for(response, request)
+    if not response.content or "json" not in response.headers.get("content-type", ""):
+        return None
+    return response.json()
+'''

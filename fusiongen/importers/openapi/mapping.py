@@ -1,0 +1,659 @@
+"""An OpenAPI document → what the spec can say about it: models, tools and, for the rest, diagnostics.
+
+The rules (docs/openapi.md): object schemas in `components.schemas` (and inline object schemas, named after
+where they appear) become models; `readOnly` → guarded, `writeOnly` → hidden; each operation becomes a tool
+(GET/HEAD → query; DELETE, PUT, PATCH → mutation, as they change or remove what exists; POST → action), its
+parameters and JSON body its input (a body that is a model's schema: `input_from = "Model.<op>"`), its
+success response `returns`. Whatever has no spec equivalent is a warning with the JSON pointer, and a
+comment in the TOML where it was simplified: nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fusiongen.diagnostics import Diagnostic
+from fusiongen.importers.openapi.document import Document, RefError, child, items
+from fusiongen.names import IDENTIFIER, RESERVED_WORDS, pascal_case
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+KINDS = {"get": "query", "head": "query", "delete": "mutation", "put": "mutation", "patch": "mutation"}
+BODY_OPERATIONS = {"post": "create", "patch": "update", "put": "replace"}
+FORMATS = {"date": "date", "date-time": "datetime", "uuid": "uuid"}
+# fmt: off
+CONSTRAINT_KEYS = (
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
+    "pattern", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
+)
+# fmt: on
+IGNORED_HEADERS = {"accept", "content-type", "authorization"}
+SCHEMAS = "#/components/schemas/"
+MAX_DEPTH = 32
+
+
+@dataclass
+class Field:
+    """One field of a model or of a tool's input, as the spec writes it."""
+
+    name: str
+    type: str
+    required: bool = True
+    nullable: bool = False
+    description: str | None = None
+    values: list[str] | None = None
+    items: str | None = None
+    default: Any = None
+    comments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Model:
+    name: str
+    pointer: str
+    description: str | None = None
+    fields: list[Field] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+    guarded: list[str] = field(default_factory=list)
+    fillable: dict[str, list[str]] = field(default_factory=dict)
+    comments: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Param:
+    """How one input argument travels upstream: `where` is path, query, header or body."""
+
+    arg: str
+    wire: str
+    where: str
+
+
+@dataclass
+class Tool:
+    name: str
+    pointer: str
+    method: str
+    path: str
+    kind: str
+    description: str | None = None
+    tags: list[str] = field(default_factory=list)
+    input: list[Field] = field(default_factory=list)
+    input_from: str | None = None
+    returns: str | None = None
+    params: list[Param] = field(default_factory=list)
+    whole_body: str | None = None  # the argument sent as the whole JSON body (an array or scalar body)
+    comments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Imported:
+    title: str
+    servers: list[str]
+    security: list[str]
+    models: dict[str, Model] = field(default_factory=dict)
+    tools: dict[str, Tool] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+@dataclass
+class Filters:
+    tags: frozenset[str] = frozenset()
+    include_ops: re.Pattern[str] | None = None
+
+
+def identifier(name: str) -> str:
+    """A snake_case Python identifier for an OpenAPI name: `find pet by id` → `find_pet_by_id`,
+    `getMuseumHours` → `get_museum_hours`, `api_key` stays."""
+    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
+    name = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").lower()
+    if not name or not name[0].isalpha():
+        name = f"x_{name}"
+    return f"{name}_" if name in RESERVED_WORDS else name
+
+
+def model_name(name: str) -> str:
+    name = pascal_case(re.sub(r"[^A-Za-z0-9]+", "_", name))
+    return name if name and name[0].isalpha() else f"M{name}"
+
+
+class Mapper:
+    """Holds the document and what has been mapped so far; one instance per import."""
+
+    def __init__(self, document: Document, filters: Filters) -> None:
+        self.doc = document
+        self.filters = filters
+        info: Any = document.data.get("info") if isinstance(document.data.get("info"), Mapping) else {}
+        self.out = Imported(
+            title=str(info.get("title") or "API"),
+            servers=[str(s.get("url")) for s in document.data.get("servers") or [] if isinstance(s, Mapping)],
+            security=[name for name, _ in items((document.data.get("components") or {}).get("securitySchemes"))],
+        )
+        self.building: set[str] = set()
+        self.depth = 0
+
+    def warn(self, code: str, pointer: str, message: str, hint: str | None = None) -> str:
+        """Record a warning; returns the comment text for the TOML."""
+        self.out.diagnostics.append(self.doc.diagnostic(code, pointer, message, hint=hint))
+        return f"{message} [{code}, {pointer}]"
+
+    # --- schemas → types and models ----------------------------------------------------------------
+
+    def model_for_ref(self, ref: str) -> str | None:
+        """The model a `#/components/schemas/X` ref becomes, mapped once; None if X is not an object."""
+        schema, pointer = self.doc.resolve({"$ref": ref}, ref)
+        if not self.is_object(schema):
+            return None
+        name = model_name(ref.removeprefix(SCHEMAS).split("/")[0]) if ref.startswith(SCHEMAS) else None
+        return self.model(schema, pointer, name or model_name(pointer.rsplit("/", 1)[-1]))
+
+    def is_object(self, schema: Any) -> bool:
+        if not isinstance(schema, Mapping):
+            return False
+        if "properties" in schema or "allOf" in schema:
+            return True
+        return schema.get("type") == "object" and not schema.get("additionalProperties")
+
+    def model(self, schema: Mapping[str, Any], pointer: str, name: str) -> str:
+        if name in self.out.models or name in self.building:
+            existing = self.out.models.get(name)
+            if existing is None or existing.pointer == pointer:
+                return name
+            name = self.unique_model_name(name)
+        self.building.add(name)
+        model = Model(name, pointer, _text(schema.get("description")))
+        properties, required = self.properties(schema, pointer, model.comments)
+        for prop, (prop_schema, prop_pointer) in properties.items():
+            self.add_field(model, prop, prop_schema, prop_pointer, prop in required)
+        self.building.discard(name)
+        self.out.models[name] = model
+        return name
+
+    def unique_model_name(self, name: str) -> str:
+        number = 2
+        while f"{name}{number}" in self.out.models or f"{name}{number}" in self.building:
+            number += 1
+        return f"{name}{number}"
+
+    def properties(
+        self, schema: Mapping[str, Any], pointer: str, comments: list[str], seen: frozenset[str] = frozenset()
+    ) -> tuple[dict[str, tuple[Any, str]], set[str]]:
+        """An object schema's properties and required names, `allOf` parts merged in order (a part that
+        includes itself again, directly or not, is reported once and contributes nothing more)."""
+        found: dict[str, tuple[Any, str]] = {}
+        seen = seen | {pointer}
+        required: set[str] = set(schema.get("required") or [])
+        for index, part in enumerate(schema.get("allOf") or []):
+            try:
+                resolved, part_pointer = self.doc.resolve(part, child(pointer, "allOf", index))
+            except RefError as exc:
+                comments.append(self.warn("FG302", child(pointer, "allOf", index), str(exc)))
+                continue
+            if not isinstance(resolved, Mapping):
+                continue
+            if part_pointer in seen:
+                comments.append(
+                    self.warn(
+                        "FG305",
+                        child(pointer, "allOf", index),
+                        "this allOf part includes the schema itself; it adds nothing",
+                    )
+                )
+                continue
+            more, more_required = self.properties(resolved, part_pointer, comments, seen)
+            for name, value in more.items():
+                if name in found and _kind(found[name][0], self.doc) != _kind(value[0], self.doc):
+                    comments.append(
+                        self.warn(
+                            "FG305",
+                            child(pointer, "allOf", index),
+                            f"allOf parts disagree on {name!r}; the first part's declaration is kept",
+                        )
+                    )
+                    continue
+                found.setdefault(name, value)
+            required |= more_required
+        for key in ("oneOf", "anyOf"):
+            if key in schema:
+                comments.append(
+                    self.warn(
+                        "FG304",
+                        child(pointer, key),
+                        f"{key} is not expressible; only the "
+                        "properties shared by every variant are not merged in either",
+                    )
+                )
+        for name, prop in items(schema.get("properties")):
+            found.setdefault(name, (prop, child(pointer, "properties", name)))
+        extra = schema.get("additionalProperties")
+        if extra not in (None, False) and found:
+            comments.append(
+                self.warn(
+                    "FG303",
+                    child(pointer, "additionalProperties"),
+                    "additionalProperties are not carried: only the named properties are",
+                )
+            )
+        return found, required
+
+    def add_field(self, model: Model, prop: str, schema: Any, pointer: str, required: bool) -> None:
+        if not IDENTIFIER.match(prop) or prop in RESERVED_WORDS:
+            model.comments.append(
+                self.warn(
+                    "FG306",
+                    pointer,
+                    f"property {prop!r} is not a usable field name; it is not in the model",
+                    hint="a presenter's inline schema or a handler that renames it can carry it",
+                )
+            )
+            return
+        mapped = self.field(prop, schema, pointer, required, context=model.name)
+        if mapped is None:
+            model.comments.append(f"{prop}: not in the model (see the warning at {pointer})")
+            return
+        model.fields.append(mapped)
+        resolved = self.safe_resolve(schema, pointer)[0]
+        if isinstance(resolved, Mapping) and resolved.get("readOnly"):
+            model.guarded.append(prop)
+        if isinstance(resolved, Mapping) and resolved.get("writeOnly"):
+            model.hidden.append(prop)
+
+    def safe_resolve(self, schema: Any, pointer: str) -> tuple[Any, str]:
+        try:
+            return self.doc.resolve(schema, pointer)
+        except RefError:
+            return None, pointer
+
+    def field(self, name: str, schema: Any, pointer: str, required: bool, *, context: str) -> Field | None:
+        """A spec field for `schema`, or None (with a warning) when the spec has no type for it."""
+        if self.depth >= MAX_DEPTH:  # arrays of arrays of themselves through $refs: no model breaks the cycle
+            self.warn(
+                "FG310",
+                pointer,
+                f"the schema nests more than {MAX_DEPTH} levels (a cycle through arrays?); the field is not carried",
+            )
+            return None
+        self.depth += 1
+        try:
+            return self._field(name, schema, pointer, required, context=context)
+        finally:
+            self.depth -= 1
+
+    def _field(self, name: str, schema: Any, pointer: str, required: bool, *, context: str) -> Field | None:
+        out = Field(name, "string", required=required)
+        ref = schema.get("$ref") if isinstance(schema, Mapping) else None
+        try:
+            resolved, resolved_pointer = self.doc.resolve(schema, pointer)
+        except RefError as exc:
+            self.warn("FG302", pointer, str(exc))
+            return None
+        if not isinstance(resolved, Mapping):
+            self.warn("FG310", pointer, "the schema is not an object; the field is not carried")
+            return None
+        out.description = _text(resolved.get("description"))
+        resolved = self.unwrap_nullable(resolved, resolved_pointer, out)
+        if resolved is None:
+            return None
+        if isinstance(ref, str) and self.is_object(resolved):
+            out.type = self.model_for_ref(ref) or "string"
+            return out
+        if not self.set_type(out, resolved, resolved_pointer, f"{context}{pascal_case(name)}"):
+            return None
+        self.note_constraints(out, resolved, resolved_pointer)
+        return out
+
+    def unwrap_nullable(self, schema: Mapping[str, Any], pointer: str, out: Field) -> Mapping[str, Any] | None:
+        """3.0 `nullable`, 3.1 `type: [T, "null"]`, `anyOf/oneOf: [T, {type: null}]` and a one-ref `allOf`."""
+        out.nullable = bool(schema.get("nullable"))
+        types = schema.get("type")
+        if isinstance(types, list):
+            out.nullable = out.nullable or "null" in types
+            rest = [t for t in types if t != "null"]
+            if len(rest) != 1:
+                out.comments.append(
+                    self.warn(
+                        "FG304",
+                        child(pointer, "type"),
+                        f"a union of types {types} is not expressible; the field is not carried",
+                    )
+                )
+                return None
+            schema = {**schema, "type": rest[0]}
+        for key in ("anyOf", "oneOf"):
+            variants = schema.get(key)
+            if isinstance(variants, list):
+                concrete = [v for v in variants if not (isinstance(v, Mapping) and v.get("type") == "null")]
+                if len(concrete) == 1 and len(variants) == 2:
+                    out.nullable = True
+                    resolved, _ = self.safe_resolve(concrete[0], child(pointer, key, 0))
+                    return resolved if isinstance(resolved, Mapping) else None
+                self.warn(
+                    "FG304",
+                    child(pointer, key),
+                    f"{key} without a single variant is not expressible "
+                    "(no discriminated unions in the spec); the field is not carried",
+                )
+                return None
+        parts = schema.get("allOf")
+        if isinstance(parts, list) and len(parts) == 1 and "properties" not in schema:
+            resolved, _ = self.safe_resolve(parts[0], child(pointer, "allOf", 0))
+            return {**resolved, **{k: v for k, v in schema.items() if k != "allOf"}} if resolved else None
+        return schema
+
+    def set_type(self, out: Field, schema: Mapping[str, Any], pointer: str, inline_name: str) -> bool:
+        kind = schema.get("type")
+        if "enum" in schema:
+            values = [v for v in schema["enum"] if v is not None]
+            if all(isinstance(v, str) for v in values) and values:
+                out.type, out.values = "enum", values
+                out.nullable = out.nullable or None in schema["enum"]
+                return True
+            out.comments.append(
+                self.warn(
+                    "FG307", child(pointer, "enum"), "a non-string enum is not expressible; its values are not checked"
+                )
+            )
+        if self.is_object(schema):
+            out.type = self.model(schema, pointer, inline_name)
+            return True
+        if kind == "array":
+            return self.set_items(out, schema, pointer, inline_name)
+        if kind == "object" or (kind is None and "additionalProperties" in schema):
+            self.warn("FG303", pointer, "a free-form object or map is not expressible; the field is not carried")
+            return False
+        if kind in ("integer", "number", "boolean"):
+            out.type = str(kind)
+            return True
+        if kind == "string" or kind is None:
+            fmt = schema.get("format")
+            out.type = FORMATS.get(str(fmt), "string")
+            if fmt == "binary":
+                self.warn("FG310", pointer, "binary data is not expressible; the field is not carried")
+                return False
+            return True
+        self.warn("FG310", pointer, f"type {kind!r} is not expressible; the field is not carried")
+        return False
+
+    def set_items(self, out: Field, schema: Mapping[str, Any], pointer: str, inline_name: str) -> bool:
+        item_schema = schema.get("items")
+        if not isinstance(item_schema, Mapping):
+            self.warn("FG310", pointer, "an array without items is not expressible; the field is not carried")
+            return False
+        item = self.field("item", item_schema, child(pointer, "items"), True, context=inline_name)
+        if item is not None and item.nullable:
+            out.comments.append(f"null items are not accepted [{child(pointer, 'items')}]")
+        if item is None:
+            return False
+        if item.type in ("list", "enum"):
+            self.warn(
+                "FG310", child(pointer, "items"), f"a list of {item.type} is not expressible; the field is not carried"
+            )
+            return False
+        out.type, out.items = "list", item.type
+        out.comments += item.comments
+        return True
+
+    def note_constraints(self, out: Field, schema: Mapping[str, Any], pointer: str) -> None:
+        found = [f"{key}={json.dumps(schema[key])}" for key in CONSTRAINT_KEYS if key in schema]
+        if found:
+            out.comments.append(f"not carried (yet): {', '.join(found)} [{pointer}]")
+        if schema.get("default") is not None:
+            out.default = schema["default"]
+
+    # --- operations → tools ------------------------------------------------------------------------
+
+    def operations(self) -> None:
+        paths = self.doc.data.get("paths")
+        for path, item in items(paths):
+            item_pointer = child("#/paths", path)
+            try:
+                resolved, _ = self.doc.resolve(item, item_pointer)
+            except RefError as exc:
+                self.warn("FG302", item_pointer, str(exc))
+                continue
+            shared = resolved.get("parameters") or [] if isinstance(resolved, Mapping) else []
+            for method, operation in items(resolved):
+                if method in METHODS and isinstance(operation, Mapping):
+                    self.operation(path, method, operation, child(item_pointer, method), shared, item_pointer)
+        for name, _ in items(self.doc.data.get("webhooks")):
+            self.warn(
+                "FG320",
+                child("#/webhooks", name),
+                "a webhook is a call the API makes, not an operation it serves; not imported",
+            )
+
+    def selected(self, operation: Mapping[str, Any], name: str) -> bool:
+        tags = {str(t) for t in operation.get("tags") or []}
+        if self.filters.tags and not tags & self.filters.tags:
+            return False
+        pattern = self.filters.include_ops
+        return pattern is None or bool(pattern.search(str(operation.get("operationId") or name)))
+
+    def operation(
+        self, path: str, method: str, operation: Mapping[str, Any], pointer: str, shared: list[Any], item_pointer: str
+    ) -> None:
+        name = identifier(str(operation.get("operationId") or f"{method} {path}"))
+        if not self.selected(operation, name):
+            return
+        if method in ("options", "trace"):
+            self.warn("FG321", pointer, f"{method.upper()} operations are not imported")
+            return
+        for key in ("callbacks",):
+            if key in operation:
+                self.warn(
+                    "FG322", child(pointer, key), "callbacks are not expressible; the tool is imported without them"
+                )
+        if name in self.out.tools:
+            unique = f"{name}_{method}"
+            self.warn("FG323", pointer, f"tool name {name!r} is taken; this one is {unique!r}")
+            name = unique
+        tool = Tool(name, pointer, method, path, KINDS.get(method, "action"))
+        tool.description = _description(operation)
+        tool.tags = [str(t) for t in operation.get("tags") or []]
+        if not self.body(tool, operation, pointer):
+            return
+        self.parameters(tool, shared, item_pointer, operation.get("parameters") or [], pointer)
+        self.response(tool, operation, pointer)
+        self.out.tools[name] = tool
+
+    def parameters(self, tool: Tool, shared: list[Any], item_pointer: str, own: list[Any], pointer: str) -> None:
+        merged: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
+        for base, params in ((item_pointer, shared), (pointer, own)):
+            if not isinstance(params, list):
+                tool.comments.append(
+                    self.warn("FG312", child(base, "parameters"), "parameters is not a list; none of them is an input")
+                )
+                continue
+            for index, param in enumerate(params):
+                param_pointer = child(base, "parameters", index)
+                resolved, _ = self.safe_resolve(param, param_pointer)
+                if isinstance(resolved, Mapping) and "name" in resolved:
+                    merged[(str(resolved["name"]), str(resolved.get("in")))] = (resolved, param_pointer)
+        taken = {f.name for f in tool.input} | set(self.fillable_fields(tool))
+        for (wire, where), (param, param_pointer) in merged.items():
+            if where == "cookie":
+                tool.comments.append(
+                    self.warn("FG311", param_pointer, f"cookie parameter {wire!r} is not expressible; not an input")
+                )
+                continue
+            if where == "header" and wire.lower() in IGNORED_HEADERS:
+                continue  # OpenAPI says these are ignored: the client sets them
+            if "schema" not in param:
+                tool.comments.append(
+                    self.warn("FG312", param_pointer, f"parameter {wire!r} has `content`, not a `schema`; not an input")
+                )
+                continue
+            if param.get("style") not in (None, "simple", "form") or param.get("explode") is False:
+                tool.comments.append(
+                    self.warn(
+                        "FG312",
+                        param_pointer,
+                        f"parameter {wire!r}: style {param.get('style')!r} / explode=false is sent as form, exploded",
+                    )
+                )
+            arg = identifier(wire)
+            if arg in taken:
+                arg = identifier(f"{where}_{wire}")
+                tool.comments.append(f"{where} parameter {wire!r} is the input {arg!r} (a body field has its name)")
+            required = bool(param.get("required")) or where == "path"
+            mapped = self.field(arg, param["schema"], child(param_pointer, "schema"), required, context=tool.name)
+            if mapped is None:
+                tool.comments.append(f"parameter {wire!r} is not an input (see the warning at {param_pointer})")
+                continue
+            mapped.description = _text(param.get("description")) or mapped.description
+            if mapped.type not in (
+                "string",
+                "integer",
+                "number",
+                "boolean",
+                "date",
+                "datetime",
+                "uuid",
+                "enum",
+                "list",
+            ):
+                tool.comments.append(
+                    self.warn("FG312", param_pointer, f"parameter {wire!r} is an object; not an input")
+                )
+                continue
+            if mapped.default is not None and mapped.required:
+                mapped.default = None
+            taken.add(arg)
+            tool.input.append(mapped)
+            tool.params.append(Param(arg, wire, where))
+
+    def fillable_fields(self, tool: Tool) -> list[str]:
+        if tool.input_from is None:
+            return []
+        model, operation = tool.input_from.split(".")
+        return self.out.models[model].fillable.get(operation, [])
+
+    def body(self, tool: Tool, operation: Mapping[str, Any], pointer: str) -> bool:
+        """Map the request body; False (with a warning) if the operation cannot be imported without it."""
+        if "requestBody" not in operation:
+            return True
+        body_pointer = child(pointer, "requestBody")
+        body, _ = self.safe_resolve(operation["requestBody"], body_pointer)
+        content: Any = body.get("content") if isinstance(body, Mapping) else None
+        media = [m for m, _ in items(content)]
+        json_type = next((m for m in media if m == "application/json" or m.endswith("+json")), None)
+        if json_type is None:
+            self.warn(
+                "FG313",
+                child(body_pointer, "content"),
+                f"the request body is only {', '.join(media) or 'declared without content'}"
+                "; the operation is not imported (only JSON bodies are)",
+            )
+            return False
+        others = [m for m in media if m != json_type]
+        if others:
+            tool.comments.append(f"the body is sent as {json_type}; also accepted upstream: {', '.join(others)}")
+        schema = content[json_type].get("schema") if isinstance(content[json_type], Mapping) else None
+        schema_pointer = child(body_pointer, "content", json_type, "schema")
+        ref = schema.get("$ref") if isinstance(schema, Mapping) else None
+        resolved, resolved_pointer = self.safe_resolve(schema, schema_pointer)
+        if isinstance(ref, str) and self.is_object(resolved):
+            self.body_from_model(tool, self.model_for_ref(ref) or "", body_pointer)
+        elif self.is_object(resolved):
+            self.body_from_model(
+                tool, self.model(resolved, resolved_pointer, model_name(f"{tool.name}_body")), body_pointer
+            )
+        else:
+            whole = self.field("body", schema, schema_pointer, bool(body.get("required")), context=tool.name)
+            if whole is None:
+                self.warn(
+                    "FG313",
+                    schema_pointer,
+                    "the request body's schema is not expressible; the operation is not imported",
+                )
+                return False
+            tool.input.append(whole)
+            tool.whole_body = "body"
+        if isinstance(body, Mapping) and not body.get("required") and tool.whole_body is None:
+            tool.comments.append("the body is optional upstream; its required fields are required here")
+        return True
+
+    def body_from_model(self, tool: Tool, name: str, body_pointer: str) -> None:
+        model = self.out.models[name]
+        operation = BODY_OPERATIONS.get(tool.method, "create")
+        writable = [f.name for f in model.fields if f.name not in model.guarded]
+        fillable = model.fillable.setdefault(operation, writable)
+        tool.input_from = f"{name}.{operation}"
+        for arg in fillable:
+            tool.params.append(Param(arg, arg, "body"))
+        if operation == "update":
+            tool.comments.append("PATCH: every body field is optional (input_from ….update); only those sent go up")
+
+    def response(self, tool: Tool, operation: Mapping[str, Any], pointer: str) -> None:
+        responses: Any = operation.get("responses")
+        codes = [c for c, _ in items(responses)]
+        success = next((c for c in codes if c.startswith("2")), None)
+        if success is None:
+            tool.comments.append("no 2xx response is documented: the tool returns no data")
+            return
+        response_pointer = child(pointer, "responses", success)
+        response, _ = self.safe_resolve(responses[success], response_pointer)
+        content: Any = response.get("content") if isinstance(response, Mapping) else None
+        media = [m for m, _ in items(content)]
+        if not media:
+            return
+        json_type = next((m for m in media if m == "application/json" or m.endswith("+json")), None)
+        if json_type is None:
+            tool.comments.append(
+                self.warn(
+                    "FG314",
+                    child(response_pointer, "content"),
+                    f"the {success} response is {', '.join(media)}, not JSON: the tool returns no data",
+                )
+            )
+            return
+        media_object = content[json_type] if isinstance(content[json_type], Mapping) else {}
+        schema_pointer = child(response_pointer, "content", json_type, "schema")
+        returned = self.field(
+            "result", media_object.get("schema"), schema_pointer, True, context=pascal_case(tool.name)
+        )
+        if returned is not None and returned.type in self.out.models:
+            tool.returns = returned.type
+        elif returned is not None and returned.type == "list" and returned.items in self.out.models:
+            tool.returns = f"{returned.items}[]"
+        else:
+            shape = "not expressible" if returned is None else f"a {returned.type}, not an object"
+            tool.comments.append(
+                self.warn(
+                    "FG314",
+                    schema_pointer,
+                    f"the {success} response is {shape}: the tool "
+                    "returns no data (`returns` names a model or a list of one)",
+                    hint="return it from a presenter with an inline schema, or wrap it in an object in the handler",
+                )
+            )
+
+
+def _text(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _description(operation: Mapping[str, Any]) -> str | None:
+    summary, description = _text(operation.get("summary")), _text(operation.get("description"))
+    if summary and description and description != summary:
+        return f"{summary}\n\n{description}" if not description.startswith(summary) else description
+    return summary or description
+
+
+def _kind(schema: Any, document: Document) -> Any:
+    try:
+        resolved, _ = document.resolve(schema, "#")
+    except RefError:
+        return None
+    return resolved.get("type") if isinstance(resolved, Mapping) else None
+
+
+def map_document(document: Document, filters: Filters | None = None) -> Imported:
+    """Every component schema, then every selected operation (models they name inline are added)."""
+    mapper = Mapper(document, filters or Filters())
+    for name, _ in items((document.data.get("components") or {}).get("schemas")):
+        mapper.model_for_ref(f"{SCHEMAS}{name}")
+    mapper.operations()
+    return mapper.out

@@ -1,0 +1,457 @@
+"""`fusiongen import openapi` on real documents nobody on this project wrote (/work/shared/openapi, beside
+the repository as `../shared/openapi`): each imports, validates, builds and serves; its httpx handlers reach
+a stub of the upstream built from the document; a re-import after a changed document keeps the user's edits.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from fusiongen.api import validate
+from tests.support.build import ROOT, build, importable
+from tests.support.openapi_upstream import serving
+from tests.support.processes import run
+
+# Beside the checkout; FUSIONGEN_OPENAPI_DOCUMENTS points elsewhere (a worktree outside /work).
+SHARED = Path(os.environ.get("FUSIONGEN_OPENAPI_DOCUMENTS") or ROOT.parent / "shared" / "openapi")
+DOCUMENTS = ("oai-petstore-expanded.json", "swagger-petstore-v3.yaml", "redocly-museum.yaml")
+DIAGNOSTIC = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>\w+)\[(?P<code>FG\d+)\]: (?P<msg>.*)$")
+
+# What each document has that the spec cannot say: (code, JSON pointer) of every warning, exactly.
+UNSUPPORTED = {
+    "oai-petstore-expanded.json": set(),
+    "swagger-petstore-v3.yaml": {
+        ("FG313", "#/paths/~1pet~1{petId}~1uploadImage/post/requestBody/content"),
+        ("FG303", "#/paths/~1store~1inventory/get/responses/200/content/application~1json/schema"),
+        ("FG314", "#/paths/~1store~1inventory/get/responses/200/content/application~1json/schema"),
+        ("FG314", "#/paths/~1user~1login/get/responses/200/content/application~1json/schema"),
+        ("FG306", "#/components/schemas/ApiResponse/properties/type"),
+    },
+    "redocly-museum.yaml": {
+        ("FG314", "#/paths/~1tickets~1{ticketId}~1qr/get/responses/200/content"),
+        ("FG320", "#/webhooks/publishNewEvent"),
+        ("FG306", "#/components/schemas/Error/properties/type"),
+    },
+}
+# One read-by-id call per document, through the httpx handlers: (tool, arguments, base path, upstream path).
+READ_BY_ID = {
+    "oai-petstore-expanded.json": ("find_pet_by_id", {"id": 7}, "", "/pets/7"),
+    "swagger-petstore-v3.yaml": ("get_pet_by_id", {"pet_id": 10}, "/api/v3", "/pet/10"),
+    "redocly-museum.yaml": (
+        "get_special_event",
+        {"event_id": "dad4bce8-f5cb-4078-a211-995864315e39"},
+        "",
+        "/special-events/dad4bce8-f5cb-4078-a211-995864315e39",
+    ),
+}
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_documents() -> None:
+    missing = [name for name in DOCUMENTS if not (SHARED / name).is_file()]
+    if missing:
+        pytest.fail(f"the shared OpenAPI documents are missing from {SHARED}: {', '.join(missing)}", pytrace=False)
+
+
+def imported(tmp_path: Path, document: str, *args: str) -> tuple[Path, list[tuple[str, str]], str]:
+    """Import `document` into tmp_path/spec.toml; returns the spec, its warnings as (code, pointer), stderr."""
+    result = run("import", "openapi", SHARED / document, "-o", "spec.toml", *args, cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    warnings = [m for line in result.stderr.splitlines() if (m := DIAGNOSTIC.match(line))]
+    assert all(m["sev"] == "warning" for m in warnings), result.stderr
+    return tmp_path / "spec.toml", [(m["code"], m["msg"].split(": ", 1)[0]) for m in warnings], result.stderr
+
+
+# --- every document: import, validate, build, list --------------------------------------------------
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+async def test_each_document_imports_validates_builds_and_lists_its_tools(tmp_path: Path, document: str) -> None:
+    spec, warnings, _ = imported(tmp_path, document)
+    assert set(warnings) == UNSUPPORTED[document]
+    assert len(warnings) == len(UNSUPPORTED[document])  # one report per place, not one per mention
+    first = spec.read_bytes()
+    sibling = tmp_path.with_name(tmp_path.name + "-again")  # as deep: the same relative path to the document
+    sibling.mkdir()
+    again = run("import", "openapi", SHARED / document, "-o", "spec.toml", cwd=sibling)
+    assert again.code == 0
+    assert (sibling / "spec.toml").read_bytes() == first  # deterministic
+
+    _, ir, spec_warnings = validate(spec)
+    assert spec_warnings == []
+    generation = build(spec, tmp_path / "out")
+    with importable(tmp_path / "out", modules=(generation.ir.package,)):
+        package = importlib.import_module(generation.ir.package)
+
+        async with Client(package.create_server(_stub_handlers(ir)), mode="legacy", cache=None) as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(listed) == {tool.wire for tool in ir.tools}
+    tool, _, _, _ = READ_BY_ID[document]
+    assert listed[tool].annotations is not None and listed[tool].annotations.read_only_hint is True
+
+
+def _stub_handlers(ir: Any) -> ModuleType:
+    module = ModuleType("listing_only")
+    for tool in ir.tools:
+        setattr(module, tool.handler, lambda args: None)
+    return module
+
+
+def test_the_written_spec_carries_the_mapping_rules(tmp_path: Path) -> None:
+    spec, _, _ = imported(tmp_path, "oai-petstore-expanded.json")
+    text = spec.read_text(encoding="utf-8")
+    _, ir, _ = validate(spec)
+    tools = {tool.name: tool for tool in ir.tools}
+    assert set(tools) == {"find_pets", "add_pet", "find_pet_by_id", "delete_pet"}  # "find pet by id" named
+    assert (tools["find_pets"].kind, tools["delete_pet"].kind, tools["add_pet"].kind) == ("query", "mutation", "action")
+    assert [f.name for f in tools["add_pet"].inputs] == ["name", "tag"]  # the body: input_from NewPet.create
+    assert 'input_from = "NewPet.create"' in text
+    assert [f.name for f in ir.model("Pet").fields] == ["name", "tag", "id"]  # allOf: NewPet + id
+    assert tools["find_pets"].returns is not None and tools["find_pets"].returns.collection
+    assert "# GET /pets/{id} · from #/paths/~1pets~1{id}/get" in text
+
+
+def test_tags_and_include_ops_select_operations(tmp_path: Path) -> None:
+    spec, _, _ = imported(
+        tmp_path, "swagger-petstore-v3.yaml", "--tags", "store,user", "--include-ops", "^(get|delete)"
+    )
+    names = {tool.name for tool in validate(spec)[1].tools}
+    assert names == {"get_inventory", "get_order_by_id", "delete_order", "get_user_by_name", "delete_user"}
+    assert "# GET /store/inventory · tags: store" in spec.read_text(encoding="utf-8")
+
+
+# --- what the import cannot say ------------------------------------------------------------------------
+
+SYNTHETIC = {
+    "openapi": "3.1.0",
+    "info": {"title": "Synthetic", "version": "1"},
+    "paths": {
+        "/things/{id}": {"$ref": "#/components/pathItems/Thing"},
+        "/search": {
+            "get": {
+                "operationId": "search",
+                "parameters": [
+                    {"name": "session", "in": "cookie", "schema": {"type": "string"}},
+                    {"name": "q", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
+                    "oneOf": [{"$ref": "#/components/schemas/Thing"}, {"type": "string"}]}}}}},
+                "callbacks": {"done": {}},
+            }
+        },
+    },
+    "components": {
+        "pathItems": {
+            "Thing": {"get": {"operationId": "getThing", "parameters": [
+                {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "ok", "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/Thing"}}}}}}}
+        },
+        "schemas": {
+            "Thing": {
+                "type": "object",
+                "required": ["id"],
+                "properties": {
+                    "id": {"type": "string", "readOnly": True},
+                    "secret": {"type": "string", "writeOnly": True},
+                    "label": {"type": ["string", "null"], "maxLength": 20},
+                    "shape": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                    "next": {"$ref": "#/components/schemas/Thing"},
+                    "broken": {"$ref": "#/components/schemas/Nowhere"},
+                },
+            }
+        },
+    },
+}  # fmt: skip
+
+
+def test_unsupported_parts_are_warnings_with_pointers_and_comments(tmp_path: Path) -> None:
+    (tmp_path / "api.json").write_text(json.dumps(SYNTHETIC, indent=2), encoding="utf-8")
+    result = run("import", "openapi", "api.json", "-o", "spec.toml", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    found = {
+        (m["code"], m["msg"].split(": ", 1)[0]) for line in result.stderr.splitlines() if (m := DIAGNOSTIC.match(line))
+    }
+    assert found == {
+        ("FG311", "#/paths/~1search/get/parameters/0"),
+        ("FG304", "#/paths/~1search/get/responses/200/content/application~1json/schema/oneOf"),
+        ("FG314", "#/paths/~1search/get/responses/200/content/application~1json/schema"),
+        ("FG322", "#/paths/~1search/get/callbacks"),
+        ("FG304", "#/components/schemas/Thing/properties/shape/anyOf"),
+        ("FG302", "#/components/schemas/Thing/properties/broken"),
+    }
+    line = next(line for line in result.stderr.splitlines() if "FG311" in line)
+    assert line.startswith("api.json:") and DIAGNOSTIC.match(line)["line"] != "1"  # positioned at the param
+    text = (tmp_path / "spec.toml").read_text(encoding="utf-8")
+    assert (
+        "# cookie parameter 'session' is not expressible; not an input [FG311, #/paths/~1search/get/parameters/0]"
+        in text
+    )
+    assert "# not carried (yet): maxLength=20 [#/components/schemas/Thing/properties/label]" in text
+    _, ir, _ = validate(tmp_path / "spec.toml")
+    thing = ir.model("Thing")
+    assert [f.name for f in thing.fields if f.guarded] == ["id"]  # readOnly
+    assert [f.name for f in thing.fields if f.hidden] == ["secret"]  # writeOnly
+    assert [f.name for f in thing.fields] == ["id", "secret", "label", "next"]  # a cycle through a $ref is fine
+    assert {t.name for t in ir.tools} == {"get_thing", "search"}  # a path-item $ref is followed
+
+
+@pytest.mark.parametrize(
+    ("content", "code", "message"),
+    [
+        ("openapi: [unclosed", "FG300", "not valid YAML or JSON"),
+        ("swagger: '2.0'\ninfo: {}\n", "FG301", "not an OpenAPI 3.0 or 3.1 document"),
+    ],
+)
+def test_a_bad_document_is_a_diagnostic_not_a_traceback(tmp_path: Path, content: str, code: str, message: str) -> None:
+    (tmp_path / "api.yaml").write_text(content, encoding="utf-8")
+    result = run("import", "openapi", "api.yaml", "-o", "spec.toml", cwd=tmp_path)
+    assert result.code == 2
+    assert f"error[{code}]: {message}" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "spec.toml").exists()
+
+
+def test_a_spec_the_import_did_not_write_is_not_overwritten(tmp_path: Path) -> None:
+    (tmp_path / "spec.toml").write_text('[server]\nname = "mine"\n', encoding="utf-8")
+    result = run("import", "openapi", SHARED / "oai-petstore-expanded.json", "-o", "spec.toml", cwd=tmp_path)
+    assert result.code == 2 and "error[FG330]" in result.stderr
+    assert (tmp_path / "spec.toml").read_text(encoding="utf-8") == '[server]\nname = "mine"\n'
+
+
+# --- --handlers http: end to end against a stub upstream ---------------------------------------------
+
+
+def http_server(tmp_path: Path, document: str) -> tuple[ModuleType, ModuleType, Any]:
+    """Import with --handlers http and build; returns the package and handler module (imported) and the IR."""
+    spec, _, stderr = imported(tmp_path, document, "--handlers", "http")
+    _, ir, _ = validate(spec)
+    assert f"{ir.handlers_module}.py: wrote {len(ir.tools)} httpx handler(s)" in stderr
+    build(spec, tmp_path / "out")
+    return ir
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+async def test_a_call_goes_through_the_httpx_handler_to_the_upstream(
+    tmp_path: Path, document: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ir = http_server(tmp_path, document)
+    tool, arguments, base_path, upstream_path = READ_BY_ID[document]
+    prefix = re.sub(r"[^A-Z0-9]+", "_", ir.name.upper())
+    with (
+        serving(SHARED / document, base_path) as upstream,
+        importable(tmp_path / "out", tmp_path, modules=(ir.package, ir.handlers_module)),
+    ):
+        monkeypatch.setenv(f"{prefix}_BASE_URL", upstream.base_url)
+        monkeypatch.setenv(f"{prefix}_AUTH_HEADER", "X-Api-Key: k-123")
+        package = importlib.import_module(ir.package)
+        handlers = importlib.import_module(ir.handlers_module)
+        async with Client(package.create_server(handlers), mode="legacy", cache=None) as client:
+            result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    (seen,) = upstream.requests
+    assert (seen.method, seen.path) == ("GET", upstream_path)
+    assert seen.headers.get("X-Api-Key") == "k-123"
+    _, operation = upstream.route("GET", upstream_path) or (None, {})
+    _, body = upstream.body_for(operation)
+    expected = json.loads(body)
+    data = result.structured_content["data"]  # the presenter envelope (flat before it: `result.structured_content`)
+    for key, value in data.items():
+        if key in expected and not isinstance(value, dict | list):
+            assert value == expected[key], key
+    assert set(data) <= set(expected)
+    assert data  # something came back from the upstream
+
+
+def _response(status: int, body: bytes = b"", **headers: str) -> httpx.Response:
+    return httpx.Response(status, content=body, headers=headers)
+
+
+def test_upstream_answers_map_to_tool_errors(tmp_path: Path) -> None:
+    ir = http_server(tmp_path, "oai-petstore-expanded.json")
+    with importable(tmp_path / "out", tmp_path, modules=(ir.package, ir.handlers_module)):
+        handlers = importlib.import_module(ir.handlers_module)
+        cases = {
+            404: handlers.error_for(_response(404), "GET /pets/9"),
+            409: handlers.error_for(_response(409), "DELETE /pets/9"),
+            422: handlers.error_for(_response(422, b'{"message": "name is required"}'), "POST /pets"),
+            400: handlers.error_for(_response(400, b'{"detail": "limit must be positive"}'), "GET /pets"),
+            429: handlers.error_for(_response(429, **{"Retry-After": "7"}), "GET /pets"),
+            503: handlers.error_for(_response(503, **{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}), "GET /pets"),
+            500: handlers.error_for(_response(500, b"stack trace with secret-internal"), "GET /pets"),
+        }
+    assert {s: getattr(e, "code", None) for s, e in cases.items()} == {
+        404: "NOT_FOUND", 409: "CONFLICT", 422: "INVALID_REQUEST", 400: "INVALID_REQUEST",
+        429: "RATE_LIMITED", 503: "UNAVAILABLE", 500: None,
+    }  # fmt: skip
+    assert cases[422].message == "name is required" and cases[400].message == "limit must be positive"
+    assert cases[429].retry_after == 7.0 and cases[503].retry_after == 0.0  # a past date: retry now
+    assert isinstance(cases[500], handlers.UpstreamError) and "secret" not in str(cases[500])
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "code", "detail"),
+    [(404, {}, "NOT_FOUND", None), (409, {}, "CONFLICT", None), (429, {"Retry-After": "3"}, "RATE_LIMITED", "3")],
+)
+async def test_upstream_errors_reach_the_agent_as_tool_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int, headers: dict[str, str], code: str, detail: str | None
+) -> None:
+    ir = http_server(tmp_path, "oai-petstore-expanded.json")
+    prefix = re.sub(r"[^A-Z0-9]+", "_", ir.name.upper())
+    with (
+        serving(SHARED / "oai-petstore-expanded.json") as upstream,
+        importable(tmp_path / "out", tmp_path, modules=(ir.package, ir.handlers_module)),
+    ):
+        monkeypatch.setenv(f"{prefix}_BASE_URL", upstream.base_url)
+        package = importlib.import_module(ir.package)
+        handlers = importlib.import_module(ir.handlers_module)
+        upstream.answer("DELETE", "/pets/{id}", status, {"message": "upstream words"}, **headers)
+        async with Client(package.create_server(handlers), mode="legacy", cache=None) as client:
+            result = await client.call_tool("delete_pet", {"id": 3})
+    assert result.is_error
+    text = result.content[0].text
+    assert f'code="{code}"' in text and "upstream words" not in text
+    if detail is not None:
+        assert f'<detail key="retry_after">{detail}</detail>' in text
+
+
+# --- re-import keeps the user's edits -------------------------------------------------------------------
+
+USER_SECTION = """
+[presenters.Pet]
+model = "Pet"
+rules = ["Pets are adopted, never sold."]
+redact_pii = ["name"]
+
+[workflows.adoption]
+initial = "listed"
+[workflows.adoption.states]
+listed = { on = { ADOPT = "adopted" } }
+adopted = { type = "final" }
+"""
+
+
+def test_a_reimport_after_a_changed_document_keeps_the_users_edits(tmp_path: Path) -> None:
+    document = json.loads((SHARED / "oai-petstore-expanded.json").read_text(encoding="utf-8"))
+    (tmp_path / "api.json").write_text(json.dumps(document), encoding="utf-8")
+    first = run("import", "openapi", "api.json", "-o", "spec.toml", "--handlers", "http", cwd=tmp_path)
+    assert first.code == 0, first.stderr
+    spec = tmp_path / "spec.toml"
+    text = spec.read_text(encoding="utf-8")
+    text = text.replace('name = "swagger_petstore"', 'name = "pets"\ntool_names = "snake"')  # [server] is yours
+    text = text.replace("[models.Pet]\n", '[models.Pet]\nhidden = ["tag"]\n')
+    text = text.replace("[models.NewPet]\n", '[models.NewPet]\nguarded = ["tag"]\n')
+    text = text.replace(
+        '[tools.delete_pet]\nkind = "mutation"\n',
+        '[tools.delete_pet]\nkind = "mutation"\nhandler = "remove_pet"\n'
+        'bind_state = { workflow = "adoption", states = ["listed"], transition = "ADOPT" }\n',
+    )
+    spec.write_text(text + USER_SECTION, encoding="utf-8")
+    handlers = tmp_path / "swagger_petstore_server_handlers.py"
+    handlers.rename(tmp_path / "pets_server_handlers.py")
+    handlers = tmp_path / "pets_server_handlers.py"
+    handlers.write_text(handlers.read_text(encoding="utf-8").replace("swagger_petstore_server", "pets_server")
+                        .replace("async def delete_pet(", "async def remove_pet("), encoding="utf-8")  # fmt: skip
+    before = handlers.read_text(encoding="utf-8")
+
+    # The document changes: Pet gains a writeOnly field, NewPet (the POST body) a field,
+    # GET /pets loses `limit`, PUT /pets/{id} is new.
+    pet = document["components"]["schemas"]["Pet"]["allOf"][1]["properties"]
+    pet["microchip"] = {"type": "string", "writeOnly": True}
+    document["components"]["schemas"]["NewPet"]["properties"]["age"] = {"type": "integer"}
+    document["paths"]["/pets"]["get"]["parameters"].pop()
+    document["paths"]["/pets/{id}"]["put"] = {
+        "operationId": "replacePet",
+        "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+        "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewPet"}}}},
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
+            "$ref": "#/components/schemas/Pet"}}}}},
+    }  # fmt: skip
+    (tmp_path / "api.json").write_text(json.dumps(document), encoding="utf-8")
+    second = run("import", "openapi", "api.json", "-o", "spec.toml", "--handlers", "http", cwd=tmp_path)
+    assert second.code == 0, second.stderr
+    after = spec.read_text(encoding="utf-8")
+
+    assert after.endswith(USER_SECTION)  # presenters and workflows: kept byte for byte
+    assert 'name = "pets"\ntool_names = "snake"' in after
+    _, ir, _ = validate(spec)
+    assert {f.name for f in ir.model("Pet").fields if f.hidden} == {
+        "tag",
+        "microchip",
+    }  # yours, plus the document's new writeOnly
+    assert dict(ir.model("NewPet").fillable) == {"create": ("name", "age"), "replace": ("name", "age")}  # not "tag"
+    tools = {tool.name: tool for tool in ir.tools}
+    assert [f.name for f in tools["add_pet"].inputs] == ["name", "age"]
+    assert tools["delete_pet"].handler == "remove_pet" and tools["delete_pet"].binding is not None
+    assert "limit" not in {f.name for f in tools["find_pets"].inputs}
+    assert tools["replace_pet"].kind == "mutation"
+    assert handlers.read_text(encoding="utf-8").startswith(before)  # extended, never rewritten
+    assert "async def replace_pet(" in handlers.read_text(encoding="utf-8")
+    assert "appended 1 function(s)" in second.stderr
+    build(spec, tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (("--include-ops", "get("), "error[FG331]: --include-ops is not a regular expression"),
+        (("--handlers", "grpc"), '--handlers must be "http"'),
+    ],
+)
+def test_bad_options_exit_2_and_write_nothing(tmp_path: Path, options: tuple[str, ...], expected: str) -> None:
+    result = run("import", "openapi", SHARED / "oai-petstore-expanded.json", "-o", "spec.toml", *options, cwd=tmp_path)
+    assert result.code == 2 and expected in result.stderr and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_reimport_that_would_break_the_users_part_writes_nothing(tmp_path: Path) -> None:
+    document = json.loads((SHARED / "oai-petstore-expanded.json").read_text(encoding="utf-8"))
+    (tmp_path / "api.json").write_text(json.dumps(document), encoding="utf-8")
+    assert run("import", "openapi", "api.json", "-o", "spec.toml", cwd=tmp_path).code == 0
+    spec = tmp_path / "spec.toml"
+    spec.write_text(spec.read_text(encoding="utf-8") + '[presenters.Pet]\nmodel = "Pet"\nredact_pii = ["tag"]\n')
+    before = spec.read_bytes()
+    del document["components"]["schemas"]["NewPet"]["properties"]["tag"]  # the field the presenter redacts
+    (tmp_path / "api.json").write_text(json.dumps(document), encoding="utf-8")
+    result = run("import", "openapi", "api.json", "-o", "spec.toml", cwd=tmp_path)
+    assert result.code == 2
+    assert re.search(r'^spec\.toml:\d+:\d+: error\[FG155\]: redaction path "tag"', result.stderr, re.M)
+    assert spec.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["api.json", "spec.toml"]  # no candidate left behind
+
+
+MALFORMED = [
+    {"openapi": "3.0.0"},
+    {"openapi": "3.0.0", "paths": []},
+    {"openapi": "3.0.0", "paths": {"/a": {"get": {"parameters": {"x": 1}, "responses": []}}}},
+    {"openapi": "3.0.0", "paths": {"/a": {"post": {"requestBody": "x", "responses": {"200": "y"}}}}},
+    {"openapi": "3.0.0", "info": "x", "servers": "y", "components": {"schemas": {
+        "A": {"properties": {"b": {"$ref": "#/components/schemas/A"}}},
+        "B": {"allOf": [{"$ref": "#/components/schemas/B"}]}, "C": [1], "D": {"properties": "x"}}}},
+    {"openapi": "3.1.0", "paths": {"/a/{id}": {"$ref": "#/paths/~1a~1{id}"}}},
+    {"openapi": "3.0.0", "components": {"schemas": {
+        "A": {"type": "array", "items": {"$ref": "#/components/schemas/A"}},
+        "P": {"properties": {"a": {"$ref": "#/components/schemas/A"}}}}}},
+    {"openapi": "3.0.0", "paths": {"/a": {"get": {"operationId": "class", "responses": {}},
+                                           "put": {"operationId": "class", "responses": {}}}}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("index", range(len(MALFORMED)))
+def test_a_malformed_document_never_crashes_the_import(tmp_path: Path, index: int) -> None:
+    (tmp_path / "api.json").write_text(json.dumps(MALFORMED[index]), encoding="utf-8")
+    result = run("import", "openapi", "api.json", "-o", "spec.toml", cwd=tmp_path)
+    assert result.code == 0, result.stderr  # what it cannot use is a warning; the spec it writes validates
+    assert "internal error" not in result.stderr
+    validate(tmp_path / "spec.toml")
