@@ -11,6 +11,7 @@ Usage: python specs/demo_client.py OUT   (OUT: where `fusiongen build` wrote bil
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import textwrap
@@ -65,11 +66,17 @@ async def handshake_era(params: StdioServerParameters) -> None:
         show("tools/list (workflow in state draft)", await tool_names(client))
         listed = {t.name: t for t in (await client.list_tools()).tools}
         show("invoice.get's description: it lists the errors its handler declares", listed["invoice.get"].description)
-        await call(
+        got = await call(
             client,
             "invoice.get",
             {"id": "inv-1"},
             "presenter: hidden fields gone, PII redacted, table/summary/mermaid, rules, suggestions",
+        )
+        guidance = {key: value for key, value in got.structured_content.items() if key != "data"}
+        show(
+            "... and its structuredContent: the same data under `data`, the rules and suggestions beside it "
+            "(for clients that hand the model only structuredContent)",
+            json.dumps(guidance, indent=2, ensure_ascii=False),
         )
         await call(client, "invoice.list", {}, "collection: limit 3 of 5, truncation notice, collection table")
         await call(client, "customer.get", {"id": "c-1"}, "another presenter with its own censor")

@@ -38,6 +38,9 @@ def test_the_demo_runs_and_explains_what_it_shows(tmp_path: Path) -> None:
     assert "<action>invoice.list</action>" in shown[missed:title]
     assert "ERROR" not in shown[missed:title].replace("<tool_error", "")
     assert "Traceback" not in shown
+    envelope = shown.index("... and its structuredContent")  # the envelope's guidance, shown after the blocks
+    assert '"Invoice inv-1 is overdue: offer a reminder before anything else."' in shown[envelope:]
+    assert '"tool": "billing.remind"' in shown[envelope:]
     # The spec omits its user-only blocks (the default): the customer's real email is shown nowhere.
     assert "[for the user only]" not in shown and "ada@example.com" not in shown
     # It reads a resource through its presenter and gets a prompt.
