@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,10 +19,15 @@ from fusiongen.codegen.render import headers, parse_check, render
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
 from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec, load_spec
+from fusiongen.load.revision import spec_at_revision
 from fusiongen.load.spec import json_schema
 from fusiongen.lower.server import lower
 from fusiongen.output.drift import Drift, compare
 from fusiongen.output.publish import Bundle, Published, foreign_files, publish_bundle, write_user_file
+from fusiongen.report import diff as diff_report
+from fusiongen.report import exposure as exposure_report
+from fusiongen.report.diff import Change, diff
+from fusiongen.report.exposure import Report, as_markdown, exposure
 from fusiongen.scaffold.handlers import append_stubs, check_handlers, handler_path, parse_handlers, scaffold
 from fusiongen.scaffold.starter import starter
 
@@ -32,7 +38,12 @@ __all__ = [
     "build",
     "check",
     "compare",
+    "diff_exit_code",
+    "diff_specs",
+    "diff_text",
     "display_path",
+    "explain",
+    "exposure_text",
     "generate",
     "handler_diagnostics",
     "init_project",
@@ -55,6 +66,43 @@ class Generation:
     @property
     def bundle(self) -> Bundle:
         return Bundle(self.files, self.headers, self.loaded.display_path, self.loaded.key_at("server"))
+
+
+EXPOSURE_FILE = "EXPOSURE.md"
+
+
+def explain(spec_path: Path) -> tuple[ServerIR, Report, list[Diagnostic]]:
+    """The exposure report of a valid spec (`fusiongen explain`), and its warnings."""
+    _, ir, warnings = validate(spec_path)
+    return ir, exposure(ir), warnings
+
+
+def diff_specs(old_spec: Path | None, new_spec: Path, *, revision: str | None = None) -> list[Change]:
+    """What changes for clients and the model from `old_spec` (or `new_spec` as of git `revision`) to `new_spec`."""
+    if revision is None:
+        if old_spec is None:
+            raise ValueError("diff needs an old spec or a revision")
+        _, old_ir, _ = validate(old_spec)
+    else:
+        with tempfile.TemporaryDirectory(prefix="fusiongen-diff-") as folder:
+            _, old_ir, _ = validate(spec_at_revision(new_spec, revision, Path(folder)))
+    _, new_ir, _ = validate(new_spec)
+    return diff(old_ir, new_ir)
+
+
+def exposure_text(report: Report, fmt: str) -> str:
+    """The exposure report as `text`, `json` or `markdown`."""
+    renderers = {"text": exposure_report.as_text, "json": exposure_report.as_json, "markdown": as_markdown}
+    return renderers[fmt](report)
+
+
+def diff_text(changes: list[Change], fmt: str) -> str:
+    """The changes as `text` or `json`."""
+    return diff_report.as_json(changes) if fmt == "json" else diff_report.as_text(changes)
+
+
+def diff_exit_code(changes: list[Change]) -> int:
+    return diff_report.exit_code(changes)
 
 
 def relative(target: Path, start: Path) -> str:
@@ -81,7 +129,9 @@ def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Ge
     tidied = tidy_files(rendered)
     if syntax_check:
         parse_check(tidied)  # the runtime copies are real modules, parsed when fusiongen's tests import them
-    files = dict(sorted({**tidied, **copied}.items()))
+    # Beside README.md, so a change to what the model can see is a readable diff in review (and drift for check).
+    exposure_md = {EXPOSURE_FILE: headers(spec_from_out)[1] + as_markdown(exposure(ir))}
+    files = dict(sorted({**tidied, **copied, **exposure_md}.items()))
     return Generation(loaded, ir, files, headers(spec_from_out), warnings)
 
 
