@@ -163,7 +163,7 @@ def diff_model_sees(sides: ToolSides) -> list[Change]:
     new = {r["path"]: r["type"] for r in new_rows}
     old_redacted = {r["path"] for r in sides.rows("redacted")[0]}
     new_redacted = {r["path"] for r in sides.rows("redacted")[1]}
-    old_hidden = {r["path"] for r in sides.rows("hidden")[0]}
+    old_hidden = {r["path"]: r["why"] for r in sides.rows("hidden")[0]}
     changes: list[Change] = []
     for path, type_ in old.items():
         if path in new:
@@ -179,8 +179,10 @@ def diff_model_sees(sides: ToolSides) -> list[Change]:
             continue
         if path in old_redacted:
             kind, why = "redaction-removed", "was masked by redact_pii"
+        elif path in old_hidden and old_hidden[path].startswith("hidden"):
+            kind, why = "hidden-unhidden", f"was {old_hidden[path]}"
         elif path in old_hidden:
-            kind, why = "hidden-unhidden", "was hidden"
+            kind, why = "field-newly-exposed", f"was {old_hidden[path]}"
         else:
             kind, why = "field-newly-exposed", "is new in the result"
         changes.append(Change(Impact.WIDENED, subject, kind, f'"{path}" ({type_}) now reaches the model: it {why}'))
