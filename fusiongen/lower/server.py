@@ -98,6 +98,8 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     )
     for workflow in workflows.values():
         binding.check_fireable(workflow, [t.binding for t in tools if t.binding])
+        binding.check_model(workflow, tools)
+    binding.check_suggestions(presenters, tools, workflows)
     check_workflow_names(ctx, server.state_handle_key, tools)
     presenters = with_implicit_presenters(ctx, presenters, models, tools)
     check_collisions(ctx, models, tools)

@@ -51,6 +51,12 @@ TOOLS: Final[list[types.Tool]] = [
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
+        name="finish",
+        description="finish",
+        input_schema=schemas.FINISH_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
         name="flow.start",
         description='Start a new "flow" workflow in state "start" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
@@ -69,6 +75,7 @@ TOOLS: Final[list[types.Tool]] = [
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
     "go": 'go (Workflow "flow": runs only in state start; pass workflow_id from flow.start.)',
+    "finish": 'finish (Workflow "flow": runs only in state middle; pass workflow_id from flow.start.)',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -126,6 +133,13 @@ def create_server(
             inputs.parse_go,
             None,
             bind_handler(module, "go", "go"),
+        ),
+        "finish": partial(
+            run_tool,
+            "finish",
+            inputs.parse_finish,
+            None,
+            bind_handler(module, "finish", "finish"),
         ),
         "flow.start": partial(gate.start, MACHINES["flow"]),
         "flow.status": partial(gate.status, MACHINES["flow"]),
