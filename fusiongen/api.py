@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fusiongen.codegen.budget import budget_table, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
 from fusiongen.codegen.render import headers, parse_check, render
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
@@ -35,6 +36,7 @@ __all__ = [
     "BuildResult",
     "CheckResult",
     "Generation",
+    "budget_text",
     "build",
     "check",
     "compare",
@@ -113,7 +115,34 @@ def validate(spec_path: Path) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
     """Load and lower a spec: raises SpecError on errors, returns the warnings otherwise."""
     loaded = load_spec(spec_path, display_path(spec_path))
     ir, warnings = lower(loaded)
+    over = over_budget(loaded, ir)
+    if over:
+        raise SpecError([*warnings, *over])
     return loaded, ir, warnings
+
+
+def over_budget(loaded: LoadedSpec, ir: ServerIR) -> list[Diagnostic]:
+    """FG182 for every tool whose tools/list entry exceeds `[server] max_list_tokens`. Checked here, not while
+    lowering: the size is that of the JSON Schemas codegen derives from the IR."""
+    if ir.max_list_tokens is None:
+        return []
+    return [
+        Diagnostic(
+            "FG182",
+            f'the tools/list entry of "{b.tool}" is about {b.list_tokens} tokens ({b.list_bytes} bytes / 4), over '
+            f"max_list_tokens = {ir.max_list_tokens}",
+            loaded.display_path,
+            loaded.key_at("tools", b.spec_name),
+            hint="shorten its description or inputs, return a smaller presenter, or raise max_list_tokens",
+        )
+        for b in tool_budgets(ir)
+        if b.list_tokens > ir.max_list_tokens
+    ]
+
+
+def budget_text(ir: ServerIR) -> str:
+    """The `build --budget` table."""
+    return budget_table(tool_budgets(ir), ir.max_list_tokens)
 
 
 def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
@@ -130,7 +159,7 @@ def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Ge
     if syntax_check:
         parse_check(tidied)  # the runtime copies are real modules, parsed when fusiongen's tests import them
     # Beside README.md, so a change to what the model can see is a readable diff in review (and drift for check).
-    exposure_md = {EXPOSURE_FILE: headers(spec_from_out)[1] + as_markdown(exposure(ir))}
+    exposure_md = {EXPOSURE_FILE: headers(spec_from_out)[1] + as_markdown(exposure(ir), spec_from_out)}
     files = dict(sorted({**tidied, **copied, **exposure_md}.items()))
     return Generation(loaded, ir, files, headers(spec_from_out), warnings)
 

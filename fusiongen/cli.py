@@ -114,8 +114,15 @@ def _progress(index: int, total: int, spec: Path) -> str:
 
 
 @app.command()
-def build(specs: SpecsArg, out: OutOption = None) -> None:
-    """Generate each server (OUT/<package>/, pyproject.toml, README.md); scaffold or extend its handler module."""
+def build(
+    specs: SpecsArg,
+    out: OutOption = None,
+    budget: Annotated[
+        bool, typer.Option("--budget", help="Print each tool's tools/list size (bytes, tokens as bytes / 4).")
+    ] = False,
+) -> None:
+    """Generate each server (OUT/<package>/, pyproject.toml, README.md, EXPOSURE.md); scaffold or extend its
+    handler module."""
     from fusiongen import api
 
     def run() -> int:
@@ -141,6 +148,8 @@ def build(specs: SpecsArg, out: OutOption = None) -> None:
             )
             if result.handlers_note is not None:
                 typer.echo(f"{prefix}{display_path(result.handlers)}: {result.handlers_note}", err=True)
+            if budget:
+                sys.stdout.write(api.budget_text(result.generation.ir))
         return EXIT_INVALID if failed else EXIT_OK
 
     _guarded(run)

@@ -137,6 +137,7 @@ CODES: dict[str, str] = {
     "FG179": "no final state reachable from a state",
     "FG180": "suggestion names a tool the workflow never allows there",
     "FG181": "compact_description never shown",
+    "FG182": "tools/list entry over [server] max_list_tokens",
     "FG400": "handler missing",
     "FG401": "handler signature incompatible",
     "FG402": "handler module missing",

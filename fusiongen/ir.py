@@ -214,6 +214,7 @@ class ServerIR:
     workflows: tuple[WorkflowIR, ...] = ()
     state_handle_key: str = "workflow_id"
     tool_names: str = "dotted"  # [server] tool_names: how spec tool names become the names the model sees
+    max_list_tokens: int | None = None  # [server] max_list_tokens: each tools/list entry's budget (api checks it)
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

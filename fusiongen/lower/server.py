@@ -117,4 +117,5 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         workflows=tuple(workflows.values()),
         state_handle_key=server.state_handle_key,
         tool_names=server.tool_names,
+        max_list_tokens=server.max_list_tokens,
     )
