@@ -391,8 +391,11 @@ def as_markdown(report: Report, spec: str | None = None) -> str:
         lines += [f"Returns: {tool['returns']}."]
         for facet in TOOL_FACETS:
             rows = tool[facet.key]
-            lines += ["", f"### {facet.title}", ""]
-            lines += list(_table(facet.columns, rows)) if rows else ["None."]
+            if rows:
+                lines += ["", f"### {facet.title}", "", *_table(facet.columns, rows)]
+        empty = [facet.title.lower() for facet in TOOL_FACETS if not tool[facet.key]]
+        if empty:  # one line, so a section that appears or disappears in review stands out
+            lines += ["", "None: " + "; ".join(empty) + "."]
     for workflow in report["workflows"]:
         lines += ["", f"## Workflow `{workflow['name']}` (initial state `{workflow['initial']}`)", ""]
         lines += [f"Generated tools: {', '.join(f'`{t}`' for t in workflow['generated_tools'])}."]
