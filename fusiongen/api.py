@@ -87,7 +87,8 @@ def diff_specs(old_spec: Path | None, new_spec: Path, *, revision: str | None = 
         _, old_ir, _ = validate(old_spec)
     else:
         with tempfile.TemporaryDirectory(prefix="fusiongen-diff-") as folder:
-            _, old_ir, _ = validate(spec_at_revision(new_spec, revision, Path(folder)))
+            copy = spec_at_revision(new_spec, revision, Path(folder))
+            _, old_ir, _ = validate(copy, shown=f"{display_path(new_spec)}@{revision}")
     _, new_ir, _ = validate(new_spec)
     return diff(old_ir, new_ir)
 
@@ -111,9 +112,10 @@ def relative(target: Path, start: Path) -> str:
     return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
 
 
-def validate(spec_path: Path) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
-    """Load and lower a spec: raises SpecError on errors, returns the warnings otherwise."""
-    loaded = load_spec(spec_path, display_path(spec_path))
+def validate(spec_path: Path, *, shown: str | None = None) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
+    """Load and lower a spec: raises SpecError on errors, returns the warnings otherwise. `shown` is how
+    diagnostics name the file (default: its path, as the user sees it)."""
+    loaded = load_spec(spec_path, shown if shown is not None else display_path(spec_path))
     ir, warnings = lower(loaded)
     over = over_budget(loaded, ir)
     if over:

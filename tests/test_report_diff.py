@@ -341,6 +341,12 @@ def test_git_revision_is_the_old_side(tmp_path: Path) -> None:
     result = run("diff", "--git", "HEAD", "shop.toml", cwd=tmp_path)
     assert result.code == 4, result.stdout + result.stderr
     assert "redaction-removed" in result.stdout
+    spec.write_text(BASE.replace('total = "integer"', 'total = "intger"'), encoding="utf-8")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "broken")
+    spec.write_text(BASE, encoding="utf-8")
+    broken_before = run("diff", "--git", "HEAD", "shop.toml", cwd=tmp_path)
+    assert broken_before.code == 2
+    assert "shop.toml@HEAD:" in broken_before.stderr and "error[FG110]" in broken_before.stderr  # names the revision
     missing = run("diff", "--git", "no-such-rev", "shop.toml", cwd=tmp_path)
     assert missing.code == 2
     assert "error[FG002]" in missing.stderr
