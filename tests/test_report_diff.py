@@ -257,6 +257,12 @@ CASES: list[tuple[str, str, str, set[tuple[Impact, str]]]] = [
         {(Impact.SAFE, "tool-added"), (Impact.WIDENED, "field-newly-exposed")},
     ),
     (
+        "new-tool-showing-what-another-showed",
+        '[tools."order.pay"]',
+        '[tools."order.list"]\nkind = "query"\nreturns = "Order[]"\n\n[tools."order.pay"]',
+        {(Impact.SAFE, "tool-added")},
+    ),
+    (
         "output-shape-changed",
         'returns = "Order"',
         'returns = "Order[]"',

@@ -354,12 +354,22 @@ def diff_tool_sets(old_ir: ServerIR, old: Report, new_ir: ServerIR, new: Report)
             changes.append(Change(Impact.BREAKING, f"tool {name}", "tool-renamed", f"renamed to {renamed}"))
         else:
             changes.append(Change(Impact.BREAKING, f"tool {name}", "tool-removed", "tool removed"))
-    seen_before = {(t["returns"], r["path"]) for t in old["tools"] for r in t["model_sees"]}
-    new_entries = {t["name"]: t for t in new["tools"]}
+    # What the model saw before, by the presenter shaping it: a new tool returning the same presenter (one item or
+    # a collection) shows nothing new.
+    seen_before = {
+        (tool.returns.presenter, row["path"])
+        for tool, entry in zip(old_ir.tools, old["tools"], strict=True)
+        if tool.returns is not None
+        for row in entry["model_sees"]
+    }
+    new_tools = {t.wire: (t, entry) for t, entry in zip(new_ir.tools, new["tools"], strict=True)}
     for name in added:
         changes.append(Change(Impact.SAFE, f"tool {name}", "tool-added", "new tool"))
-        for row in new_entries[name]["model_sees"] if name in new_entries else []:
-            if (new_entries[name]["returns"], row["path"]) not in seen_before:
+        tool, entry = new_tools.get(name, (None, None))
+        if tool is None or tool.returns is None or entry is None:
+            continue
+        for row in entry["model_sees"]:
+            if (tool.returns.presenter, row["path"]) not in seen_before:
                 message = f'"{row["path"]}" ({row["type"]}) reaches the model: no tool showed it before'
                 changes.append(Change(Impact.WIDENED, f"tool {name}", "field-newly-exposed", message))
     return changes
