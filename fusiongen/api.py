@@ -124,13 +124,13 @@ def validate(spec_path: Path, *, shown: str | None = None) -> tuple[LoadedSpec, 
 
 
 def over_budget(loaded: LoadedSpec, ir: ServerIR) -> list[Diagnostic]:
-    """FG182 for every tool whose tools/list entry exceeds `[server] max_list_tokens`. Checked here, not while
+    """FG500 for every tool whose tools/list entry exceeds `[server] max_list_tokens`. Checked here, not while
     lowering: the size is that of the JSON Schemas codegen derives from the IR."""
     if ir.max_list_tokens is None:
         return []
     return [
         Diagnostic(
-            "FG182",
+            "FG500",
             f'the tools/list entry of "{b.tool}" is about {b.list_tokens} tokens ({b.list_bytes} bytes / 4), over '
             f"max_list_tokens = {ir.max_list_tokens}",
             loaded.display_path,

@@ -1,4 +1,4 @@
-"""Token budgets: `build --budget`, `[server] max_list_tokens` (FG182), and that the estimate is the real entry."""
+"""Token budgets: `build --budget`, `[server] max_list_tokens` (FG500), and that the estimate is the real entry."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_max_list_tokens_turns_an_excess_into_fg182(tmp_path: Path) -> None:
     result = run("build", "billing.toml", "-o", "out", cwd=tmp_path)
     assert result.code == 2
     assert (
-        f'error[FG182]: the tools/list entry of "{largest.tool}" is about {largest.list_tokens} tokens' in result.stderr
+        f'error[FG500]: the tools/list entry of "{largest.tool}" is about {largest.list_tokens} tokens' in result.stderr
     )
     assert not (tmp_path / "out").exists()
     spec.write_text(text.replace(f"max_list_tokens = {limit}", f"max_list_tokens = {limit + 1}"), encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Workflow model checks (FG178–FG181) beyond what the case corpus pins: positions in XState files, no verdict
+"""Workflow model checks (FG178–FG189) beyond what the case corpus pins: positions in XState files, no verdict
 built on a binding that failed, and what the shipped specs get."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_a_suggestion_allowed_after_the_transition_is_fine(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("name", ["billing", "approval"])
 def test_shipped_specs_have_no_deadlock_and_always_finish(name: str) -> None:
-    """Both examples bind compact_description to a tool outside the initial state: FG181 says it never shows."""
+    """Both examples bind compact_description to a tool outside the initial state: FG189 says it never shows."""
     codes = [code for code, _ in _codes(SPECS / f"{name}.toml")]
-    assert not set(codes) & {"FG178", "FG179", "FG180"}
-    assert codes.count("FG181") == 1
+    assert not set(codes) & {"FG178", "FG179", "FG188"}
+    assert codes.count("FG189") == 1

@@ -58,7 +58,7 @@ class ServerSpec(_Strict):
         default=None,
         ge=1,
         description="Budget for each tool's tools/list entry, in tokens estimated as bytes / 4: an entry over it is "
-        "a build error (FG182).",
+        "a build error (FG500).",
     )
 
 

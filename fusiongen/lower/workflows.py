@@ -359,7 +359,7 @@ class WorkflowLowering:
             ok = False
         if ok and tool.compact_description is not None and workflow.initial not in bind.states:
             self.ctx.warning(
-                "FG181",
+                "FG189",
                 f'compact_description of "{tool_name}" never shows: it is listed only while workflow "{name}" is in '
                 f'its initial state "{workflow.initial}", which is not one of this tool\'s states',
                 (*loc, "compact_description"),
@@ -448,7 +448,7 @@ class WorkflowLowering:
     def check_suggestions(
         self, presenters: tuple[PresenterIR, ...], tools: tuple[ToolIR, ...], workflows: dict[str, WorkflowIR]
     ) -> None:
-        """FG180: a suggestion naming a bound tool that the gate would refuse in every state the suggesting
+        """FG188: a suggestion naming a bound tool that the gate would refuse in every state the suggesting
         result can be produced in, so following it can only fail."""
         by_wire = {t.wire: t for t in tools}
         for presenter in presenters:
@@ -470,7 +470,7 @@ class WorkflowLowering:
                     continue
                 where = ", ".join(s for s in workflow.states if s in possible) or "none"
                 self.ctx.warning(
-                    "FG180",
+                    "FG188",
                     f'presenter "{presenter.name}" suggests "{suggestion.tool}", which runs only in state(s) '
                     f'{", ".join(target.binding.states)} of workflow "{workflow.name}"; the results that carry this '
                     f"suggestion are produced only in {where}",
