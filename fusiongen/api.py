@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fusiongen.codegen.budget import budget_table, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
 from fusiongen.codegen.render import headers, parse_check, render
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
@@ -25,10 +27,15 @@ from fusiongen.importers.openapi.mapping import Filters, map_document
 from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
 from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec, load_spec
+from fusiongen.load.revision import spec_at_revision
 from fusiongen.load.spec import json_schema
 from fusiongen.lower.server import lower
 from fusiongen.output.drift import Drift, compare
 from fusiongen.output.publish import Bundle, Published, foreign_files, publish_bundle, write_user_file
+from fusiongen.report import diff as diff_report
+from fusiongen.report import exposure as exposure_report
+from fusiongen.report.diff import Change, diff
+from fusiongen.report.exposure import Report, as_markdown, exposure
 from fusiongen.scaffold.handlers import append_stubs, check_handlers, handler_path, parse_handlers, scaffold
 from fusiongen.scaffold.starter import starter
 
@@ -36,10 +43,16 @@ __all__ = [
     "BuildResult",
     "CheckResult",
     "Generation",
+    "budget_text",
     "build",
     "check",
     "compare",
+    "diff_exit_code",
+    "diff_specs",
+    "diff_text",
     "display_path",
+    "explain",
+    "exposure_text",
     "generate",
     "handler_diagnostics",
     "import_openapi",
@@ -65,15 +78,81 @@ class Generation:
         return Bundle(self.files, self.headers, self.loaded.display_path, self.loaded.key_at("server"))
 
 
+EXPOSURE_FILE = "EXPOSURE.md"
+
+
+def explain(spec_path: Path) -> tuple[ServerIR, Report, list[Diagnostic]]:
+    """The exposure report of a valid spec (`fusiongen explain`), and its warnings."""
+    _, ir, warnings = validate(spec_path)
+    return ir, exposure(ir), warnings
+
+
+def diff_specs(old_spec: Path | None, new_spec: Path, *, revision: str | None = None) -> list[Change]:
+    """What changes for clients and the model from `old_spec` (or `new_spec` as of git `revision`) to `new_spec`."""
+    if revision is None:
+        if old_spec is None:
+            raise ValueError("diff needs an old spec or a revision")
+        _, old_ir, _ = validate(old_spec)
+    else:
+        with tempfile.TemporaryDirectory(prefix="fusiongen-diff-") as folder:
+            copy = spec_at_revision(new_spec, revision, Path(folder))
+            _, old_ir, _ = validate(copy, shown=f"{display_path(new_spec)}@{revision}")
+    _, new_ir, _ = validate(new_spec)
+    return diff(old_ir, new_ir)
+
+
+def exposure_text(report: Report, fmt: str) -> str:
+    """The exposure report as `text`, `json` or `markdown`."""
+    renderers = {"text": exposure_report.as_text, "json": exposure_report.as_json, "markdown": as_markdown}
+    return renderers[fmt](report)
+
+
+def diff_text(changes: list[Change], fmt: str) -> str:
+    """The changes as `text` or `json`."""
+    return diff_report.as_json(changes) if fmt == "json" else diff_report.as_text(changes)
+
+
+def diff_exit_code(changes: list[Change]) -> int:
+    return diff_report.exit_code(changes)
+
+
 def relative(target: Path, start: Path) -> str:
     return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
 
 
-def validate(spec_path: Path) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
-    """Load and lower a spec: raises SpecError on errors, returns the warnings otherwise."""
-    loaded = load_spec(spec_path, display_path(spec_path))
+def validate(spec_path: Path, *, shown: str | None = None) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
+    """Load and lower a spec: raises SpecError on errors, returns the warnings otherwise. `shown` is how
+    diagnostics name the file (default: its path, as the user sees it)."""
+    loaded = load_spec(spec_path, shown if shown is not None else display_path(spec_path))
     ir, warnings = lower(loaded)
+    over = over_budget(loaded, ir)
+    if over:
+        raise SpecError([*warnings, *over])
     return loaded, ir, warnings
+
+
+def over_budget(loaded: LoadedSpec, ir: ServerIR) -> list[Diagnostic]:
+    """FG500 for every tool whose tools/list entry exceeds `[server] max_list_tokens`. Checked here, not while
+    lowering: the size is that of the JSON Schemas codegen derives from the IR."""
+    if ir.max_list_tokens is None:
+        return []
+    return [
+        Diagnostic(
+            "FG500",
+            f'the tools/list entry of "{b.tool}" is about {b.list_tokens} tokens ({b.list_bytes} bytes / 4), over '
+            f"max_list_tokens = {ir.max_list_tokens}",
+            loaded.display_path,
+            loaded.key_at("tools", b.spec_name),
+            hint="shorten its description or inputs, return a smaller presenter, or raise max_list_tokens",
+        )
+        for b in tool_budgets(ir)
+        if b.list_tokens > ir.max_list_tokens
+    ]
+
+
+def budget_text(ir: ServerIR) -> str:
+    """The `build --budget` table."""
+    return budget_table(tool_budgets(ir), ir.max_list_tokens)
 
 
 def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
@@ -89,7 +168,9 @@ def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Ge
     tidied = tidy_files(rendered)
     if syntax_check:
         parse_check(tidied)  # the runtime copies are real modules, parsed when fusiongen's tests import them
-    files = dict(sorted({**tidied, **copied}.items()))
+    # Beside README.md, so a change to what the model can see is a readable diff in review (and drift for check).
+    exposure_md = {EXPOSURE_FILE: headers(spec_from_out)[1] + as_markdown(exposure(ir), spec_from_out)}
+    files = dict(sorted({**tidied, **copied, **exposure_md}.items()))
     return Generation(loaded, ir, files, headers(spec_from_out), warnings)
 
 

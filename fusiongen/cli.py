@@ -1,6 +1,7 @@
-"""The command line: `fusiongen build | check | validate`.
+"""The command line: `fusiongen build | check | validate | explain | diff`.
 
-Exit codes: 0 success / up to date; 1 drift (check); 2 invalid spec or usage; 3 internal error.
+Exit codes: 0 success / up to date; 1 drift (check) or a breaking change (diff); 2 invalid spec or usage;
+3 internal error; 4 exposure widened (diff).
 User mistakes are printed as diagnostics on stderr; an internal error says it is one, never a bare
 traceback (set FUSIONGEN_DEBUG=1 to see it).
 """
@@ -61,6 +62,12 @@ app = typer.Typer(
 class Format(StrEnum):
     text = "text"
     json = "json"
+
+
+class ReportFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
 
 
 def _version(value: bool) -> None:
@@ -134,8 +141,15 @@ def _progress(index: int, total: int, spec: Path) -> str:
 
 
 @app.command(cls=_Command)
-def build(specs: SpecsArg, out: OutOption = None) -> None:
-    """Generate each server (OUT/<package>/, pyproject.toml, README.md); scaffold or extend its handler module."""
+def build(
+    specs: SpecsArg,
+    out: OutOption = None,
+    budget: Annotated[
+        bool, typer.Option("--budget", help="Print each tool's tools/list size (bytes, tokens as bytes / 4).")
+    ] = False,
+) -> None:
+    """Generate each server (OUT/<package>/, pyproject.toml, README.md, EXPOSURE.md); scaffold or extend its
+    handler module."""
     from fusiongen import api
 
     def run() -> int:
@@ -161,6 +175,8 @@ def build(specs: SpecsArg, out: OutOption = None) -> None:
             )
             if result.handlers_note is not None:
                 typer.echo(f"{prefix}{display_path(result.handlers)}: {result.handlers_note}", err=True)
+            if budget:
+                sys.stdout.write(api.budget_text(result.generation.ir))
         return EXIT_INVALID if failed else EXIT_OK
 
     _guarded(run)
@@ -207,6 +223,51 @@ def validate(spec: SpecArg, fmt: FormatOption = Format.text) -> None:
         if warnings or fmt is Format.json:
             _print_diagnostics(warnings, fmt)
         return EXIT_OK
+
+    _guarded(run, fmt)
+
+
+@app.command(cls=_Command)
+def explain(
+    spec: SpecArg,
+    fmt: Annotated[
+        ReportFormat, typer.Option("--format", help="text for a terminal, json for tools, markdown as EXPOSURE.md.")
+    ] = ReportFormat.text,
+) -> None:
+    """Print what each tool lets the model see: fields, redactions, hidden fields, rules, suggestions, states."""
+    from fusiongen.api import explain as explain_spec
+    from fusiongen.api import exposure_text
+
+    def run() -> int:
+        _, report, warnings = explain_spec(spec)
+        _print_diagnostics(warnings)
+        sys.stdout.write(exposure_text(report, fmt.value))
+        return EXIT_OK
+
+    _guarded(run)
+
+
+@app.command(cls=_Command)
+def diff(
+    specs: Annotated[
+        list[Path],
+        typer.Argument(help="OLD_SPEC NEW_SPEC, or only NEW_SPEC with --git.", show_default=False),
+    ],
+    git: Annotated[
+        str | None, typer.Option("--git", metavar="REV", help="OLD is NEW_SPEC as committed at this git revision.")
+    ] = None,
+    fmt: FormatOption = Format.text,
+) -> None:
+    """Classify what changes for clients and the model: exit 1 breaking, 4 exposure widened, 0 neither."""
+    from fusiongen.api import diff_exit_code, diff_specs, diff_text
+
+    def run() -> int:
+        if len(specs) != (1 if git is not None else 2):
+            typer.echo("fusiongen diff: give OLD_SPEC NEW_SPEC, or --git REV NEW_SPEC", err=True)
+            return EXIT_INVALID
+        changes = diff_specs(specs[0] if git is None else None, specs[-1], revision=git)
+        sys.stdout.write(diff_text(changes, fmt.value))
+        return diff_exit_code(changes)
 
     _guarded(run, fmt)
 

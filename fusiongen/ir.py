@@ -326,6 +326,8 @@ class ServerIR:
         """Everything that calls a handler: the tools, then each resource's read."""
         return (*self.tools, *(r.tool for r in self.resources))
 
+    max_list_tokens: int | None = None  # [server] max_list_tokens: each tools/list entry's budget (api checks it)
+
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)
 

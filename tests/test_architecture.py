@@ -1,10 +1,11 @@
 """The generator's structure, as a contract: dependencies point one way, and nothing imports in a cycle.
 
 Layers, from the top: `cli` → `api` → the phase packages (`load`, `lower`, `codegen`, `output`,
-`scaffold`) → the shared bottom (`ir`, `diagnostics`, `names`, `expr`, `pyliteral`, `templating`). A module may
-import its own layer's package, anything below it, and — the one sideways step — `lower` may use
-`load`'s types (it lowers a loaded spec). `runtime` is code for generated servers and imports
-nothing from fusiongen. The graph is read statically (imports under TYPE_CHECKING count too).
+`scaffold`, `report`) → the shared bottom (`ir`, `diagnostics`, `names`, `expr`, `pyliteral`,
+`templating`). A module may import its own layer's package, anything below it, and — the one
+sideways step — `lower` may use `load`'s types (it lowers a loaded spec). `runtime` is code for
+generated servers and imports nothing from fusiongen. The graph is read statically (imports under
+TYPE_CHECKING count too).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ BOTTOM = {
     "fusiongen.pyliteral",
     "fusiongen.templating",
 }
-PHASES = ("load", "lower", "codegen", "output", "scaffold", "importers")
+PHASES = ("load", "lower", "codegen", "output", "scaffold", "importers", "report")
 # What each area may import besides itself and the bottom layer.
 ALLOWED: dict[str, set[str]] = {
     "cli": {"api"},
@@ -36,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "output": set(),
     "scaffold": set(),
     "importers": set(),
+    "report": set(),
     "bottom": set(),
     "main": {"cli"},
 }

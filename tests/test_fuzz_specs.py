@@ -85,7 +85,7 @@ DIAGNOSTIC_LINE = re.compile(
     r"(?P<severity>error|warning)\[(?P<code>FG[0-9]{3})\]: (?P<message>[^\n]+)\Z"
 )
 HINT_LINE = re.compile(r"  hint: [^\n]*\Z")
-WARNING_CODES = {"FG161", "FG172", "FG175", "FG176"}
+WARNING_CODES = {"FG161", "FG172", "FG175", "FG176", "FG179", "FG188", "FG189"}
 
 
 def _raised_in(exc: BaseException, function: str) -> bool:

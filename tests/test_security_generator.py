@@ -536,11 +536,12 @@ def test_a_machine_must_be_a_small_regular_file_in_the_spec_folder(tmp_path: Pat
 
 
 def test_a_machine_in_a_subfolder_or_linked_inside_the_folder_is_read(tmp_path: Path) -> None:
-    machine = b'{"initial": "a", "states": {"a": {"on": {"GO": "b"}}, "b": {}}}'
-    spec = write_spec(tmp_path, MACHINE_SPEC.format(machine='"sub/m.json"'), files={"sub/m.json": machine})
+    machine = b'{"initial": "a", "states": {"a": {"on": {"GO": "b"}}, "b": {"type": "final"}}}'
+    go = '[tools.go]\nbind_state = { states = ["a"], transition = "GO" }\n'  # a tool that leaves "a": no deadlock
+    spec = write_spec(tmp_path, MACHINE_SPEC.format(machine='"sub/m.json"') + go, files={"sub/m.json": machine})
     (tmp_path / "l.json").symlink_to(tmp_path / "sub" / "m.json")
     assert api.validate(spec)[1].workflows[0].initial == "a"
-    linked = write_spec(tmp_path, MACHINE_SPEC.format(machine='"l.json"'), name="linked.toml")
+    linked = write_spec(tmp_path, MACHINE_SPEC.format(machine='"l.json"') + go, name="linked.toml")
     assert api.validate(linked)[1].workflows[0].initial == "a"
 
 

@@ -78,6 +78,12 @@ class ServerSpec(_Strict):
         description='UI blocks with audience = "user": "omit" (the default: clients may hand every block to the '
         'model, audience is only a hint) or "send". A presenter\'s own user_blocks overrides it.',
     )
+    max_list_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Budget for each tool's tools/list entry, in tokens estimated as bytes / 4: an entry over it is "
+        "a build error (FG500).",
+    )
 
 
 class ModelSpec(_Strict):

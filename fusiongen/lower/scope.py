@@ -172,7 +172,9 @@ class PresenterScope:
                     elif name != "*":
                         problems.append(f'"{field.name}" has no fields')
                     continue
-                child_embeds = dict(self.specs[level_embeds[field.name]].embed) if field.name in level_embeds else {}
+                # An embed naming a presenter the spec lost to a shape mistake (reported already) embeds nothing.
+                embedded = self.specs.get(level_embeds.get(field.name, ""))
+                child_embeds = dict(embedded.embed) if embedded is not None else {}
                 problem = walk(inner, rest[1:], here, child_embeds)
                 if problem is None:
                     matched += 1

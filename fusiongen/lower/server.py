@@ -102,6 +102,8 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     )
     for workflow in workflows.values():
         binding.check_fireable(workflow, [t.binding for t in tools if t.binding])
+        binding.check_model(workflow, tools)
+    binding.check_suggestions(presenters, tools, workflows)
     check_workflow_names(ctx, server.state_handle_key, tools)
     resources = lower_resources(ctx, tools)
     prompts = lower_prompts(ctx)
@@ -125,4 +127,5 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         auth=auth,
         resources=resources,
         prompts=prompts,
+        max_list_tokens=server.max_list_tokens,
     )

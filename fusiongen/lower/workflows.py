@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fusiongen.diagnostics import Diagnostic, Position, Severity
-from fusiongen.ir import BindingIR, WorkflowIR
+from fusiongen.ir import BindingIR, PresenterIR, ToolIR, WorkflowIR
 from fusiongen.load.loader import LoadedSpec, Loc
 from fusiongen.load.spec import StateSpec, ToolSpec, TransitionSpec, WorkflowSpec
 from fusiongen.lower.context import LowerContext
@@ -65,6 +65,7 @@ class WorkflowLowering:
         # Every event a workflow's states name, compiled or not: a binding to an event whose transition was
         # already reported (unsupported, or an unknown target) is not reported again.
         self.declared_events: dict[str, set[str]] = {}
+        self.sources: dict[str, _Source] = {}  # where each compiled workflow's states are written
 
     def report(
         self,
@@ -190,6 +191,7 @@ class WorkflowLowering:
                     ("states", state),
                     warning=True,
                 )
+        self.sources[name] = source
         style = self.ctx.spec.server.tool_names
         start, status, resolve = (generated_tool_name(name, suffix, style) for suffix in ("start", "status", "resolve"))
         return WorkflowIR(
@@ -355,6 +357,14 @@ class WorkflowLowering:
                 value=True,
             )
             ok = False
+        if ok and tool.compact_description is not None and workflow.initial not in bind.states:
+            self.ctx.warning(
+                "FG189",
+                f'compact_description of "{tool_name}" never shows: it is listed only while workflow "{name}" is in '
+                f'its initial state "{workflow.initial}", which is not one of this tool\'s states',
+                (*loc, "compact_description"),
+                hint=f'add "{workflow.initial}" to bind_state.states, or remove compact_description',
+            )
         # A mutation is destructive: running it twice could do its effect twice, so by default it is refused.
         retry = bind.in_doubt == "retry" if bind.in_doubt is not None else tool.kind != "mutation"
         return BindingIR(name, tuple(bind.states), bind.transition, retry) if ok else None
@@ -370,3 +380,145 @@ class WorkflowLowering:
                     ("workflows", workflow.name),
                     hint=f'bind a tool with transition = "{event}" to state "{state}"',
                 )
+
+    # --- model checks ----------------------------------------------------------------------------
+    def bindings_complete(self, workflow: str, tools: tuple[ToolIR, ...]) -> bool:
+        """Whether every tool the spec binds to `workflow` has a binding: one that failed (reported already) or a
+        set-aside tool may be the one that fires a transition, so no verdict about the machine is built on it."""
+        if any(table == "tools" for table, _ in self.ctx.loaded.withdrawn):
+            return False
+        lowered = {t.name: t for t in tools}
+        sole = next(iter(self.spec.workflows)) if len(self.spec.workflows) == 1 else None
+        for name, tool in self.spec.tools.items():
+            if tool.bind_state is None:
+                continue
+            bound_to = tool.bind_state.workflow or sole
+            if bound_to is not None and bound_to != workflow:
+                continue  # bound elsewhere; no workflow at all (several to choose from) could be any of them
+            if name not in lowered or lowered[name].binding is None:
+                return False
+        return True
+
+    def check_model(self, workflow: WorkflowIR, tools: tuple[ToolIR, ...]) -> None:
+        """Run the machine as the gate will: only transitions some bound tool fires move it. A reachable state
+        that is not final and that no tool can leave is a deadlock (FG178, an error: every session reaching it is
+        stuck for good); a state from which no final state can be reached is FG179 (a warning: a machine may
+        loop on purpose; a workflow without final states is not checked for it)."""
+        if not self.bindings_complete(workflow.name, tools):
+            return
+        fireable = fireable_transitions(workflow, tools)
+        reachable = reachable_states({workflow.initial}, fireable)
+        source = self.sources[workflow.name]
+        stuck: set[str] = set()
+        for state in workflow.states:
+            if state not in reachable or state in workflow.finals or any(s == state for s, _, _ in fireable):
+                continue
+            stuck.add(state)
+            events = [e for s, e, _ in workflow.transitions if s == state]
+            hint = (
+                f"bind a tool with transition = one of {', '.join(events)} to it, or make it final"
+                if events
+                else 'give it a transition a tool fires, or make it final (type = "final")'
+            )
+            self.report(
+                source,
+                "FG178",
+                f'deadlock: workflow "{workflow.name}" can reach state "{state}", which is not final, '
+                "and no tool fires a transition out of it",
+                ("workflows", workflow.name, "states", state),
+                ("states", state),
+                hint=hint,
+            )
+        if not workflow.finals:
+            return
+        for state in workflow.states:
+            if state not in reachable or state in stuck or state in workflow.finals:
+                continue
+            if not reachable_states({state}, fireable) & set(workflow.finals):
+                self.report(
+                    source,
+                    "FG179",
+                    f'no final state of workflow "{workflow.name}" can be reached from state "{state}"',
+                    ("workflows", workflow.name, "states", state),
+                    ("states", state),
+                    hint="sessions that get there never finish; bind tools to transitions leading to a final state",
+                    warning=True,
+                )
+
+    def check_suggestions(
+        self, presenters: tuple[PresenterIR, ...], tools: tuple[ToolIR, ...], workflows: dict[str, WorkflowIR]
+    ) -> None:
+        """FG188: a suggestion naming a bound tool that the gate would refuse in every state the suggesting
+        result can be produced in, so following it can only fail."""
+        by_wire = {t.wire: t for t in tools}
+        for presenter in presenters:
+            spec = self.spec.presenters.get(presenter.name)
+            if spec is None:
+                continue
+            returning = [
+                t for t in tools if t.returns and presenter.name in _contained(presenters, t.returns.presenter)
+            ]
+            for index, suggestion in enumerate(presenter.suggestions):
+                target = by_wire.get(suggestion.tool)
+                if not returning or target is None or target.binding is None:
+                    continue
+                workflow = workflows.get(target.binding.workflow)
+                if workflow is None or not self.bindings_complete(workflow.name, tools):
+                    continue
+                possible = set().union(*(_states_after(t, workflow, tools) for t in returning))
+                if possible & set(target.binding.states):
+                    continue
+                where = ", ".join(s for s in workflow.states if s in possible) or "none"
+                self.ctx.warning(
+                    "FG188",
+                    f'presenter "{presenter.name}" suggests "{suggestion.tool}", which runs only in state(s) '
+                    f'{", ".join(target.binding.states)} of workflow "{workflow.name}"; the results that carry this '
+                    f"suggestion are produced only in {where}",
+                    ("presenters", presenter.name, "suggest", index, "tool"),
+                    hint="the gate would refuse the call; suggest a tool allowed there, or add a when",
+                )
+
+
+def fireable_transitions(workflow: WorkflowIR, tools: tuple[ToolIR, ...]) -> list[tuple[str, str, str]]:
+    """The transitions some tool bound to `workflow` fires: the only ways the gate moves a session."""
+    bindings = [t.binding for t in tools if t.binding is not None and t.binding.workflow == workflow.name]
+    return [
+        (state, event, target)
+        for state, event, target in workflow.transitions
+        if any(b.transition == event and state in b.states for b in bindings)
+    ]
+
+
+def reachable_states(start: set[str], transitions: list[tuple[str, str, str]]) -> set[str]:
+    reached, frontier = set(start), list(start)
+    while frontier:
+        current = frontier.pop()
+        for state, _, target in transitions:
+            if state == current and target not in reached:
+                reached.add(target)
+                frontier.append(target)
+    return reached
+
+
+def _contained(presenters: tuple[PresenterIR, ...], root: str) -> set[str]:
+    """`root` and every presenter it embeds, at any depth (embeds are acyclic: FG154)."""
+    by_name = {p.name: p for p in presenters}
+    found, frontier = {root}, [root]
+    while frontier:
+        current = by_name.get(frontier.pop())
+        for _, child in current.embeds if current is not None else ():
+            if child not in found:
+                found.add(child)
+                frontier.append(child)
+    return found
+
+
+def _states_after(tool: ToolIR, workflow: WorkflowIR, tools: tuple[ToolIR, ...]) -> set[str]:
+    """The states `workflow` can be in when `tool`'s result is presented: after its transition if it fires one,
+    its own states if it is bound without one, and every reachable state if it is not bound to this workflow."""
+    binding = tool.binding
+    if binding is None or binding.workflow != workflow.name:
+        return reachable_states({workflow.initial}, fireable_transitions(workflow, tools))
+    if binding.transition is None:
+        return set(binding.states)
+    return {t for s, e, t in workflow.transitions if e == binding.transition and s in binding.states}

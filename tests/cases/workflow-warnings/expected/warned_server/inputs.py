@@ -21,11 +21,17 @@ from ._runtime import (
 __all__ = [
     "GoInput",
     "parse_go",
+    "FinishInput",
+    "parse_finish",
 ]
 
 _GO_KEYS: Final[frozenset[str]] = frozenset()
 
 _GO_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
+
+_FINISH_KEYS: Final[frozenset[str]] = frozenset()
+
+_FINISH_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,5 +48,23 @@ def parse_go(arguments: Mapping[str, Any]) -> GoInput:
     if errors:
         raise InvalidArguments(errors)
     return GoInput(
+        fields_set=frozenset(arguments),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FinishInput:
+    """Validated arguments of the finish tool."""
+
+    fields_set: frozenset[str] = field(default=frozenset())
+
+
+def parse_finish(arguments: Mapping[str, Any]) -> FinishInput:
+    errors: list[FieldError] = []
+    if not arguments.keys() <= _FINISH_KEYS:
+        check_keys(arguments, _FINISH_KEYS, _FINISH_GUARDED_INPUTS, "", errors)
+    if errors:
+        raise InvalidArguments(errors)
+    return FinishInput(
         fields_set=frozenset(arguments),
     )

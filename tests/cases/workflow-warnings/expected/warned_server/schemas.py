@@ -16,6 +16,17 @@ GO_INPUT: Final[dict[str, Any]] = {
     "additionalProperties": False,
 }
 
+FINISH_INPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "workflow_id": {
+            "type": "string",
+            "description": "The handle from flow.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+        },
+    },
+    "additionalProperties": False,
+}
+
 WORKFLOW_STATUS_INPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {

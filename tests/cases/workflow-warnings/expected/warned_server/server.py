@@ -44,7 +44,12 @@ HANDLERS_MODULE: Final = "warned_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"go": "go", "flow.start": "flow.start", "flow.status": "flow.status"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "go": "go",
+    "finish": "finish",
+    "flow.start": "flow.start",
+    "flow.status": "flow.status",
+}
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
@@ -52,6 +57,12 @@ TOOLS: Final[list[types.Tool]] = [
         name="go",
         description="go",
         input_schema=schemas.GO_INPUT,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
+    types.Tool(
+        name="finish",
+        description="finish",
+        input_schema=schemas.FINISH_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
@@ -73,6 +84,7 @@ TOOLS: Final[list[types.Tool]] = [
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
     "go": 'go (Workflow "flow": runs only in state start; pass workflow_id from flow.start.)',
+    "finish": 'finish (Workflow "flow": runs only in state middle; pass workflow_id from flow.start.)',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -90,12 +102,12 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
 }
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"go": "action"}
+TOOL_KINDS: Final[dict[str, str]] = {"go": "action", "finish": "action"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
-    "flow.start": ("go",),
-    "flow.status": ("go",),
-    "flow.resolve": ("go",),
+    "flow.start": ("go", "finish"),
+    "flow.status": ("go", "finish"),
+    "flow.resolve": ("go", "finish"),
 }
 
 
@@ -142,6 +154,14 @@ def create_server(
             inputs.parse_go,
             None,
             bind_handler(module, "go", "go"),
+            tool_names=TOOL_NAMES,
+        ),
+        "finish": partial(
+            run_tool,
+            "finish",
+            inputs.parse_finish,
+            None,
+            bind_handler(module, "finish", "finish"),
             tool_names=TOOL_NAMES,
         ),
         "flow.start": partial(gate.start, MACHINES["flow"]),

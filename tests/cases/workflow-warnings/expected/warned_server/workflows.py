@@ -23,7 +23,7 @@ FLOW_MACHINE: Final = Machine(
         ("middle", "BACK"): "start",
         ("orphan", "GO"): "end",
     },
-    tools_by_state={"start": ("go",), "middle": (), "end": (), "orphan": ()},
+    tools_by_state={"start": ("go",), "middle": ("finish",), "end": (), "orphan": ()},
 )
 
 MACHINES: Final[dict[str, Machine]] = {
@@ -32,4 +32,5 @@ MACHINES: Final[dict[str, Machine]] = {
 
 BINDINGS: Final[dict[str, Binding]] = {
     "go": Binding("flow", frozenset({"start"}), "GO", retry_in_doubt=True),
+    "finish": Binding("flow", frozenset({"middle"}), "FINISH", retry_in_doubt=True),
 }

@@ -1,0 +1,468 @@
+"""`fusiongen diff`: how two versions of a spec differ for the clients and the model that use the server.
+
+Built on the exposure report (`report.exposure`) of each side plus their IRs, so it classifies what the
+server does, not how the TOML is written: moving a field's position, renaming a presenter that is not
+visible, or spelling a redaction path with a wildcard instead of in full changes nothing here.
+
+Each change has one impact:
+
+* **breaking**: a client written against the old server may fail (a tool gone or renamed, a required
+  argument added, an argument's type narrowed, an enum value refused, an output field gone);
+* **exposure-widened**: the model can see more (a value newly in a result, a redaction removed, a hidden
+  field shown, masked values now sent in user-audience blocks); CI can require a security review for these;
+* **behaviour**: what the model is told or allowed changes (rules, suggestions, workflow states and
+  transitions, a tool's kind, a value newly masked);
+* **safe**: additions and wording (new tools, new optional arguments, descriptions, widened input types).
+
+Every facet of `exposure.TOOL_FACETS` has a comparer in `FACET_DIFFS` (a test checks it), so a facet added
+to the report (a tool's `requires`) cannot be forgotten here.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fusiongen.ir import FieldIR, ServerIR, ToolIR, TypeIR
+from fusiongen.report.exposure import Report, Row, exposure, type_text
+
+
+class Impact(enum.StrEnum):
+    BREAKING = "breaking"
+    WIDENED = "exposure-widened"
+    BEHAVIOUR = "behaviour"
+    SAFE = "safe"
+
+
+IMPACT_ORDER = (Impact.BREAKING, Impact.WIDENED, Impact.BEHAVIOUR, Impact.SAFE)
+EXIT_BREAKING, EXIT_WIDENED = 1, 4
+
+
+@dataclass(frozen=True)
+class Change:
+    impact: Impact
+    subject: str  # "tool invoice.get", "workflow invoice"
+    kind: str  # a stable slug, e.g. "input-required-added": what tests and CI scripts match on
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"impact": self.impact.value, "subject": self.subject, "kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class ToolSides:
+    """One tool present on both sides: its IR and its exposure entry, old and new."""
+
+    name: str
+    old: ToolIR
+    new: ToolIR
+    old_entry: dict[str, object]
+    new_entry: dict[str, object]
+
+    def rows(self, key: str) -> tuple[list[Row], list[Row]]:
+        old, new = self.old_entry[key], self.new_entry[key]
+        assert isinstance(old, list) and isinstance(new, list)
+        return old, new
+
+
+# --- types -----------------------------------------------------------------------------------------------
+class Variance(enum.Enum):
+    SAME = "same"
+    WIDENED = "widened"  # accepts (or may hold) everything it did, and more
+    NARROWED = "narrowed"  # accepts less than it did
+    CHANGED = "changed"  # neither: a different type
+
+
+def variance(old: TypeIR, new: TypeIR) -> Variance:
+    """How type `new` relates to `old`, as sets of values."""
+    if old == new:
+        return Variance.SAME
+    if old.kind == new.kind == "enum":
+        removed, added = set(old.enum_values) - set(new.enum_values), set(new.enum_values) - set(old.enum_values)
+        if removed and added:
+            return Variance.CHANGED
+        return Variance.NARROWED if removed else Variance.WIDENED if added else Variance.SAME  # SAME: reordered
+    if old.kind == new.kind == "list" and old.items is not None and new.items is not None:
+        return variance(old.items, new.items)
+    pairs = {("integer", "number"): Variance.WIDENED, ("number", "integer"): Variance.NARROWED}
+    pairs |= {("enum", "string"): Variance.WIDENED, ("string", "enum"): Variance.NARROWED}
+    pairs |= {("enum", "text"): Variance.WIDENED, ("text", "enum"): Variance.NARROWED}
+    return pairs.get((old.kind, new.kind), Variance.CHANGED)
+
+
+def _enum_detail(old: TypeIR, new: TypeIR) -> str:
+    removed = [v for v in old.enum_values if v not in new.enum_values]
+    added = [v for v in new.enum_values if v not in old.enum_values]
+    parts = ([f"values removed: {', '.join(removed)}"] if removed else []) + (
+        [f"values added: {', '.join(added)}"] if added else []
+    )
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+# --- inputs ----------------------------------------------------------------------------------------------
+def diff_inputs(sides: ToolSides) -> list[Change]:
+    """Arguments: what the model must and may send. The server refuses unknown arguments, so removing one is
+    breaking too."""
+    subject = f"tool {sides.name}"
+    old = {f.name: f for f in sides.old.inputs}
+    new = {f.name: f for f in sides.new.inputs}
+    changes: list[Change] = []
+    for name in old:
+        if name not in new:
+            changes.append(
+                Change(Impact.BREAKING, subject, "input-removed", f'input "{name}" removed: calls sending it fail')
+            )
+    for name, field in new.items():
+        if name not in old:
+            if field.required:
+                changes.append(
+                    Change(Impact.BREAKING, subject, "input-required-added", f'required input "{name}" added')
+                )
+            else:
+                changes.append(Change(Impact.SAFE, subject, "input-optional-added", f'optional input "{name}" added'))
+            continue
+        changes += _input_field(subject, old[name], field)
+    return changes
+
+
+def _input_field(subject: str, old: FieldIR, new: FieldIR) -> list[Change]:
+    changes: list[Change] = []
+    name = new.name
+    if new.required and not old.required:
+        changes.append(Change(Impact.BREAKING, subject, "input-now-required", f'input "{name}" is now required'))
+    elif old.required and not new.required:
+        changes.append(Change(Impact.SAFE, subject, "input-now-optional", f'input "{name}" is now optional'))
+    if old.nullable and not new.nullable:
+        changes.append(Change(Impact.BREAKING, subject, "input-null-refused", f'input "{name}" no longer accepts null'))
+    elif new.nullable and not old.nullable:
+        changes.append(Change(Impact.SAFE, subject, "input-null-accepted", f'input "{name}" now accepts null'))
+    how = variance(old.type, new.type)
+    shown = f"{type_text(old.type)} → {type_text(new.type)}"
+    if how is Variance.NARROWED:
+        kind = "input-enum-value-removed" if old.type.kind == new.type.kind == "enum" else "input-type-narrowed"
+        detail = _enum_detail(old.type, new.type)
+        changes.append(Change(Impact.BREAKING, subject, kind, f'input "{name}" narrowed: {shown}{detail}'))
+    elif how is Variance.CHANGED:
+        changes.append(Change(Impact.BREAKING, subject, "input-type-changed", f'input "{name}" type changed: {shown}'))
+    elif how is Variance.WIDENED:
+        changes.append(Change(Impact.SAFE, subject, "input-type-widened", f'input "{name}" widened: {shown}'))
+    if old.description != new.description:
+        changes.append(Change(Impact.SAFE, subject, "input-description", f'input "{name}" description changed'))
+    return changes
+
+
+# --- the result ------------------------------------------------------------------------------------------
+def diff_model_sees(sides: ToolSides) -> list[Change]:
+    """Values of the result: one gone is breaking; one newly there widens what the model sees, and the message
+    says whether it was masked or left out before."""
+    subject = f"tool {sides.name}"
+    old_rows, new_rows = sides.rows("model_sees")
+    old = {r["path"]: r["type"] for r in old_rows}
+    new = {r["path"]: r["type"] for r in new_rows}
+    old_redacted = {r["path"] for r in sides.rows("redacted")[0]}
+    new_redacted = {r["path"] for r in sides.rows("redacted")[1]}
+    old_hidden = {r["path"]: r["why"] for r in sides.rows("hidden")[0]}
+    changes: list[Change] = []
+    for path, type_ in old.items():
+        if path in new:
+            if new[path] != type_:
+                impact, kind = _output_type_impact(sides, path)
+                changes.append(Change(impact, subject, kind, f'output "{path}" type changed: {type_} → {new[path]}'))
+        elif path in new_redacted:
+            changes.append(Change(Impact.BEHAVIOUR, subject, "output-now-redacted", f'output "{path}" is now masked'))
+        else:
+            changes.append(Change(Impact.BREAKING, subject, "output-removed", f'output field "{path}" removed'))
+    for path, type_ in new.items():
+        if path in old:
+            continue
+        if path in old_redacted:
+            kind, why = "redaction-removed", "was masked by redact_pii"
+        elif path in old_hidden and old_hidden[path].startswith("hidden"):
+            kind, why = "hidden-unhidden", f"was {old_hidden[path]}"
+        elif path in old_hidden:
+            kind, why = "field-newly-exposed", f"was {old_hidden[path]}"
+        else:
+            kind, why = "field-newly-exposed", "is new in the result"
+        changes.append(Change(Impact.WIDENED, subject, kind, f'"{path}" ({type_}) now reaches the model: it {why}'))
+    return changes
+
+
+def _output_type_impact(sides: ToolSides, path: str) -> tuple[Impact, str]:
+    """An output type that only narrowed (fewer enum values) still validates against clients' old schema."""
+    old, new = _output_field(sides.old_entry, path), _output_field(sides.new_entry, path)
+    enums = old is not None and new is not None and old.startswith("enum[") and new.startswith("enum[")
+    if enums and old is not None and new is not None and set(new[5:-1].split("|")) <= set(old[5:-1].split("|")):
+        return Impact.SAFE, "output-enum-narrowed"
+    return Impact.BREAKING, "output-type-changed"
+
+
+def _output_field(entry: dict[str, object], path: str) -> str | None:
+    rows = entry["model_sees"]
+    assert isinstance(rows, list)
+    return next((r["type"] for r in rows if r["path"] == path), None)
+
+
+def diff_redacted(sides: ToolSides) -> list[Change]:
+    """A redaction dropped is reported by `diff_model_sees` (the value now reaches the model); here: its censor."""
+    subject = f"tool {sides.name}"
+    old_rows, new_rows = sides.rows("redacted")
+    old = {r["path"]: r["censor"] for r in old_rows}
+    return [
+        Change(Impact.BEHAVIOUR, subject, "censor-changed", f'"{r["path"]}" censor: {old[r["path"]]} → {r["censor"]}')
+        for r in new_rows
+        if r["path"] in old and old[r["path"]] != r["censor"]
+    ]
+
+
+def diff_hidden(sides: ToolSides) -> list[Change]:
+    """Fields newly left out: nothing a client relied on was sent, so it only matters for `model_sees`."""
+    return []
+
+
+def diff_user_only(sides: ToolSides) -> list[Change]:
+    """Masked values a user-audience block shows: sent ("send") they reach any client that ignores audience."""
+    subject = f"tool {sides.name}"
+    old_rows, new_rows = sides.rows("user_only")
+    old = {r["path"]: r["user_blocks"] for r in old_rows}
+    changes = []
+    for row in new_rows:
+        before = old.get(row["path"])
+        if row["user_blocks"] == "send" and before != "send":
+            changes.append(
+                Change(
+                    Impact.WIDENED,
+                    subject,
+                    "user-block-sends-masked",
+                    f'masked "{row["path"]}" is now sent in a user-audience block of {row["block"]}',
+                )
+            )
+        elif before is None:
+            changes.append(
+                Change(
+                    Impact.BEHAVIOUR,
+                    subject,
+                    "user-block-shows-masked",
+                    f'a user-audience block of {row["block"]} shows masked "{row["path"]}" (user_blocks = omit)',
+                )
+            )
+    return changes
+
+
+def _row_set_diff(sides: ToolSides, key: str, what: str, label: Callable[[Row], str]) -> list[Change]:
+    subject = f"tool {sides.name}"
+    old_rows, new_rows = sides.rows(key)
+    old = {json.dumps(r, sort_keys=True) for r in old_rows}
+    new = {json.dumps(r, sort_keys=True) for r in new_rows}
+    changes = [
+        Change(Impact.BEHAVIOUR, subject, f"{what}-removed", f"{what} removed: {label(r)}")
+        for r in old_rows
+        if json.dumps(r, sort_keys=True) not in new
+    ]
+    changes += [
+        Change(Impact.BEHAVIOUR, subject, f"{what}-added", f"{what} added: {label(r)}")
+        for r in new_rows
+        if json.dumps(r, sort_keys=True) not in old
+    ]
+    return changes
+
+
+def _when(row: Row) -> str:
+    return f" (when {row['when']})" if row.get("when") else ""
+
+
+def diff_rules(sides: ToolSides) -> list[Change]:
+    return _row_set_diff(sides, "rules", "rule", lambda r: f'"{r["rule"]}"{_when(r)}')
+
+
+def diff_suggestions(sides: ToolSides) -> list[Change]:
+    return _row_set_diff(sides, "suggestions", "suggestion", lambda r: f"{r['tool']}{_when(r)}")
+
+
+def diff_states(sides: ToolSides) -> list[Change]:
+    """Where the tool runs (bound workflow, states, event): the gate refuses calls elsewhere."""
+    old_rows, new_rows = sides.rows("states")
+    if old_rows == new_rows:
+        return []
+
+    def shown(rows: list[Row]) -> str:
+        return "; ".join(
+            f"{r['workflow']} {r['states']}".strip() + (f" fires {r['fires']}" if r["fires"] else "") for r in rows
+        )
+
+    message = f"runs in: {shown(old_rows)} → {shown(new_rows)}"
+    return [Change(Impact.BEHAVIOUR, f"tool {sides.name}", "tool-states-changed", message)]
+
+
+FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
+    "inputs": diff_inputs,
+    "model_sees": diff_model_sees,
+    "redacted": diff_redacted,
+    "hidden": diff_hidden,
+    "user_only": diff_user_only,
+    "rules": diff_rules,
+    "suggestions": diff_suggestions,
+    "states": diff_states,
+}
+
+
+def diff_tool(sides: ToolSides) -> list[Change]:
+    subject = f"tool {sides.name}"
+    old, new = sides.old, sides.new
+    changes: list[Change] = []
+    if (old.returns is None) != (new.returns is None):
+        if new.returns is None:
+            changes.append(Change(Impact.BREAKING, subject, "output-removed", "no longer returns a result"))
+        else:
+            changes.append(
+                Change(Impact.BEHAVIOUR, subject, "output-added", f"now returns {sides.new_entry['returns']}")
+            )
+    elif old.returns is not None and new.returns is not None and old.returns.collection != new.returns.collection:
+        what = f"{sides.old_entry['returns']} → {sides.new_entry['returns']}"
+        changes.append(Change(Impact.BREAKING, subject, "output-shape-changed", f"returns {what}"))
+    elif sides.old_entry["returns"] != sides.new_entry["returns"]:
+        what = f"{sides.old_entry['returns']} → {sides.new_entry['returns']}"
+        changes.append(Change(Impact.BEHAVIOUR, subject, "output-presenter-changed", f"returns {what}"))
+    if old.kind != new.kind:
+        changes.append(Change(Impact.BEHAVIOUR, subject, "kind-changed", f"kind {old.kind} → {new.kind}"))
+    if old.description != new.description or old.compact_description != new.compact_description:
+        changes.append(Change(Impact.SAFE, subject, "description-changed", "description changed"))
+    for compare in FACET_DIFFS.values():
+        changes += compare(sides)
+    return changes
+
+
+# --- tools and workflows as a whole ----------------------------------------------------------------------
+def _tool_names(ir: ServerIR, report: Report) -> dict[str, str]:
+    """Every tool the model can call, by wire name → what it is (a spec tool's handler, or a generated one)."""
+    names = {t.wire: f"handler {t.handler}" for t in ir.tools}
+    for workflow in report["workflows"]:
+        names |= {name: f"workflow {workflow['name']}" for name in workflow["generated_tools"]}
+    return names
+
+
+def diff_tool_sets(old_ir: ServerIR, old: Report, new_ir: ServerIR, new: Report) -> list[Change]:
+    old_names, new_names = _tool_names(old_ir, old), _tool_names(new_ir, new)
+    added = [n for n in new_names if n not in old_names]
+    changes: list[Change] = []
+    for name, what in old_names.items():
+        if name in new_names:
+            continue
+        renamed = next((n for n in added if new_names[n] == what and what.startswith("handler ")), None)
+        if renamed is not None:
+            changes.append(Change(Impact.BREAKING, f"tool {name}", "tool-renamed", f"renamed to {renamed}"))
+        else:
+            changes.append(Change(Impact.BREAKING, f"tool {name}", "tool-removed", "tool removed"))
+    # What the model saw before, by the presenter shaping it: a new tool returning the same presenter (one item or
+    # a collection) shows nothing new.
+    seen_before = {
+        (tool.returns.presenter, row["path"])
+        for tool, entry in zip(old_ir.tools, old["tools"], strict=True)
+        if tool.returns is not None
+        for row in entry["model_sees"]
+    }
+    new_tools = {t.wire: (t, entry) for t, entry in zip(new_ir.tools, new["tools"], strict=True)}
+    for name in added:
+        changes.append(Change(Impact.SAFE, f"tool {name}", "tool-added", "new tool"))
+        tool, entry = new_tools.get(name, (None, None))
+        if tool is None or tool.returns is None or entry is None:
+            continue
+        for row in entry["model_sees"]:
+            if (tool.returns.presenter, row["path"]) not in seen_before:
+                message = f'"{row["path"]}" ({row["type"]}) reaches the model: no tool showed it before'
+                changes.append(Change(Impact.WIDENED, f"tool {name}", "field-newly-exposed", message))
+    return changes
+
+
+def diff_workflows(old: Report, new: Report) -> list[Change]:
+    old_by, new_by = {w["name"]: w for w in old["workflows"]}, {w["name"]: w for w in new["workflows"]}
+    changes: list[Change] = []
+    for name in old_by.keys() - new_by.keys():
+        changes.append(Change(Impact.BEHAVIOUR, f"workflow {name}", "workflow-removed", "workflow removed"))
+    for name in new_by.keys() - old_by.keys():
+        changes.append(Change(Impact.BEHAVIOUR, f"workflow {name}", "workflow-added", "new workflow"))
+    for name in sorted(old_by.keys() & new_by.keys()):
+        changes += _diff_workflow(name, old_by[name], new_by[name])
+    return changes
+
+
+def _diff_workflow(name: str, old: dict[str, object], new: dict[str, object]) -> list[Change]:
+    subject = f"workflow {name}"
+    changes: list[Change] = []
+    if old["initial"] != new["initial"]:
+        changes.append(
+            Change(Impact.BEHAVIOUR, subject, "initial-changed", f"initial state {old['initial']} → {new['initial']}")
+        )
+
+    def transitions(side: dict[str, object]) -> list[str]:
+        rows = side["transitions"]
+        assert isinstance(rows, list)
+        return [f"{t['from']} --{t['event']}--> {t['to']}" for t in rows]
+
+    def allowed(side: dict[str, object]) -> dict[str, str]:
+        rows = side["states"]
+        assert isinstance(rows, list)
+        return {s["state"]: s["bound_tools"] for s in rows}
+
+    old_t, new_t = transitions(old), transitions(new)
+    changes += [
+        Change(Impact.BEHAVIOUR, subject, "transition-removed", f"transition {t} removed")
+        for t in old_t
+        if t not in new_t
+    ]
+    changes += [
+        Change(Impact.BEHAVIOUR, subject, "transition-added", f"transition {t} added") for t in new_t if t not in old_t
+    ]
+    old_s, new_s = allowed(old), allowed(new)
+    changes += [
+        Change(Impact.BEHAVIOUR, subject, "state-removed", f'state "{s}" removed') for s in old_s if s not in new_s
+    ]
+    changes += [Change(Impact.BEHAVIOUR, subject, "state-added", f'state "{s}" added') for s in new_s if s not in old_s]
+    for state, tools in new_s.items():
+        if state in old_s and old_s[state] != tools:
+            before, after = old_s[state] or "none", tools or "none"
+            message = f'state "{state}" allows {after} (was {before})'
+            changes.append(Change(Impact.BEHAVIOUR, subject, "state-tools-changed", message))
+    return changes
+
+
+# --- the whole diff --------------------------------------------------------------------------------------
+def diff(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
+    """Every change from `old_ir` to `new_ir` that a client or the model can notice, most severe first."""
+    old, new = exposure(old_ir), exposure(new_ir)
+    changes = diff_tool_sets(old_ir, old, new_ir, new)
+    old_tools = {t.wire: t for t in old_ir.tools}
+    old_entries = {t["name"]: t for t in old["tools"]}
+    for tool, entry in zip(new_ir.tools, new["tools"], strict=True):
+        if tool.wire in old_tools:
+            changes += diff_tool(ToolSides(tool.wire, old_tools[tool.wire], tool, old_entries[tool.wire], entry))
+    changes += diff_workflows(old, new)
+    rank = {impact: index for index, impact in enumerate(IMPACT_ORDER)}
+    return sorted(changes, key=lambda c: (rank[c.impact], c.subject, c.kind, c.message))
+
+
+def exit_code(changes: list[Change]) -> int:
+    """1 if anything is breaking (it fails CI first), else 4 if exposure widened, else 0."""
+    impacts = {c.impact for c in changes}
+    if Impact.BREAKING in impacts:
+        return EXIT_BREAKING
+    return EXIT_WIDENED if Impact.WIDENED in impacts else 0
+
+
+def as_text(changes: list[Change]) -> str:
+    if not changes:
+        return "no changes a client or the model can see\n"
+    lines: list[str] = []
+    for impact in IMPACT_ORDER:
+        found = [c for c in changes if c.impact is impact]
+        if found:
+            lines.append(f"{impact.value} ({len(found)}):")
+            lines += [f"  {c.subject}: {c.message} [{c.kind}]" for c in found]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(changes: list[Change]) -> str:
+    summary = {impact.value: sum(c.impact is impact for c in changes) for impact in IMPACT_ORDER}
+    document = {"changes": [c.as_json() for c in changes], "summary": summary, "exit_code": exit_code(changes)}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

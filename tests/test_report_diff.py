@@ -1,0 +1,362 @@
+"""`fusiongen diff`: each kind of change, as a pair of specs, gets its impact, and the command its exit code.
+
+Every pair is one base spec and one textual edit of it, so a case states exactly what changed. The
+classification is asserted as the exact set of (impact, kind) the diff reports: a change reported twice,
+under a wrong impact or not at all fails.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fusiongen.api import diff_specs
+from fusiongen.report.diff import FACET_DIFFS, Impact, exit_code
+from fusiongen.report.exposure import TOOL_FACETS
+from tests.support.processes import run
+
+BASE = """
+[server]
+name = "shop"
+version = "1.0.0"
+
+[models.Customer]
+hidden = ["ssn"]
+[models.Customer.fields]
+id = "string"
+name = "string"
+email = "string"
+ssn = { type = "string", required = false }
+score = { type = "integer", required = false }
+
+[models.Order]
+[models.Order.fields]
+id = "string"
+customer = { type = "Customer" }
+status = { type = "enum", values = ["open", "paid", "void"] }
+total = "integer"
+
+[presenters.Customer]
+model = "Customer"
+fields = ["id", "name", "email"]
+redact_pii = ["email"]
+
+[presenters.Order]
+model = "Order"
+embed = { customer = "Customer" }
+rules = ["Totals are in cents."]
+
+[[presenters.Order.suggest]]
+tool = "order.pay"
+reason = "Pay {id}"
+when = "status == 'open'"
+
+[workflows.order]
+initial = "open"
+[workflows.order.states]
+open = { on = { PAY = "paid" } }
+paid = { type = "final" }
+
+[tools."order.get"]
+kind = "query"
+description = "Fetch an order."
+returns = "Order"
+handler = "get_order"
+[tools."order.get".input]
+id = "string"
+status = { type = "enum", values = ["open", "paid", "void"], required = false }
+count = { type = "integer", required = false }
+ratio = { type = "number", required = false }
+
+[tools."order.pay"]
+kind = "action"
+description = "Pay an order."
+handler = "pay_order"
+bind_state = { states = ["open"], transition = "PAY" }
+[tools."order.pay".input]
+order_id = "string"
+"""
+
+# (name, text replaced, replacement, the exact (impact, kind) set the diff reports)
+CASES: list[tuple[str, str, str, set[tuple[Impact, str]]]] = [
+    ("nothing", "", "", set()),
+    (
+        "tool-removed",
+        '\n[tools."order.get"]\nkind = "query"\ndescription = "Fetch an order."\nreturns = "Order"\n'
+        'handler = "get_order"\n[tools."order.get".input]\nid = "string"\n'
+        'status = { type = "enum", values = ["open", "paid", "void"], required = false }\n'
+        'count = { type = "integer", required = false }\nratio = { type = "number", required = false }\n',
+        "\n",
+        {(Impact.BREAKING, "tool-removed")},
+    ),
+    (
+        "tool-renamed",
+        'tools."order.get"',
+        'tools."order.fetch"',
+        {(Impact.BREAKING, "tool-renamed"), (Impact.SAFE, "tool-added")},
+    ),
+    (
+        "required-input-added",
+        'order_id = "string"\n',
+        'order_id = "string"\nmethod = "string"\n',
+        {(Impact.BREAKING, "input-required-added")},
+    ),
+    (
+        "optional-input-added",
+        'order_id = "string"\n',
+        'order_id = "string"\nnote = { type = "string", required = false }\n',
+        {(Impact.SAFE, "input-optional-added")},
+    ),
+    (
+        "input-removed",
+        'count = { type = "integer", required = false }\n',
+        "",
+        {(Impact.BREAKING, "input-removed")},
+    ),
+    (
+        "input-now-required",
+        'count = { type = "integer", required = false }',
+        'count = { type = "integer" }',
+        {(Impact.BREAKING, "input-now-required")},
+    ),
+    (
+        "input-now-optional",
+        'order_id = "string"',
+        'order_id = { type = "string", required = false }',
+        {(Impact.SAFE, "input-now-optional")},
+    ),
+    (
+        "input-type-changed",
+        'count = { type = "integer", required = false }',
+        'count = { type = "enum", values = ["1", "2"], required = false }',
+        {(Impact.BREAKING, "input-type-changed")},
+    ),
+    (
+        "input-number-narrowed-to-integer",
+        'ratio = { type = "number", required = false }',
+        'ratio = { type = "integer", required = false }',
+        {(Impact.BREAKING, "input-type-narrowed")},
+    ),
+    (
+        "input-enum-value-removed",
+        'status = { type = "enum", values = ["open", "paid", "void"], required = false }',
+        'status = { type = "enum", values = ["open", "paid"], required = false }',
+        {(Impact.BREAKING, "input-enum-value-removed")},
+    ),
+    (
+        "input-enum-value-added",
+        'status = { type = "enum", values = ["open", "paid", "void"], required = false }',
+        'status = { type = "enum", values = ["open", "paid", "void", "late"], required = false }',
+        {(Impact.SAFE, "input-type-widened")},
+    ),
+    (
+        "input-integer-widened-to-number",
+        'count = { type = "integer", required = false }',
+        'count = { type = "number", required = false }',
+        {(Impact.SAFE, "input-type-widened")},
+    ),
+    (
+        "output-field-removed",
+        'total = "integer"\n',
+        "",
+        {(Impact.BREAKING, "output-removed")},
+    ),
+    (
+        "output-type-changed",
+        'total = "integer"',
+        'total = "string"',
+        {(Impact.BREAKING, "output-type-changed")},
+    ),
+    (
+        "output-enum-narrowed",
+        'status = { type = "enum", values = ["open", "paid", "void"] }',
+        'status = { type = "enum", values = ["open", "paid"] }',
+        {(Impact.SAFE, "output-enum-narrowed")},
+    ),
+    (
+        "field-newly-exposed",
+        'fields = ["id", "name", "email"]',
+        'fields = ["id", "name", "email", "score"]',
+        {(Impact.WIDENED, "field-newly-exposed")},
+    ),
+    (
+        "redaction-removed",
+        'redact_pii = ["email"]',
+        "",
+        {(Impact.WIDENED, "redaction-removed")},
+    ),
+    (
+        "hidden-but-not-selected",
+        'hidden = ["ssn"]\n',
+        "",
+        # ssn is not among the presenter's fields: un-hiding it in the model shows nothing more
+        set(),
+    ),
+    (
+        "new-field-redacted",
+        'redact_pii = ["email"]',
+        'redact_pii = ["email", "name"]',
+        {(Impact.BEHAVIOUR, "output-now-redacted")},
+    ),
+    (
+        "censor-changed",
+        'redact_pii = ["email"]',
+        'redact_pii = ["email"]\ncensor = "***"',
+        {(Impact.BEHAVIOUR, "censor-changed")},
+    ),
+    (
+        "rule-added",
+        'rules = ["Totals are in cents."]',
+        'rules = ["Totals are in cents.", "Never refund."]',
+        {(Impact.BEHAVIOUR, "rule-added")},
+    ),
+    (
+        "suggestion-removed",
+        '[[presenters.Order.suggest]]\ntool = "order.pay"\nreason = "Pay {id}"\nwhen = "status == \'open\'"\n',
+        "",
+        {(Impact.BEHAVIOUR, "suggestion-removed")},
+    ),
+    (
+        "transition-added",
+        'open = { on = { PAY = "paid" } }',
+        'open = { on = { PAY = "paid", VOID = "paid" } }',
+        {(Impact.BEHAVIOUR, "transition-added")},
+    ),
+    (
+        "state-tools-changed",
+        'bind_state = { states = ["open"], transition = "PAY" }',
+        'bind_state = { states = ["open", "paid"], transition = "PAY" }',
+        {(Impact.BEHAVIOUR, "tool-states-changed"), (Impact.BEHAVIOUR, "state-tools-changed")},
+    ),
+    (
+        "kind-changed",
+        'kind = "action"',
+        'kind = "mutation"',
+        # a mutation refuses to run again in doubt: the workflow gains its generated resolve tool
+        {(Impact.BEHAVIOUR, "kind-changed"), (Impact.SAFE, "tool-added")},
+    ),
+    (
+        "description-changed",
+        'description = "Fetch an order."',
+        'description = "Fetch one order by id."',
+        {(Impact.SAFE, "description-changed")},
+    ),
+    (
+        "new-tool",
+        '[tools."order.pay"]',
+        '[tools."order.count"]\nkind = "query"\n\n[tools."order.pay"]',
+        {(Impact.SAFE, "tool-added")},
+    ),
+    (
+        "new-tool-showing-a-new-value",
+        '[tools."order.pay"]',
+        '[tools."customer.get"]\nkind = "query"\nreturns = "Customer"\n\n[tools."order.pay"]',
+        {(Impact.SAFE, "tool-added"), (Impact.WIDENED, "field-newly-exposed")},
+    ),
+    (
+        "new-tool-showing-what-another-showed",
+        '[tools."order.pay"]',
+        '[tools."order.list"]\nkind = "query"\nreturns = "Order[]"\n\n[tools."order.pay"]',
+        {(Impact.SAFE, "tool-added")},
+    ),
+    (
+        "output-shape-changed",
+        'returns = "Order"',
+        'returns = "Order[]"',
+        {(Impact.BREAKING, "output-shape-changed")},
+    ),
+]
+
+
+def _spec(folder: Path, name: str, text: str) -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("name", "old", "new", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_each_change_is_classified(
+    tmp_path: Path, name: str, old: str, new: str, expected: set[tuple[Impact, str]]
+) -> None:
+    assert old == "" or BASE.count(old) >= 1, "the edit must name a place of the base spec"
+    edited = BASE.replace(old, new) if old else BASE
+    changes = diff_specs(_spec(tmp_path, "old", BASE), _spec(tmp_path, "new", edited))
+    assert {(c.impact, c.kind) for c in changes} == expected, [c.message for c in changes]
+
+
+def test_kinds_pinned_cover_twenty_kinds() -> None:
+    kinds = {kind for *_, expected in CASES for _, kind in expected}
+    assert len(kinds) >= 20, sorted(kinds)
+
+
+def test_every_facet_of_the_report_has_a_comparer() -> None:
+    """A facet added to the exposure report (a tool's `requires`) must say how its changes are classified."""
+    assert set(FACET_DIFFS) == {f.key for f in TOOL_FACETS}
+
+
+def test_unhiding_a_field_the_presenter_shows_widens_exposure(tmp_path: Path) -> None:
+    """A model field that a presenter with all visible fields shows: hidden before, shown after."""
+    old = BASE.replace('fields = ["id", "name", "email"]\n', "")
+    new = old.replace('hidden = ["ssn"]\n', "")
+    changes = diff_specs(_spec(tmp_path, "old", old), _spec(tmp_path, "new", new))
+    assert [(c.impact, c.kind, c.subject) for c in changes] == [(Impact.WIDENED, "hidden-unhidden", "tool order.get")]
+    assert '"customer.ssn"' in changes[0].message
+
+
+def test_exit_codes_and_json(tmp_path: Path) -> None:
+    old = _spec(tmp_path, "old", BASE)
+    breaking = _spec(tmp_path, "breaking", BASE.replace('total = "integer"\n', ""))
+    widened = _spec(tmp_path, "widened", BASE.replace('redact_pii = ["email"]', ""))
+    safe = _spec(tmp_path, "safe", BASE.replace("Fetch an order.", "Fetch one order."))
+    assert run("diff", old, old, cwd=tmp_path).code == 0
+    assert run("diff", old, safe, cwd=tmp_path).code == 0
+    assert run("diff", old, widened, cwd=tmp_path).code == 4
+    assert run("diff", old, breaking, cwd=tmp_path).code == 1
+    both = _spec(tmp_path, "both", BASE.replace('total = "integer"\n', "").replace('redact_pii = ["email"]', ""))
+    result = run("diff", old, both, "--format", "json", cwd=tmp_path)
+    assert result.code == 1  # breaking first: CI fails; the widening is still listed
+    document = json.loads(result.stdout)
+    assert document["summary"] == {"breaking": 1, "exposure-widened": 1, "behaviour": 0, "safe": 0}
+    assert document["exit_code"] == 1
+    assert {c["kind"] for c in document["changes"]} == {"output-removed", "redaction-removed"}
+    text = run("diff", old, widened, cwd=tmp_path).stdout
+    assert text.startswith('exposure-widened (1):\n  tool order.get: "customer.email" (string) now reaches')
+
+
+def test_invalid_spec_and_usage_exit_2(tmp_path: Path) -> None:
+    old = _spec(tmp_path, "old", BASE)
+    bad = _spec(tmp_path, "bad", BASE.replace('total = "integer"', 'total = "intger"'))
+    result = run("diff", old, bad, cwd=tmp_path)
+    assert result.code == 2
+    assert "error[FG110]" in result.stderr
+    assert run("diff", old, cwd=tmp_path).code == 2
+
+
+def test_git_revision_is_the_old_side(tmp_path: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, timeout=60)
+
+    git("init", "-q")
+    spec = _spec(tmp_path, "shop", BASE)
+    git("add", "shop.toml")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    spec.write_text(BASE.replace('redact_pii = ["email"]', ""), encoding="utf-8")
+    result = run("diff", "--git", "HEAD", "shop.toml", cwd=tmp_path)
+    assert result.code == 4, result.stdout + result.stderr
+    assert "redaction-removed" in result.stdout
+    spec.write_text(BASE.replace('total = "integer"', 'total = "intger"'), encoding="utf-8")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "broken")
+    spec.write_text(BASE, encoding="utf-8")
+    broken_before = run("diff", "--git", "HEAD", "shop.toml", cwd=tmp_path)
+    assert broken_before.code == 2
+    assert "shop.toml@HEAD:" in broken_before.stderr and "error[FG110]" in broken_before.stderr  # names the revision
+    missing = run("diff", "--git", "no-such-rev", "shop.toml", cwd=tmp_path)
+    assert missing.code == 2
+    assert "error[FG002]" in missing.stderr
+
+
+def test_exit_code_of_no_changes_is_zero() -> None:
+    assert exit_code([]) == 0
