@@ -21,6 +21,7 @@ import jsonschema
 import pytest
 
 from tests.support.build import SPECS, build, built_server
+from tests.support.cases import CASES_DIR as CASES
 from tests.support.client import LEGACY, MODERN, connect
 from tests.support.processes import http_server, server_env
 from tests.test_auth_http import Issuer, bearer_client, entry, issuer, jwt_options, tokens_file  # noqa: F401
@@ -243,3 +244,57 @@ def test_the_typescript_sdk_accepts_every_audience(server: str, issuer: Issuer, 
     assert set(admin["structuredContent"]["data"]) == ADMIN_FIELDS
     assert support["structuredContent"]["data"] == {"id": "inv-1", "status": "overdue"}
     assert set(default["structuredContent"]["data"]) == DEFAULT_FIELDS
+
+
+# --- a collection per audience, ctx.tenant and ctx.scopes (tests/cases/audiences) --------------------------
+
+
+def tenant_entry(token: str, subject: str, roles: list[str], tenant: str) -> str:
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    return (
+        f'[[token]]\nsha256 = "{digest}"\nsubject = "{subject}"\nroles = {json.dumps(roles)}\n'
+        f'scopes = ["tickets:read"]\ntenant = "{tenant}"\n'
+    )
+
+
+async def test_collections_choose_per_caller_and_expressions_read_the_tenant(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build(CASES / "audiences" / "spec.toml", out)
+    path = tokens_file(
+        tmp_path,
+        tenant_entry("tok-lead", "lee", ["lead"], "acme"),
+        tenant_entry("tok-agent", "ann", ["agent"], "acme"),
+    )
+    with http_server(out, "--auth", "tokens", "--auth-tokens-file", str(path), package="helpdesk_server") as url:
+        async with bearer_client(url, "tok-lead") as client:
+            lead = await client.call_tool("ticket.get", {"id": "t-1"})
+            lead_list = await client.call_tool("ticket.list", {})
+        async with bearer_client(url, "tok-agent") as client:
+            agent = await client.call_tool("ticket.get", {"id": "t-1"})
+            agent_list = await client.call_tool("ticket.list", {})
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+    # lead: TicketManager (the table's second role), every visible field, the email redacted
+    assert data_of(lead) == {"id": "t-1", "subject": "Printer", "requester_email": "[REDACTED]", "priority": 3}
+    assert "You are lee of acme; your scopes: tickets:read." in lead.structured_content["rules"]
+    assert "Ticket t-1 needs a lead's decision." in lead.structured_content["rules"]
+    assert data_of(agent) == {"id": "t-1", "subject": "Printer"}
+    # ticket.list has only agent in its table: the lead gets `returns` (Ticket[]), the agent TicketAgent[]
+    assert data_of(lead_list) == [{"id": "t-1", "subject": "Printer", "priority": 3}]
+    assert data_of(agent_list) == [{"id": "t-1", "subject": "Printer"}]
+    assert not any("Shown without a caller" in rule for rule in lead_list.structured_content["rules"])
+    for result, tool in (
+        (lead, "ticket.get"),
+        (agent, "ticket.get"),
+        (lead_list, "ticket.list"),
+        (agent_list, "ticket.list"),
+    ):
+        jsonschema.validate(result.structured_content, listed[tool].output_schema)
+        assert "internal_notes" not in everything_sent(result) and "a@example.com" not in everything_sent(result)
+
+
+async def test_without_identity_ctx_is_empty_and_conditions_on_it_false(tmp_path: Path) -> None:
+    with built_server(CASES / "audiences" / "spec.toml", tmp_path / "out") as server:
+        async with connect(server.create_server(), MODERN) as client:
+            result = await client.call_tool("ticket.list", {})
+    assert "Shown without a caller: the local user." in result.structured_content["rules"]  # ctx.subject == null
+    assert data_of(result) == [{"id": "t-1", "subject": "Printer", "priority": 3}]

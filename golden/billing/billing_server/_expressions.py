@@ -157,7 +157,8 @@ def _x_fmt(v: _x_Any) -> str:
 
 def _x_caller(attribute: str) -> _x_Any:
     """`ctx.subject`, `ctx.tenant` (a string, or None), `ctx.roles`, `ctx.scopes` (sorted lists, so that `in`
-    and text see a list), `ctx` (all four, as an object): the caller of the call being presented. Without identity: None, or an empty list."""
+    and text see a list), `ctx` (all four, as an object): the caller of the call being presented. Without
+    identity: None, or an empty list."""
     identity = _x_presented_identity()
     if attribute == "*":  # `ctx` itself
         return {name: _x_caller(name) for name in ("subject", "roles", "scopes", "tenant")}
