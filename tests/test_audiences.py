@@ -22,7 +22,7 @@ import pytest
 
 from tests.support.build import SPECS, build, built_server
 from tests.support.cases import CASES_DIR as CASES
-from tests.support.client import LEGACY, MODERN, connect
+from tests.support.client import LEGACY, MODERN, connect, stdio
 from tests.support.processes import http_server, server_env
 from tests.test_auth_http import Issuer, bearer_client, entry, issuer, jwt_options, tokens_file  # noqa: F401
 
@@ -191,6 +191,19 @@ async def test_the_audit_log_names_callers_and_outcomes_never_values(
         assert value not in text
 
 
+async def test_over_stdio_the_audit_log_has_no_caller(built: Path, tmp_path: Path) -> None:
+    path = tmp_path / "stdio.jsonl"
+    async with stdio(built, MODERN, "--audit-log", str(path)) as client:
+        await client.call_tool("invoice.get", {"id": "inv-2"})
+        await client.call_tool("invoice.update", {"id": "inv-2", "status": "nonsense"})
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [(line["subject"], line["tool"], line["outcome"]) for line in lines] == [
+        (None, "invoice.get", "ok"),
+        (None, "invoice.update", "VALIDATION_ERROR"),
+    ]
+    assert "nonsense" not in path.read_text(encoding="utf-8")
+
+
 def test_an_unwritable_audit_log_is_a_usage_error(built: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "billing_server", "--audit-log", str(tmp_path / "no" / "such" / "dir" / "log")],
@@ -298,3 +311,31 @@ async def test_without_identity_ctx_is_empty_and_conditions_on_it_false(tmp_path
             result = await client.call_tool("ticket.list", {})
     assert "Shown without a caller: the local user." in result.structured_content["rules"]  # ctx.subject == null
     assert data_of(result) == [{"id": "t-1", "subject": "Printer", "priority": 3}]
+
+
+# --- the runtime pieces, as source ---------------------------------------------------------------------------
+
+
+def test_by_role_and_ctx_read_only_the_identity_being_presented() -> None:
+    from fusiongen.runtime._identity import Identity, caller_value, presenting_for
+    from fusiongen.runtime._runtime import by_role
+
+    def presenter(name: str) -> Any:
+        return lambda raw: name
+
+    present = by_role(presenter("default"), (("admin", presenter("admin")), ("support", presenter("support"))))
+    assert present({}) == "default" and caller_value("roles") == [] and caller_value("subject") is None
+    sam = Identity("sam", frozenset({"support", "admin"}), frozenset({"b", "a"}), "acme")
+    with presenting_for(sam):
+        assert present({}) == "admin"  # the table's order, not the token's
+        assert caller_value("scopes") == ["a", "b"] and caller_value("tenant") == "acme"
+        assert caller_value("*") == {
+            "subject": "sam",
+            "roles": ["admin", "support"],
+            "scopes": ["a", "b"],
+            "tenant": "acme",
+        }
+        with presenting_for(Identity("eve", frozenset({"auditor"}), frozenset())):
+            assert present({}) == "default"
+        assert present({}) == "admin"  # restored on leaving the inner call
+    assert present({}) == "default" and caller_value("subject") is None

@@ -55,7 +55,7 @@ def _caller_field(path: tuple[str, ...]) -> expr.FieldInfo | None:
 def _access(path: tuple[str, ...]) -> str:
     """How generated code reads a path of shaped data (a dict built by the shape function), or of the caller."""
     if path[0] == CALLER:
-        return f"_x_caller({(path[1] if len(path) > 1 else '*')!r})"
+        return f"caller_value({(path[1] if len(path) > 1 else '*')!r})"  # from _runtime (via _identity)
     return f"data.get({path[0]!r})" if len(path) == 1 else f"_x_get(data, {path!r})"
 
 

@@ -107,6 +107,8 @@ def check_generated_names(
             names.add("inputs", name, owner)
         names.add("inputs", f"_{upper}_GUARDED_INPUTS", owner)
         names.add("schemas", f"{upper}_INPUT", owner)
+        if len(tool.presenters) > 1:  # returns_for_role: the union of its audiences is the tool's own schema
+            names.add("schemas", f"{upper}_BY_ROLE_OUTPUT", owner)
         explicit = spec.tools[tool.name].handler is not None
         handler_owner = _Owner(owner.label, ("tools", tool.name, "handler") if explicit else owner.loc)
         if tool.handler in fixed_names("handlers", workflows=False):

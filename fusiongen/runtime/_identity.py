@@ -82,3 +82,16 @@ def presented_identity() -> Identity | None:
     """The caller whose result is being presented; None without identity (stdio, in-process, HTTP without
     --auth), and outside a call."""
     return _PRESENTING_FOR.get()
+
+
+def caller_value(attribute: str) -> Any:
+    """What a presenter expression's `ctx.subject`, `ctx.tenant` (a string, or None), `ctx.roles`, `ctx.scopes`
+    (sorted lists, so that `in` and text see a list) or `ctx` (all four, as an object) reads: the caller of the
+    call being presented. Without identity: None, or an empty list. Here, not in `_expressions` (which uses only
+    the standard library), and total like its helpers."""
+    identity = presented_identity()
+    if attribute == "*":  # `ctx` itself
+        return {name: caller_value(name) for name in ("subject", "roles", "scopes", "tenant")}
+    if attribute in ("roles", "scopes"):
+        return sorted(getattr(identity, attribute)) if identity is not None else []
+    return getattr(identity, attribute) if identity is not None else None

@@ -33,6 +33,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from opentelemetry.trace import Span, get_current_span
 
 from ._identity import Identity, presented_identity, presenting_for, with_identity
+from ._identity import caller_value as caller_value  # re-exported: presenters' `ctx.*` expressions call it
 
 try:
     import orjson

@@ -11,8 +11,6 @@ import math
 import operator
 import typing
 
-from ._identity import presented_identity as _x_presented_identity
-
 _x_Any = typing.Any
 _x_DEC = decimal.Context(prec=5000)
 
@@ -153,15 +151,3 @@ def _x_fmt(v: _x_Any) -> str:
         return str(v)
     except (ValueError, TypeError, RecursionError):
         return ""
-
-
-def _x_caller(attribute: str) -> _x_Any:
-    """`ctx.subject`, `ctx.tenant` (a string, or None), `ctx.roles`, `ctx.scopes` (sorted lists, so that `in`
-    and text see a list), `ctx` (all four, as an object): the caller of the call being presented. Without
-    identity: None, or an empty list."""
-    identity = _x_presented_identity()
-    if attribute == "*":  # `ctx` itself
-        return {name: _x_caller(name) for name in ("subject", "roles", "scopes", "tenant")}
-    if attribute in ("roles", "scopes"):
-        return sorted(getattr(identity, attribute)) if identity is not None else []
-    return getattr(identity, attribute) if identity is not None else None

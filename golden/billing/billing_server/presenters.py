@@ -15,7 +15,6 @@ import mcp_types as types
 
 from . import shapes
 from ._expressions import (
-    _x_caller,
     _x_div,
     _x_fmt,
     _x_get,
@@ -28,6 +27,7 @@ from ._runtime import (
     MaskError,
     Notes,
     OutputError,
+    caller_value,
     cast_number,
     expect_list,
     fenced,
@@ -284,10 +284,10 @@ def item_notes_invoice_admin(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one InvoiceAdmin item (and of the presenters it embeds)."""
     notes.descriptions.extend(_INVOICE_ADMIN_DESCRIPTION_RULES)
     notes.rules.append("CRITICAL: amount_cents is in CENTS. Divide by 100.")
-    if _x_in("admin", _x_caller("roles")):
+    if _x_in("admin", caller_value("roles")):
         notes.conditional.append(
             "You are serving "
-            + _x_fmt(_x_caller("subject"))
+            + _x_fmt(caller_value("subject"))
             + ", an administrator: amounts and dates may be discussed and changed."
         )
     child = data.get("customer")
@@ -337,7 +337,7 @@ def shape_invoice_support(src: object, at: str) -> dict[str, Any]:
 def item_notes_invoice_support(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one InvoiceSupport item (and of the presenters it embeds)."""
     notes.rules.append("Never quote amounts to customers.")
-    if _x_in("support", _x_caller("roles")) and data.get("status") == "overdue":
+    if _x_in("support", caller_value("roles")) and data.get("status") == "overdue":
         notes.conditional.append(
             "Invoice " + _x_fmt(data.get("id")) + " is overdue: hand the customer over to billing, do not negotiate."
         )

@@ -14,7 +14,6 @@ from typing import Any, Final
 import mcp_types as types
 
 from ._expressions import (
-    _x_caller,
     _x_fmt,
     _x_gt,
     _x_in,
@@ -23,6 +22,7 @@ from ._runtime import (
     MISSING,
     Notes,
     OutputError,
+    caller_value,
     items_of,
     out_integer,
     out_string,
@@ -56,7 +56,7 @@ def shape_ticket(src: object, at: str) -> dict[str, Any]:
 
 def item_notes_ticket(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Ticket item (and of the presenters it embeds)."""
-    if _x_caller("subject") is None:
+    if caller_value("subject") is None:
         notes.conditional.append("Shown without a caller: the local user.")
 
 
@@ -106,14 +106,14 @@ def item_notes_ticket_manager(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one TicketManager item (and of the presenters it embeds)."""
     notes.rules.append(
         "You are "
-        + _x_fmt(_x_caller("subject"))
+        + _x_fmt(caller_value("subject"))
         + " of "
-        + _x_fmt(_x_caller("tenant"))
+        + _x_fmt(caller_value("tenant"))
         + "; your scopes: "
-        + _x_fmt(_x_caller("scopes"))
+        + _x_fmt(caller_value("scopes"))
         + "."
     )
-    if _x_in("lead", _x_caller("roles")) and _x_gt(data.get("priority"), 2):
+    if _x_in("lead", caller_value("roles")) and _x_gt(data.get("priority"), 2):
         notes.conditional.append("Ticket " + _x_fmt(data.get("id")) + " needs a lead's decision.")
 
 
