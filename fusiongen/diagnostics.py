@@ -156,6 +156,9 @@ CODES: dict[str, str] = {
     "FG189": "compact_description never shown",
     "FG190": "requires names an unknown scope",
     "FG191": "bad scope, role or claim name",
+    "FG192": "returns_for_role names an unknown presenter or model",
+    "FG193": "a presenter of returns_for_role presents another model than returns",
+    "FG194": "returns_for_role without a presenter to return",
     # fusiongen import openapi: what an OpenAPI document has that the spec cannot say (warnings), by JSON pointer
     "FG300": "OpenAPI document cannot be read or parsed",
     "FG301": "not an OpenAPI 3.0 or 3.1 document",

@@ -264,6 +264,8 @@ class ToolIR:
     returns_text: bool = False  # `returns = "text"`: a plain-text result (then `returns` is None)
     errors: tuple[tuple[str, str], ...] = ()  # (code, meaning): the domain errors its handler declares
     requires: RequiresIR | None = None
+    # (role, presenter): a caller with the role gets that presenter instead of `returns` (first match wins)
+    returns_for_role: tuple[tuple[str, str], ...] = ()
     title: str | None = None  # MCP Tool.title: a display name for humans
     icons: tuple[IconIR, ...] = ()
     tags: tuple[str, ...] = ()  # what `--tags` selects by
@@ -272,6 +274,13 @@ class ToolIR:
     @property
     def label(self) -> str:
         return f'{"resource" if self.resource else "tool"} "{self.name}"'
+
+    @property
+    def presenters(self) -> tuple[str, ...]:
+        """Every presenter a call of it may use: `returns` first, then those of returns_for_role, each once."""
+        if self.returns is None:
+            return ()
+        return tuple(dict.fromkeys((self.returns.presenter, *(p for _, p in self.returns_for_role))))
 
 
 @dataclass(frozen=True)

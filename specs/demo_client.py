@@ -5,21 +5,40 @@ for the human (audience = "user") are not among them: the billing spec omits the
 clients such as langchain hand every block to the model; run the server with `--user-blocks send` and
 they appear, marked "[for the user only]". It runs the server twice: once in the handshake era, where the tool
 list follows the session's workflow state, and once in the 2026-07-28 era, with state handles; then it reads
-a resource and gets a prompt.
+a resource and gets a prompt. Last, one entity for two audiences: the server over streamable HTTP with
+`--auth tokens` (two static tokens, written to a temporary directory) and `--audit-log`, where an admin and a
+support agent call the same `invoice.get` and each sees its own presenter (returns_for_role), side by side.
 Usage: python specs/demo_client.py OUT   (OUT: where `fusiongen build` wrote billing_server/)
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import socket
+import subprocess
 import sys
+import tempfile
 import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
+import httpx2
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp_types import PromptReference
+
+# The two callers of the audiences part: their static tokens (the tokens file holds only their SHA-256).
+AUDIENCES = {
+    "admin": ("demo-token-ada", "ada", ["admin"], ["invoices:read", "invoices:write"]),
+    "support": ("demo-token-sam", "sam", ["support"], ["invoices:read"]),
+}
 
 
 def show(title: str, text: str) -> None:
@@ -150,11 +169,102 @@ async def resources_and_prompts(client: Client) -> None:
     )
 
 
+def tokens_file(directory: Path) -> Path:
+    path = directory / "tokens.toml"
+    entries = []
+    for token, subject, roles, scopes in AUDIENCES.values():
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        entries.append(
+            f'[[token]]\nsha256 = "{digest}"\nsubject = "{subject}"\n'
+            f"roles = {json.dumps(roles)}\nscopes = {json.dumps(scopes)}\n"
+        )
+    path.write_text("\n".join(entries), encoding="utf-8")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(env: dict[str, str], *args: str) -> Iterator[str]:
+    """`python -m billing_server --http` until the block ends; yields its MCP URL once /healthz answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "billing_server", "--http", "--port", str(port), *args]
+    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200:
+                    break
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the HTTP server did not start (exit code {process.poll()})")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def side_by_side(left: str, right: str, width: int = 58) -> str:
+    lefts, rights = left.splitlines(), right.splitlines()
+    rows = max(len(lefts), len(rights))
+    lefts += [""] * (rows - len(lefts))
+    rights += [""] * (rows - len(rights))
+    return "\n".join(f"{a:<{width}}| {b}" for a, b in zip(lefts, rights, strict=True))
+
+
+def outcome(result: Any) -> str:
+    return "isError: the call was refused" if result.is_error else "ok: the invoice's status is now"
+
+
+async def as_caller(url: str, token: str) -> tuple[Any, Any]:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=60))
+    async with http, Client(streamable_http_client(url, http_client=http), mode="2026-07-28", cache=None) as client:
+        got = await client.call_tool("invoice.get", {"id": "inv-1"})
+        update = await client.call_tool("invoice.update", {"id": "inv-2", "status": "review"})
+    return got, update
+
+
+async def audiences(env: dict[str, str]) -> None:
+    print(
+        "\n##### one entity, two audiences: streamable HTTP with --auth tokens and --audit-log\n"
+        '(invoice.get has returns_for_role = { admin = "InvoiceAdmin", support = "InvoiceSupport" }: the same call,\n'
+        "the same handler data, a presenter chosen per caller; invoice.update requires the invoices:write scope)"
+    )
+    with tempfile.TemporaryDirectory() as directory:
+        tokens = tokens_file(Path(directory))
+        audit = Path(directory) / "audit.jsonl"
+        options = ("--auth", "tokens", "--auth-tokens-file", str(tokens), "--audit-log", str(audit))
+        with http_server(env, *options) as url:
+            seen = {name: await as_caller(url, token) for name, (token, *_) in AUDIENCES.items()}
+        (admin, admin_update), (support, support_update) = seen["admin"], seen["support"]
+        show(
+            "tools/call invoice.get {'id': 'inv-1'} — as ada (roles admin) | as sam (roles support): structuredContent",
+            side_by_side(
+                json.dumps(admin.structured_content, indent=1, ensure_ascii=False),
+                json.dumps(support.structured_content, indent=1, ensure_ascii=False),
+            ),
+        )
+        show(
+            "tools/call invoice.update {'id': 'inv-2', 'status': 'review'} — as ada | as sam (no invoices:write)",
+            side_by_side(
+                outcome(admin_update) + "\n" + json.dumps(admin_update.structured_content["data"]["status"]),
+                outcome(support_update) + "\n" + textwrap.fill(blocks(support_update), 56),
+            ),
+        )
+        show("the audit log (--audit-log): who, which tool, the outcome, a digest of the arguments", audit.read_text())
+
+
 async def main(out: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.path.abspath(out)}
     params = StdioServerParameters(command=sys.executable, args=["-m", "billing_server"], env=env)
     await handshake_era(params)
     await modern_era(params)
+    await audiences(env)
 
 
 if __name__ == "__main__":

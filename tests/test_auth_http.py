@@ -276,7 +276,7 @@ def test_a_required_scope_missing_is_403(built: Path, issuer: Issuer) -> None:
     assert 'error="insufficient_scope"' in lacking.headers["www-authenticate"]
     assert having.status_code == 200, having.text
     assert metadata["authorization_servers"] == [ISSUER]  # without --auth-server: the issuer
-    assert metadata["scopes_supported"] == ["billing:use"]
+    assert metadata["scopes_supported"] == ["invoices:read", "invoices:write", "billing:use"]  # the spec's, then it
 
 
 def test_allowed_algorithms_are_explicit(built: Path, issuer: Issuer) -> None:

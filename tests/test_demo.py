@@ -47,3 +47,12 @@ def test_the_demo_runs_and_explains_what_it_shows(tmp_path: Path) -> None:
     resource = shown.index("=== resources/read invoice://inv-1")
     assert '"email": "[REDACTED]"' in shown[resource:] and "internal_notes" not in shown[resource:]
     assert "user: List the overdue invoices of customer c-1 with invoice.list" in shown
+    # One entity, two audiences over HTTP with static tokens: each sees its own presenter of invoice.get.
+    both = shown.index("=== tools/call invoice.get {'id': 'inv-1'} — as ada (roles admin) | as sam (roles support)")
+    side = shown[both : shown.index("=== tools/call invoice.update", both)]
+    admin_column = "\n".join(line.split("|")[0] for line in side.splitlines()[1:])
+    support_column = "\n".join(line.split("| ", 1)[1] for line in side.splitlines()[1:] if "| " in line)
+    assert '"created_at"' in admin_column and "administrator" in admin_column
+    assert '"amount_cents"' not in support_column and "Never quote amounts to customers." in support_column
+    assert 'code="FORBIDDEN"' in shown[both:] and '"outcome":"FORBIDDEN"' in shown[both:]
+    assert '"subject":"sam"' in shown and '"inv-1"' not in shown[shown.index("=== the audit log") :]

@@ -56,7 +56,8 @@ SESSIONS = 6
 STEP_TIMEOUT = 20.0  # seconds for one MCP call through the proxy, however loaded the machine
 READY_TIMEOUT = 30.0  # seconds for HAProxy to see every replica up
 
-UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
+# Over HTTP without --auth: invoice.update requires invoices:write, which no caller has, so it is not listed.
+UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "customer.get", "billing.remind"]
 GENERATED = ["invoice.start", "invoice.status", "invoice.resolve"]
 ALLOWED = {
     "draft": ["invoice.submit"],

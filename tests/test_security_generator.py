@@ -463,7 +463,7 @@ def test_the_predicted_names_are_the_names_the_golden_servers_define() -> None:
             patch.setattr(generated_names._Names, "add", record)
             ir = generation.ir
             generated_names.check_generated_names(
-                LowerContext(generation.loaded), ir.models, ir.presenters, ir.tools, ir.workflows
+                LowerContext(generation.loaded), ir.models, ir.presenters, ir.handled, ir.workflows
             )
         spec_derived = {n for n in defined if SPEC_DERIVED.fullmatch(n)}
         fixed = generated_names.fixed_names("schemas", workflows=True)

@@ -31,7 +31,8 @@ from tests.support.redis_server import start_redis
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
-UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
+# Over HTTP without --auth: invoice.update requires invoices:write, which no caller has, so it is not listed.
+UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "customer.get", "billing.remind"]
 GENERATED = ["invoice.start", "invoice.status", "invoice.resolve"]
 ALLOWED = {
     "draft": ["invoice.submit"],

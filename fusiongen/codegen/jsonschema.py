@@ -219,8 +219,9 @@ def output_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any] | None:
     if tool.returns is None:
         return None
     builder = _SchemaBuilder(server, output=True)
-    presenter = server.presenter(tool.returns.presenter)
-    item = builder.presenter_schema(presenter)
+    audiences = [builder.presenter_schema(server.presenter(name)) for name in tool.presenters]
+    # returns_for_role: the caller gets one of them, and a validator does not know which: `data` is their union.
+    item = audiences[0] if len(audiences) == 1 else {"anyOf": audiences}
     properties: dict[str, Any]
     if tool.returns.collection:
         properties = {

@@ -158,6 +158,8 @@ class _ToolViews:
         if tool.returns is not None:  # one constant per presenter and shape: tools returning the same share it
             presenter = self.server.presenter(tool.returns.presenter)
             out_name = f"{presenter.snake.upper()}_{'COLLECTION' if tool.returns.collection else 'RESULT'}_OUTPUT"
+            if len(tool.presenters) > 1:  # the union of its audiences' envelopes is the tool's own
+                out_name = f"{upper}_BY_ROLE_OUTPUT"
         in_schema = self.share_definitions(in_schema, "INPUT")
         out_schema = self.share_definitions(out_schema, "OUTPUT") if out_schema is not None else None
         kind_hints = {
@@ -195,12 +197,24 @@ class _ToolViews:
 
 
 def _present_expression(server: ServerIR, tool: ToolIR) -> str:
-    """What server.py passes run_tool as `present`, for the tool's kind of result."""
+    """What server.py passes run_tool as `present`, for the tool's kind of result: with returns_for_role, the
+    runtime's `by_role`, which picks one per call from the caller's roles (`returns` for everyone else)."""
     if tool.returns is None:
         return "as_text_result" if tool.returns_text else "None"
-    function = f"presenters.present_{server.presenter(tool.returns.presenter).snake}"
-    function += "_many" if tool.returns.collection else ""
-    if user_blocks_in(server, server.presenter(tool.returns.presenter), tool.returns.collection):
+    default = _presenter_function(server, tool.returns.presenter, tool.returns.collection)
+    if not tool.returns_for_role:
+        return default
+    table = ", ".join(
+        f"({py_string(role)}, {_presenter_function(server, name, tool.returns.collection)})"
+        for role, name in tool.returns_for_role
+    )
+    return f"by_role({default}, ({table},))"
+
+
+def _presenter_function(server: ServerIR, name: str, collection: bool) -> str:
+    presenter = server.presenter(name)
+    function = f"presenters.present_{presenter.snake}" + ("_many" if collection else "")
+    if user_blocks_in(server, presenter, collection):
         return f"partial({function}, user=user)"
     return function
 

@@ -177,8 +177,8 @@ def _expr(value: ExprIR | None) -> str | None:
 
 
 def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str, str]) -> tuple[PresenterView, ...]:
-    used_single = {t.returns.presenter for t in server.handled if t.returns and not t.returns.collection}
-    used_many = {t.returns.presenter for t in server.tools if t.returns and t.returns.collection}
+    used_single = {p for t in server.handled if t.returns and not t.returns.collection for p in t.presenters}
+    used_many = {p for t in server.tools if t.returns and t.returns.collection for p in t.presenters}
     children = {child for p in server.presenters for _, child in p.embeds}
     wanted = [p for p in server.presenters if p.name in used_single | used_many | children]
     flags: dict[str, dict[str, bool]] = {}

@@ -151,6 +151,11 @@ class ToolSpec(_Strict):
     returns: str | None = Field(
         default=None, description='A presenter or model name, "Model[]" for a list, or "text" for plain text.'
     )
+    returns_for_role: dict[str, str] = Field(
+        default_factory=dict,
+        description="role → presenter (or model) of the same model as `returns`: a caller with that role (the first "
+        "matching, in this order) gets it instead; `returns` is for everyone else and for callers without identity.",
+    )
     handler: str | None = Field(default=None, description="The handler function; default: the tool name.")
     input: dict[str, FieldDecl] = Field(default_factory=dict)
     input_from: str | None = Field(default=None, description='"Model.operation": its fillable fields.')

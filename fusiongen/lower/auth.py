@@ -25,11 +25,11 @@ def lower_auth(ctx: LowerContext) -> AuthIR | None:
     auth = ctx.spec.auth
     if auth is None:
         return None
-    _check_name(ctx, auth.roles_claim, ("auth", "roles_claim"), "claim name", NAME_TOKEN)
+    check_name(ctx, auth.roles_claim, ("auth", "roles_claim"), "claim name", NAME_TOKEN)
     if auth.tenant_claim is not None:
-        _check_name(ctx, auth.tenant_claim, ("auth", "tenant_claim"), "claim name", NAME_TOKEN)
+        check_name(ctx, auth.tenant_claim, ("auth", "tenant_claim"), "claim name", NAME_TOKEN)
     for scope in auth.scopes:
-        _check_name(ctx, scope, ("auth", "scopes", scope), "scope", SCOPE_TOKEN, value=False)
+        check_name(ctx, scope, ("auth", "scopes", scope), "scope", SCOPE_TOKEN, value=False)
     return AuthIR(auth.roles_claim, auth.tenant_claim, tuple(auth.scopes.items()))
 
 
@@ -51,12 +51,12 @@ def with_requires(ctx: LowerContext, tool: ToolIR, auth: AuthIR | None) -> ToolI
                 hint=f'did you mean "{close[0]}"?' if close else f'declare it: [auth] scopes = {{ "{scope}" = "..." }}',
             )
     for i, role in enumerate(spec.roles):
-        _check_name(ctx, role, (*loc, "roles", i), "role", NAME_TOKEN)
+        check_name(ctx, role, (*loc, "roles", i), "role", NAME_TOKEN)
     requires = RequiresIR(tuple(dict.fromkeys(spec.scopes)), tuple(dict.fromkeys(spec.roles)))
     return replace(tool, requires=requires if requires.scopes or requires.roles else None)
 
 
-def _check_name(
+def check_name(
     ctx: LowerContext, name: str, loc: Loc, what: str, pattern: re.Pattern[str], *, value: bool = True
 ) -> None:
     if not pattern.fullmatch(name):

@@ -34,8 +34,28 @@ _EXPR_TYPES = {
 }
 
 
+# `ctx.*`: the caller, in every expression (also where fields are not: a collection's text). `ctx` is a name of
+# the expression language, so a field named ctx is not readable in expressions.
+CALLER = "ctx"
+_CALLER_FIELDS = {
+    "subject": expr.FieldInfo(expr.ExprType.STRING, nullable=True),
+    "tenant": expr.FieldInfo(expr.ExprType.STRING, nullable=True),
+    "roles": expr.FieldInfo(expr.ExprType.LIST, nullable=False, item=expr.ExprType.STRING),
+    "scopes": expr.FieldInfo(expr.ExprType.LIST, nullable=False, item=expr.ExprType.STRING),
+}
+
+
+def _caller_field(path: tuple[str, ...]) -> expr.FieldInfo | None:
+    """What `ctx`, `ctx.subject`, ... hold: None (unknown) for anything else under ctx."""
+    if len(path) == 1:
+        return expr.FieldInfo(expr.ExprType.OBJECT, nullable=False)
+    return _CALLER_FIELDS.get(path[1]) if len(path) == 2 else None
+
+
 def _access(path: tuple[str, ...]) -> str:
-    """How generated code reads a path of shaped data (a dict built by the shape function)."""
+    """How generated code reads a path of shaped data (a dict built by the shape function), or of the caller."""
+    if path[0] == CALLER:
+        return f"caller_value({(path[1] if len(path) > 1 else '*')!r})"  # from _runtime (via _identity)
     return f"data.get({path[0]!r})" if len(path) == 1 else f"_x_get(data, {path!r})"
 
 
@@ -117,6 +137,8 @@ class PresenterExpressions:
         self, kind: str, text: str, loc: Loc, *, collection: bool, for_user: bool = False, fields_allowed: bool = True
     ) -> ExprIR | None:
         def resolve(path: tuple[str, ...]) -> expr.FieldInfo | None:
+            if path[0] == CALLER:
+                return _caller_field(path)
             return self.resolve(path) if fields_allowed else None
 
         compile_fn: Callable[..., expr.Compiled | list[expr.ExprError]] = {
@@ -130,11 +152,12 @@ class PresenterExpressions:
                 position = loaded.string_char_at(loc, error.start)
                 self.ctx.diagnostics.append(Diagnostic("FG157", error.message, loaded.display_path, position))
             return None
+        paths = tuple(p for p in result.paths if p[0] != CALLER)  # the caller is not data: nothing to hide
         if not for_user:
-            self.reads.extend(p for p in result.paths if p not in self.reads)
+            self.reads.extend(p for p in paths if p not in self.reads)
         else:
-            self.user_reads.extend(p for p in result.paths if p not in self.user_reads)
-        for path in result.paths:
+            self.user_reads.extend(p for p in paths if p not in self.user_reads)
+        for path in paths:
             reason = self.hidden_reason(path)
             if reason is None:
                 continue
@@ -150,7 +173,7 @@ class PresenterExpressions:
                     hint='show it in a UI block with audience = "user", or read another field',
                 )
                 return None
-        return ExprIR(text, result.python, result.paths, result.helpers)
+        return ExprIR(text, result.python, paths, result.helpers)
 
     def template(
         self, text: str, loc: Loc, *, collection: bool, for_user: bool = False, fields_allowed: bool = True

@@ -101,14 +101,18 @@ def check_generated_names(
     for tool in tools:
         if not first("tool", tool.ident):
             continue
-        owner = _Owner(f'tool "{tool.name}"', ("tools", tool.name))
+        table = "resources" if tool.resource else "tools"  # a resource's read is lowered to a hidden tool
+        owner = _Owner(tool.label, (table, tool.name))
         upper = tool.ident.upper()
         for name in (f"{pascal_case(tool.ident)}Input", f"parse_{tool.ident}", f"_{upper}_KEYS"):
             names.add("inputs", name, owner)
         names.add("inputs", f"_{upper}_GUARDED_INPUTS", owner)
         names.add("schemas", f"{upper}_INPUT", owner)
-        explicit = spec.tools[tool.name].handler is not None
-        handler_owner = _Owner(owner.label, ("tools", tool.name, "handler") if explicit else owner.loc)
+        if len(tool.presenters) > 1:  # returns_for_role: the union of its audiences is the tool's own schema
+            names.add("schemas", f"{upper}_BY_ROLE_OUTPUT", owner)
+        declared = spec.resources[tool.name] if tool.resource else spec.tools[tool.name]
+        explicit = declared.handler is not None
+        handler_owner = _Owner(owner.label, (table, tool.name, "handler") if explicit else owner.loc)
         if tool.handler in fixed_names("handlers", workflows=False):
             names.add("handlers", tool.handler, handler_owner)
         elif tool.handler in input_classes:  # handler names among themselves: FG142

@@ -45,10 +45,11 @@ def with_implicit_presenters(
     """The spec's presenters plus one per model a tool returns directly (`returns = "Model"`)."""
     found = list(presenters)
     for tool in tools:
-        if tool.returns and all(p.name != tool.returns.presenter for p in found):
-            model = next((m for m in models if m.name == tool.returns.presenter), None)
-            if model is not None:
-                found.append(implicit_presenter(model))
+        for name in tool.presenters:
+            if all(p.name != name for p in found):
+                model = next((m for m in models if m.name == name), None)
+                if model is not None:
+                    found.append(implicit_presenter(model))
     by_snake: dict[str, str] = {}
     for presenter in found:  # implicit ones too: both become present_<snake> functions
         other = by_snake.setdefault(presenter.snake, presenter.name)

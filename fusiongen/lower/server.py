@@ -12,6 +12,7 @@ import keyword
 from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
 from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec
+from fusiongen.lower.audiences import check_audience_models, with_audiences
 from fusiongen.lower.auth import lower_auth, with_requires
 from fusiongen.lower.context import LowerContext
 from fusiongen.lower.generated_names import check_generated_names
@@ -96,10 +97,10 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     presenters, _ = lower_presenters(ctx, models)
     workflows, binding = lower_workflows(ctx)
     auth = lower_auth(ctx)
-    tools = tuple(
-        with_requires(ctx, lower_tool(ctx, name, tool, binding.binding(name, tool, workflows)), auth)
-        for name, tool in ctx.spec.tools.items()
+    lowered = (
+        lower_tool(ctx, name, spec, binding.binding(name, spec, workflows)) for name, spec in ctx.spec.tools.items()
     )
+    tools = tuple(with_audiences(ctx, with_requires(ctx, tool, auth)) for tool in lowered)
     for workflow in workflows.values():
         binding.check_fireable(workflow, [t.binding for t in tools if t.binding])
         binding.check_model(workflow, tools)
@@ -109,9 +110,10 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     prompts = lower_prompts(ctx)
     check_tags(ctx)
     presenters = with_implicit_presenters(ctx, presenters, models, (*tools, *(r.tool for r in resources)))
+    check_audience_models(ctx, tools, presenters)
     check_collisions(ctx, models, tools)
     check_wire_names(ctx, tools)
-    check_generated_names(ctx, models, presenters, tools, tuple(workflows.values()))
+    check_generated_names(ctx, models, presenters, (*tools, *(r.tool for r in resources)), tuple(workflows.values()))
     return ServerIR(
         name=server.name,
         version=server.version,

@@ -5,7 +5,9 @@ Apart from `_auth`, so that `_runtime` (which hands every handler its ctx) can i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,3 +61,37 @@ class Caller:
 
 def with_identity(ctx: Any) -> Caller:
     return ctx if isinstance(ctx, Caller) else Caller(ctx, identity_of(ctx))
+
+
+# The caller of the call being presented: what `by_role` picks a presenter by and `ctx.*` expressions read.
+# A context variable (set by run_tool around presenting), so presenters keep their (raw) -> result signature
+# and concurrent calls (each its own task, each its own context) never see each other's caller.
+_PRESENTING_FOR: ContextVar[Identity | None] = ContextVar("fusiongen_presenting_for", default=None)
+
+
+@contextmanager
+def presenting_for(identity: Identity | None) -> Iterator[None]:
+    token = _PRESENTING_FOR.set(identity)
+    try:
+        yield
+    finally:
+        _PRESENTING_FOR.reset(token)
+
+
+def presented_identity() -> Identity | None:
+    """The caller whose result is being presented; None without identity (stdio, in-process, HTTP without
+    --auth), and outside a call."""
+    return _PRESENTING_FOR.get()
+
+
+def caller_value(attribute: str) -> Any:
+    """What a presenter expression's `ctx.subject`, `ctx.tenant` (a string, or None), `ctx.roles`, `ctx.scopes`
+    (sorted lists, so that `in` and text see a list) or `ctx` (all four, as an object) reads: the caller of the
+    call being presented. Without identity: None, or an empty list. Here, not in `_expressions` (which uses only
+    the standard library), and total like its helpers."""
+    identity = presented_identity()
+    if attribute == "*":  # `ctx` itself
+        return {name: caller_value(name) for name in ("subject", "roles", "scopes", "tenant")}
+    if attribute in ("roles", "scopes"):
+        return sorted(getattr(identity, attribute)) if identity is not None else []
+    return getattr(identity, attribute) if identity is not None else None

@@ -23,7 +23,7 @@ from ._serving import (
     watch_store,
 )
 from ._surface import add_exposure_arguments
-from .server import DISTRIBUTION, HANDLERS_MODULE, NAME, create_server
+from .server import AUTH_SCOPES, DISTRIBUTION, HANDLERS_MODULE, NAME, ROLES_CLAIM, TENANT_CLAIM, create_server
 from .state_store import open_store
 
 
@@ -34,7 +34,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_presenter_arguments(parser)
     add_store_arguments(parser)
     arguments = parser.parse_args(argv)
-    arguments.verifier = token_verifier(parser, arguments)
+    arguments.verifier = token_verifier(parser, arguments, roles_claim=ROLES_CLAIM, tenant_claim=TENANT_CLAIM)
     try:
         arguments.store = open_store(
             arguments.state_store,
@@ -65,7 +65,7 @@ async def run(arguments: argparse.Namespace) -> None:
                 expose=arguments.expose,
                 tags=arguments.tags,
             )
-            await serve(NAME, server, arguments, store, tools_changed=True)
+            await serve(NAME, server, arguments, store, tools_changed=True, scopes=AUTH_SCOPES)
             group.cancel_scope.cancel()
     finally:
         await store.close()

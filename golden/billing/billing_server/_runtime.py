@@ -20,12 +20,13 @@ import logging
 import math
 import re
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
 import anyio
 import mcp_types as types
@@ -33,7 +34,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from opentelemetry.trace import Span, get_current_span
 
-from ._identity import with_identity
+from ._identity import Identity, presented_identity, presenting_for, with_identity
+from ._identity import caller_value as caller_value  # re-exported: presenters' `ctx.*` expressions call it
 
 try:
     import orjson
@@ -866,23 +868,70 @@ def handle_digest(handle: object) -> str:
     return "sha256:" + hashlib.sha256(handle.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
+class AuditLog:
+    """`--audit-log FILE`: one JSON line per tool call: when (UTC), who (subject, tenant: null without identity),
+    which tool, its outcome code, and `arguments_sha256`, the SHA-256 of the arguments' canonical JSON (sorted
+    keys, no spaces, UTF-8). Never a value: the digest proves which arguments a call had to whoever holds them,
+    and tells nobody else what they were. Each line is flushed as written (an audit trail survives a crash)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()  # the threaded stdio transport may call from other threads
+
+    def record(self, tool: str, identity: Identity | None, outcome: str, arguments: Mapping[str, Any]) -> None:
+        entry = {
+            "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "subject": identity.subject if identity is not None else None,
+            "tenant": identity.tenant if identity is not None else None,
+            "tool": tool,
+            "outcome": outcome,
+            "arguments_sha256": arguments_digest(arguments),
+        }
+        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
+        with self._lock:
+            self._stream.write(line)
+            self._stream.flush()
+
+
+def arguments_digest(arguments: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of a call's arguments: sorted keys, compact, UTF-8."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _AuditSink:
+    """Where calls are audited: set once at start-up by `--audit-log` (None: no audit)."""
+
+    log: AuditLog | None = None
+
+
+AUDIT: Final = _AuditSink()
+
+
+def audit_to(log: AuditLog | None) -> None:
+    AUDIT.log = log
+
+
 async def logged_call(
     tool: str,
     handle_key: str | None,
     arguments: Mapping[str, Any],
     call: Callable[[], Awaitable[types.CallToolResult]],
     workflow: str | None = None,
+    ctx: Any = None,
 ) -> types.CallToolResult:
     """Run one tool call and report it, never with an argument or result value: one line at info (the tool, the
     outcome code, the duration, the handle's digest: the one passed, or the one `<workflow>.start` minted), and
     the same as `fusiongen.*` attributes of the current OpenTelemetry span (the SDK's `tools/call` span).
 
     Either report is made only if someone listens: with info off and no tracing configured (the defaults, where
-    the current span is OpenTelemetry's non-recording one) the call pays for no clock, digest or attribute."""
+    the current span is OpenTelemetry's non-recording one) the call pays for no clock, digest or attribute.
+    With `--audit-log`, the call's audit line too (`ctx`: the request, whose caller it names)."""
     span = get_current_span()
     tracing = span.is_recording()
     logging_calls = logger.isEnabledFor(logging.INFO)
-    if not (tracing or logging_calls):
+    audit = AUDIT.log
+    if not (tracing or logging_calls or audit is not None):
         return await call()
     started = time.perf_counter()
     outcome, handle = "EXCEPTION", arguments.get(handle_key) if handle_key else None
@@ -902,6 +951,8 @@ async def logged_call(
             annotate_span(span, tool, outcome, digest, workflow)
         if logging_calls:
             logger.info("call tool=%s outcome=%s duration_ms=%.1f handle=%s", tool, outcome, elapsed, digest)
+        if audit is not None:
+            audit.record(tool, with_identity(ctx).identity if ctx is not None else None, outcome, arguments)
 
 
 def annotate_span(span: Span, tool: str, outcome: str, digest: str, workflow: str | None) -> None:
@@ -923,6 +974,19 @@ Parse = Callable[[Mapping[str, Any]], Any]
 Present = Callable[[object], types.CallToolResult]
 # How the server dispatches one tool: (arguments, request context) → result.
 Route = Callable[[Mapping[str, Any], Any], Awaitable[types.CallToolResult]]
+
+
+def by_role(default: Present, table: tuple[tuple[str, Present], ...]) -> Present:
+    """returns_for_role: the presenter of the first role in `table` the caller has, else `default` (also for a
+    caller without identity: stdio, in-process, HTTP without --auth). Chosen per call, when presenting."""
+
+    def present(raw: object) -> types.CallToolResult:
+        identity = presented_identity()
+        roles = identity.roles if identity is not None else frozenset()
+        chosen = next((presenter for role, presenter in table if role in roles), default)
+        return chosen(raw)
+
+    return present
 
 
 async def run_tool(
@@ -950,9 +1014,10 @@ async def run_tool(
         args = parse(arguments)
     except InvalidArguments as exc:
         return validation_error(tool, exc.errors)
+    caller = with_identity(ctx)
     try:
         # settle() again: an `async def (args, ctx)` handler is bound as itself and may return a coroutine.
-        raw = await settle(await handler(args, with_identity(ctx)))
+        raw = await settle(await handler(args, caller))
     except ToolError as exc:
         return domain_error(tool, exc, errors, tool_names)
     except NotAHandler as exc:
@@ -966,7 +1031,8 @@ async def run_tool(
     if raw is None:
         return no_result(tool)
     try:
-        return present(raw)
+        with presenting_for(caller.identity):  # what by_role and `ctx.*` expressions read
+            return present(raw)
     except OutputError as exc:
         return output_invalid(tool, exc)
     except BaseException as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)

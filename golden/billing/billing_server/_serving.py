@@ -27,7 +27,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
 from ._auth import JWT_ALGORITHMS, JwtVerifier, StaticTokens
-from ._runtime import DEFAULT_STARTS_PER_MINUTE, USER_BLOCK_MODES
+from ._runtime import DEFAULT_STARTS_PER_MINUTE, USER_BLOCK_MODES, AuditLog, audit_to
 from ._stdio import stdio_is_pipes, stdio_streams
 
 if TYPE_CHECKING:  # the SDK is the optional `otel` extra: imported only by --otel
@@ -120,6 +120,13 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         choices=LOG_LEVELS,
         help="log level of every other logger: mcp, uvicorn, sse_starlette, ... (default "
         "warning); at debug they dump whole messages, data meant only for the user included",
+    )
+    parser.add_argument(
+        "--audit-log",
+        metavar="FILE",
+        type=audit_log_argument,
+        help="append one JSON line per tool call to FILE: time, subject, tenant, tool, outcome code and a SHA-256 "
+        "of the arguments (never a value)",
     )
     add_auth_arguments(parser)
 
@@ -274,6 +281,16 @@ def count_argument(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
     return value
+
+
+def audit_log_argument(text: str) -> AuditLog:
+    """--audit-log FILE, opened (append, created if missing) while the options are read: a file the server
+    cannot write is a usage error at start-up, never a server that serves calls it does not audit."""
+    try:
+        stream = open(text, "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the process
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot append to {text}: {exc.strerror}") from exc
+    return AuditLog(stream)
 
 
 def port_argument(text: str) -> int:
@@ -606,6 +623,7 @@ async def serve(
     """Serve over stdio or, with --http, streamable HTTP, until the process ends; with --otel, traced. `scopes`
     are the spec's, advertised in the protected resource metadata under --auth."""
     tracing = start_tracing(name) if arguments.otel else None
+    audit_to(getattr(arguments, "audit_log", None))
     print(serving_banner(name, arguments), file=sys.stderr, flush=True)
     try:
         if arguments.http:

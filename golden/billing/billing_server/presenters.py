@@ -18,6 +18,7 @@ from ._expressions import (
     _x_div,
     _x_fmt,
     _x_get,
+    _x_in,
     _x_upper,
 )
 from ._runtime import (
@@ -26,6 +27,7 @@ from ._runtime import (
     MaskError,
     Notes,
     OutputError,
+    caller_value,
     cast_number,
     expect_list,
     fenced,
@@ -33,6 +35,7 @@ from ._runtime import (
     json_text,
     list_text,
     out_date,
+    out_datetime,
     out_enum,
     out_string,
     presented_collection,
@@ -51,8 +54,11 @@ _INVOICE_DESCRIPTION_RULES: Final = ("amount_cents: CENTS, divide by 100",)
 _INVOICE_COLUMNS_0: Final = ("Field", "Value")
 
 _INVOICE_COLLECTION_COLUMNS_0: Final = ("Invoice", "Status", "Amount")
+
+_INVOICE_ADMIN_DESCRIPTION_RULES: Final = ("amount_cents: CENTS, divide by 100",)
 _CUSTOMER_CENSOR: Final = "[REDACTED]"
 _INVOICE_CENSOR: Final = "[REDACTED]"
+_INVOICE_ADMIN_CENSOR: Final = "[REDACTED]"
 _CUSTOMER_CARD_CENSOR: Final = "***"
 
 
@@ -234,6 +240,114 @@ def present_invoice_many(raw: object) -> types.CallToolResult:
         item_notes_invoice(data, notes)
         mask_invoice(data)
     return presented_collection(items, total, notes)
+
+
+def shape_invoice_admin(src: object, at: str) -> dict[str, Any]:
+    """A customer invoice. (InvoiceAdmin presenter's schema)"""
+    get = src.get if type(src) is dict else reader(src, at)
+    out: dict[str, Any] = {}
+    value = get("id", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "id", "a value (the field is required)")
+    out["id"] = value if type(value) is str else out_string(value, at, "id")
+    value = get("customer_id", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "customer_id", "a value (the field is required)")
+    out["customer_id"] = value if type(value) is str else out_string(value, at, "customer_id")
+    value = get("customer", MISSING)
+    if value is not MISSING and value is not None:
+        out["customer"] = shape_customer(value, at + ".customer")
+    value = get("lines", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "lines", "a value (the field is required)")
+    out["lines"] = shape_items(items_of(value, at, "lines"), shapes.shape_line_item, at + ".lines")
+    value = get("amount_cents", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "amount_cents", "a value (the field is required)")
+    out["amount_cents"] = cast_number(value, at, "amount_cents")
+    value = get("status", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "status", "a value (the field is required)")
+    out["status"] = out_enum(value, shapes.STATUS_VALUES, at, "status")
+    value = get("due_date", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "due_date", "a value (the field is required)")
+    out["due_date"] = out_date(value, at, "due_date")
+    value = get("created_at", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "created_at", "a value (the field is required)")
+    out["created_at"] = out_datetime(value, at, "created_at")
+    return out
+
+
+def item_notes_invoice_admin(data: dict[str, Any], notes: Notes) -> None:
+    """Rules and suggestions of one InvoiceAdmin item (and of the presenters it embeds)."""
+    notes.descriptions.extend(_INVOICE_ADMIN_DESCRIPTION_RULES)
+    notes.rules.append("CRITICAL: amount_cents is in CENTS. Divide by 100.")
+    if _x_in("admin", caller_value("roles")):
+        notes.conditional.append(
+            "You are serving "
+            + _x_fmt(caller_value("subject"))
+            + ", an administrator: amounts and dates may be discussed and changed."
+        )
+    child = data.get("customer")
+    if child is not None:
+        item_notes_customer(child, notes)
+
+
+def mask_invoice_admin(data: dict[str, Any]) -> None:
+    """Replace the InvoiceAdmin presenter's PII paths with its censor, in place."""
+    node_1 = data.get("lines")
+    if node_1 is not None:
+        for item_2 in expect_list(node_1, "lines"):
+            if type(item_2) is not dict:
+                raise MaskError("lines[*]")
+            if item_2.get("card_number") is not None:
+                item_2["card_number"] = _INVOICE_ADMIN_CENSOR
+    node_3 = data.get("customer")
+    if node_3 is not None:
+        if type(node_3) is not dict:
+            raise MaskError("customer")
+        mask_customer(node_3)
+
+
+def present_invoice_admin(raw: object) -> types.CallToolResult:
+    data = shape_invoice_admin(raw, "result")
+    notes = Notes()
+    item_notes_invoice_admin(data, notes)
+    mask_invoice_admin(data)
+    return presented_result(data, notes)
+
+
+def shape_invoice_support(src: object, at: str) -> dict[str, Any]:
+    """A customer invoice. (InvoiceSupport presenter's schema)"""
+    get = src.get if type(src) is dict else reader(src, at)
+    out: dict[str, Any] = {}
+    value = get("id", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "id", "a value (the field is required)")
+    out["id"] = value if type(value) is str else out_string(value, at, "id")
+    value = get("status", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "status", "a value (the field is required)")
+    out["status"] = out_enum(value, shapes.STATUS_VALUES, at, "status")
+    return out
+
+
+def item_notes_invoice_support(data: dict[str, Any], notes: Notes) -> None:
+    """Rules and suggestions of one InvoiceSupport item (and of the presenters it embeds)."""
+    notes.rules.append("Never quote amounts to customers.")
+    if _x_in("support", caller_value("roles")) and data.get("status") == "overdue":
+        notes.conditional.append(
+            "Invoice " + _x_fmt(data.get("id")) + " is overdue: hand the customer over to billing, do not negotiate."
+        )
+
+
+def present_invoice_support(raw: object) -> types.CallToolResult:
+    data = shape_invoice_support(raw, "result")
+    notes = Notes()
+    item_notes_invoice_support(data, notes)
+    return presented_result(data, notes)
 
 
 def shape_customer_card(src: object, at: str) -> dict[str, Any]:

@@ -110,47 +110,125 @@ INVOICE_DISCHARGE_INPUT: Final[dict[str, Any]] = {
     "additionalProperties": False,
 }
 
-INVOICE_RESULT_OUTPUT: Final[dict[str, Any]] = {
+INVOICE_GET_BY_ROLE_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
         "data": {
-            "type": "object",
-            "description": "A customer invoice.",
-            "properties": {
-                "id": {"type": "string"},
-                "customer": {
+            "anyOf": [
+                {
                     "type": "object",
-                    "description": "A customer.",
+                    "description": "A customer invoice.",
                     "properties": {
                         "id": {"type": "string"},
-                        "name": {"type": "string", "description": "Full name"},
-                        "email": {"const": "[REDACTED]"},
+                        "customer": {
+                            "type": "object",
+                            "description": "A customer.",
+                            "properties": {
+                                "id": {"type": "string"},
+                                "name": {"type": "string", "description": "Full name"},
+                                "email": {"const": "[REDACTED]"},
+                            },
+                            "required": ["id", "name", "email"],
+                            "additionalProperties": False,
+                        },
+                        "lines": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "description": "One line of an invoice.",
+                                "properties": {
+                                    "sku": {"type": "string"},
+                                    "description": {"type": "string"},
+                                    "quantity": {"type": "integer"},
+                                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                                    "card_number": {
+                                        "const": "[REDACTED]",
+                                        "description": "Card used for this line",
+                                    },
+                                },
+                                "required": ["sku", "description", "quantity", "unit_price_cents"],
+                                "additionalProperties": False,
+                            },
+                        },
+                        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+                        "status": {
+                            "type": "string",
+                            "enum": ["draft", "review", "approved", "paid", "overdue"],
+                        },
+                        "due_date": {"type": "string", "format": "date"},
                     },
-                    "required": ["id", "name", "email"],
+                    "required": ["id", "lines", "amount_cents", "status", "due_date"],
                     "additionalProperties": False,
                 },
-                "lines": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "description": "One line of an invoice.",
-                        "properties": {
-                            "sku": {"type": "string"},
-                            "description": {"type": "string"},
-                            "quantity": {"type": "integer"},
-                            "unit_price_cents": {"type": "integer", "description": "CENTS"},
-                            "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
+                {
+                    "type": "object",
+                    "description": "A customer invoice.",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "customer_id": {"type": "string"},
+                        "customer": {
+                            "type": "object",
+                            "description": "A customer.",
+                            "properties": {
+                                "id": {"type": "string"},
+                                "name": {"type": "string", "description": "Full name"},
+                                "email": {"const": "[REDACTED]"},
+                            },
+                            "required": ["id", "name", "email"],
+                            "additionalProperties": False,
                         },
-                        "required": ["sku", "description", "quantity", "unit_price_cents"],
-                        "additionalProperties": False,
+                        "lines": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "description": "One line of an invoice.",
+                                "properties": {
+                                    "sku": {"type": "string"},
+                                    "description": {"type": "string"},
+                                    "quantity": {"type": "integer"},
+                                    "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                                    "card_number": {
+                                        "const": "[REDACTED]",
+                                        "description": "Card used for this line",
+                                    },
+                                },
+                                "required": ["sku", "description", "quantity", "unit_price_cents"],
+                                "additionalProperties": False,
+                            },
+                        },
+                        "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+                        "status": {
+                            "type": "string",
+                            "enum": ["draft", "review", "approved", "paid", "overdue"],
+                        },
+                        "due_date": {"type": "string", "format": "date"},
+                        "created_at": {"type": "string", "format": "date-time"},
                     },
+                    "required": [
+                        "id",
+                        "customer_id",
+                        "lines",
+                        "amount_cents",
+                        "status",
+                        "due_date",
+                        "created_at",
+                    ],
+                    "additionalProperties": False,
                 },
-                "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
-                "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
-                "due_date": {"type": "string", "format": "date"},
-            },
-            "required": ["id", "lines", "amount_cents", "status", "due_date"],
-            "additionalProperties": False,
+                {
+                    "type": "object",
+                    "description": "A customer invoice.",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "status": {
+                            "type": "string",
+                            "enum": ["draft", "review", "approved", "paid", "overdue"],
+                        },
+                    },
+                    "required": ["id", "status"],
+                    "additionalProperties": False,
+                },
+            ],
         },
         "rules": {
             "type": "array",
@@ -244,6 +322,68 @@ INVOICE_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
         },
     },
     "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
+    "additionalProperties": False,
+}
+
+INVOICE_RESULT_OUTPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "data": {
+            "type": "object",
+            "description": "A customer invoice.",
+            "properties": {
+                "id": {"type": "string"},
+                "customer": {
+                    "type": "object",
+                    "description": "A customer.",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "name": {"type": "string", "description": "Full name"},
+                        "email": {"const": "[REDACTED]"},
+                    },
+                    "required": ["id", "name", "email"],
+                    "additionalProperties": False,
+                },
+                "lines": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "description": "One line of an invoice.",
+                        "properties": {
+                            "sku": {"type": "string"},
+                            "description": {"type": "string"},
+                            "quantity": {"type": "integer"},
+                            "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                            "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
+                        },
+                        "required": ["sku", "description", "quantity", "unit_price_cents"],
+                        "additionalProperties": False,
+                    },
+                },
+                "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+                "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
+                "due_date": {"type": "string", "format": "date"},
+            },
+            "required": ["id", "lines", "amount_cents", "status", "due_date"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
+    },
+    "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
 }
 

@@ -19,11 +19,13 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
 from . import inputs, presenters, schemas
+from ._auth import Requirement, refused, shortfall, visible_tools
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
     DEFAULT_STARTS_PER_MINUTE,
     Route,
     bind_handler,
+    by_role,
     import_handlers,
     logged_call,
     run_tool,
@@ -71,6 +73,14 @@ TOOL_NAMES: Final[dict[str, str]] = {
 }
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"Invoice": False, "CustomerCard": False}
+# [auth]: the token claims holding roles and tenant, and the scopes advertised under --auth.
+ROLES_CLAIM: Final = "roles"
+TENANT_CLAIM: Final[str | None] = None
+AUTH_SCOPES: Final[tuple[str, ...]] = ("invoices:read", "invoices:write")
+# What a caller needs per tool ([tools.X] requires): refused FORBIDDEN without it, and not listed (handshake era).
+REQUIRES: Final[dict[str, Requirement]] = {
+    "invoice.update": Requirement(scopes=frozenset({"invoices:write"}), roles=frozenset()),
+}
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
@@ -78,7 +88,7 @@ TOOLS: Final[list[types.Tool]] = [
         name="invoice.get",
         description="Fetch one invoice by id.\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No invoice has that id",
         input_schema=schemas.INVOICE_GET_INPUT,
-        output_schema=schemas.INVOICE_RESULT_OUTPUT,
+        output_schema=schemas.INVOICE_GET_BY_ROLE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
@@ -281,7 +291,13 @@ def create_server(
             run_tool,
             "invoice.get",
             inputs.parse_invoice_get,
-            partial(presenters.present_invoice, user=user),
+            by_role(
+                partial(presenters.present_invoice, user=user),
+                (
+                    ("admin", presenters.present_invoice_admin),
+                    ("support", presenters.present_invoice_support),
+                ),
+            ),
             bind_handler(module, "get_invoice", "invoice.get"),
             errors=frozenset({"NOT_FOUND"}),
             tool_names=TOOL_NAMES,
@@ -395,7 +411,8 @@ def create_server(
         if is_modern(ctx):
             return modern_listing
         states = await gate.session_states(ctx)
-        return types.ListToolsResult(tools=handshake_listing(tools, COMPACT_TOOLS, BINDINGS, MACHINES, states))
+        shown = visible_tools(handshake_listing(tools, COMPACT_TOOLS, BINDINGS, MACHINES, states), REQUIRES, ctx)
+        return types.ListToolsResult(tools=shown)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         route = routes.get(params.name)
@@ -403,10 +420,16 @@ def create_server(
             raise unknown_tool(params.name, list(routes))
         arguments = params.arguments or {}
         workflow = gate.workflow_of.get(params.name)
+        requirement = REQUIRES.get(params.name)
+        reason = shortfall(requirement, ctx) if requirement is not None else None
+        if reason is not None:  # before the gate: a caller without the right learns nothing of the workflow
+            return await logged_call(
+                params.name, HANDLE_KEY, arguments, partial(refused, params.name, reason), workflow, ctx=ctx
+            )
         if params.name in BINDINGS:
             call = partial(gate.call, params.name, arguments, ctx, route)
-            return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow)
-        return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow)
+            return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow, ctx=ctx)
+        return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow, ctx=ctx)
 
     return _Server(
         NAME,

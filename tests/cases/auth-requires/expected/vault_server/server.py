@@ -128,8 +128,8 @@ def create_server(
         requirement = REQUIRES.get(params.name)
         reason = shortfall(requirement, ctx) if requirement is not None else None
         if reason is not None:
-            return await logged_call(params.name, None, arguments, partial(refused, params.name, reason))
-        return await logged_call(params.name, None, arguments, partial(route, arguments, ctx))
+            return await logged_call(params.name, None, arguments, partial(refused, params.name, reason), ctx=ctx)
+        return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
     return Server(
         NAME,

@@ -81,7 +81,7 @@ def create_server(
         if route is None:
             raise unknown_tool(params.name, list(routes))
         arguments = params.arguments or {}
-        return await logged_call(params.name, None, arguments, partial(route, arguments, ctx))
+        return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
     return Server(
         NAME,

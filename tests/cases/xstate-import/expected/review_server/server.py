@@ -235,8 +235,8 @@ def create_server(
         workflow = gate.workflow_of.get(params.name)
         if params.name in BINDINGS:
             call = partial(gate.call, params.name, arguments, ctx, route)
-            return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow)
-        return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow)
+            return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow, ctx=ctx)
+        return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow, ctx=ctx)
 
     return _Server(
         NAME,
