@@ -1220,7 +1220,9 @@ def _result(
     """The wire format: structuredContent carries the data with the rules and suggestions beside it, so a client
     that hands the model only structuredContent still passes the guidance on; the text blocks carry the data as
     JSON, then UI blocks, then domain rules, then action suggestions, for clients that read text."""
-    # Our own values, of the declared types: constructed without re-validation (the hot path of every call).
+    # The models are built by their validating constructors: pydantic-core checks these few fields faster than
+    # `model_construct` fills them in Python (measured: 1.5 vs 3-4 us a model), and it keeps the dicts and blocks
+    # passed (no copy: structuredContent is `data`'s own envelope).
     content: list[types.ContentBlock] = [_text(dumps(data))]
     for block in notes.blocks:
         text = f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>'
@@ -1231,13 +1233,13 @@ def _result(
     if suggestions:
         lines = "".join(f"- {escape_text(tool)}: {escape_text(reason)}\n" for tool, reason in suggestions)
         content.append(_text(f"<action_suggestions>\n{lines}</action_suggestions>"))
-    return types.CallToolResult.model_construct(content=content, structured_content=structured, is_error=False)
+    return types.CallToolResult(content=content, structured_content=structured, is_error=False)
 
 
 def _text(text: str, annotations: types.Annotations | None = None) -> types.TextContent:
     if annotations is None:
-        return types.TextContent.model_construct(type="text", text=text)
-    return types.TextContent.model_construct(type="text", text=text, annotations=annotations)
+        return types.TextContent(type="text", text=text)
+    return types.TextContent(type="text", text=text, annotations=annotations)
 
 
 # --- the wire: tools/call results serialized once ----------------------------------------------------------
