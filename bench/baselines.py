@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import json
+import logging
 import re
 import sys
 import tempfile
@@ -37,7 +38,7 @@ from typing import Any, Literal
 
 import mcp_types as types
 from mcp.server import MCPServer, Server, ServerRequestContext
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_serializer
 
 from bench.core import ROOT
 
@@ -97,7 +98,9 @@ def _build(spec: Path, out: Path) -> None:
 
 
 def _import_as(alias: str, package_dir: Path) -> ModuleType:
-    """Import a generated package under another top-level name (its imports are all relative)."""
+    """Import a generated package under another top-level name (its imports are all relative). The first one
+    imported is also its own name (`billing_server`): the handler module imports `ToolError` from it. Only a
+    handler's ToolError would notice that the other copies catch their own class; no benchmark raises one."""
     spec = importlib.util.spec_from_file_location(
         alias, package_dir / "__init__.py", submodule_search_locations=[str(package_dir)]
     )
@@ -105,6 +108,10 @@ def _import_as(alias: str, package_dir: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[alias] = module
     spec.loader.exec_module(module)
+    sys.modules.setdefault(package_dir.name, module)
+    # As served (--log-level warning): MCPServer's import sets the root logger to INFO, which would time the
+    # per-call info line (through rich) instead of the tool.
+    logging.getLogger(alias).setLevel(logging.WARNING)
     return module
 
 
@@ -176,6 +183,11 @@ class InvoiceOut(BaseModel):
     status: Literal["draft", "review", "approved", "paid", "overdue"]
     due_date: datetime.date
     created_at: datetime.datetime
+
+    @field_serializer("created_at")
+    def _rfc3339(self, value: datetime.datetime) -> str:
+        """RFC 3339 as the generated server writes it (a naive time is UTC, the offset written `+00:00`)."""
+        return (value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)).isoformat()
 
 
 class _Args:

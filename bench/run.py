@@ -47,12 +47,19 @@ def _gating(settings: Settings) -> list[Row]:
     return bench_gating(settings)
 
 
+def _mcpfusion(settings: Settings) -> list[Row]:
+    from bench.mcpfusion import bench_mcpfusion
+
+    return bench_mcpfusion(settings)
+
+
 # (name, what it measures, function). Sections import lazily so --only skips the others' imports.
 SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
     ("toolcall", "in-process tools/call throughput: generated vs MCPServer vs bare Server", _toolcall),
     ("codegen", "fusiongen build/check time: 20 vs 200 models, and check of every spec", _codegen),
     ("presenters", "generated presenters vs run-time interpreters and a hand-written MCPServer tool", _presenters),
     ("gating", "per-call workflow gating: compiled table and Gate vs transitions / python-statemachine", _gating),
+    ("mcpfusion", "side by side with MCP Fusion 5.0.7 (../shared/bench/mcpfusion): stdio and in-process", _mcpfusion),
 ]
 
 

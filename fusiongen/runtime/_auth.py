@@ -25,16 +25,18 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import jwt
 import mcp_types as types
 from mcp.server.auth.provider import AccessToken
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._identity import IdentifiedToken, Identity, identity_of
 from ._runtime import tool_error
+
+if TYPE_CHECKING:  # PyJWT (and the cryptography it loads, ~50 ms) is imported only by --auth jwt
+    import jwt
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -141,9 +143,11 @@ class JwtVerifier:
         self.algorithms = list(algorithms)
         self.roles_claim = roles_claim
         self.tenant_claim = tenant_claim
+        import jwt
+
         # PyJWKClient caches the key set (JWKS_LIFESPAN) and fetches it again for a key id it does not know,
         # at most once per `cooldown`: a rotated key is picked up, an unknown kid cannot make it hammer the issuer.
-        self.keys = jwt.PyJWKClient(
+        self.keys: jwt.PyJWKClient = jwt.PyJWKClient(
             jwks_url, cache_jwk_set=True, lifespan=JWKS_LIFESPAN, timeout=JWKS_TIMEOUT, cooldown_duration=cooldown
         )
 
@@ -152,6 +156,8 @@ class JwtVerifier:
         return await anyio.to_thread.run_sync(self.verify_blocking, token)
 
     def verify_blocking(self, token: str) -> IdentifiedToken | None:
+        import jwt  # loaded by __init__ already: a dictionary lookup
+
         try:
             key = self.keys.get_signing_key_from_jwt(token)
             claims = jwt.decode(

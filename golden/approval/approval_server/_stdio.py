@@ -38,13 +38,18 @@ from mcp.shared.message import ServerMessageMetadata, SessionMessage
 if sys.platform != "win32":  # Windows always gets the SDK's transport (stdio_is_pipes)
     import fcntl
 
+try:
+    import orjson
+except ImportError:  # orjson is optional (the `fast` extra): pydantic writes the same JSON, slower
+    orjson = None  # type: ignore[assignment]
+
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
 READ_AHEAD = 64 * 1024  # bytes of stdin held beyond the line being parsed: past that, reading pauses
 EOF_DRAIN_TIMEOUT = 30.0  # seconds at most to finish the requests read before EOF (one may wait on the client)
 
 Inbound = SessionMessage | Exception
-StreamPair = tuple[MemoryObjectReceiveStream[Inbound], MemoryObjectSendStream[SessionMessage]]
+StreamPair = tuple[MemoryObjectReceiveStream[Inbound], "PipeWriteStream | MemoryObjectSendStream[SessionMessage]"]
 
 
 class InFlight:
@@ -63,6 +68,10 @@ class InFlight:
         """The request `item` once a slot is free, with the hook that frees the slot if it goes unanswered."""
         while self.count >= self.limit:
             await self._next_settlement()
+        return self.admitted(item, request_id)
+
+    def admitted(self, item: SessionMessage, request_id: types.RequestId) -> SessionMessage:
+        """`item` holding a slot, which must be free (`count < limit`)."""
         self.count += 1
         self._ids[request_id] = self._ids.get(request_id, 0) + 1
         return SessionMessage(
@@ -110,20 +119,31 @@ async def admit_all(items: AsyncIterator[Inbound], send: MemoryObjectSendStream[
     queue_send, queue_receive = anyio.create_memory_object_stream[Inbound](gate.limit)
     queued: dict[types.RequestId, int] = {}  # requests in the queue, by correlated id
     withdrawn: dict[types.RequestId, int] = {}  # of those, how many the client cancelled
+    forwarding = False  # the forwarder took an item off the queue and has not passed it on yet
 
     async def forward_queued(send: MemoryObjectSendStream[Inbound]) -> None:
+        nonlocal forwarding
         async with queue_receive, send:
             async for item in queue_receive:
-                if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
-                    key = correlated_id(item.message.id)
-                    _decrement(queued, key)
-                    if withdrawn.get(key):
-                        _decrement(withdrawn, key)
-                        continue
-                    item = await gate.admit(item, item.message.id)
-                await send.send(item)
+                forwarding = True
+                try:
+                    if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
+                        key = correlated_id(item.message.id)
+                        _decrement(queued, key)
+                        if withdrawn.get(key):
+                            _decrement(withdrawn, key)
+                            continue
+                        item = await gate.admit(item, item.message.id)
+                    await send.send(item)
+                finally:
+                    forwarding = False
             with anyio.move_on_after(EOF_DRAIN_TIMEOUT):
                 await gate.drained()
+
+    def nothing_waits() -> bool:
+        """Whether an item can skip the queue without passing anything read before it: the usual case, where
+        the queue is empty, so the hop through it (a task switch per request) would only cost time."""
+        return not forwarding and queue_receive.statistics().current_buffer_used == 0
 
     async with anyio.create_task_group() as group:
         group.start_soon(forward_queued, send.clone())
@@ -139,10 +159,16 @@ async def admit_all(items: AsyncIterator[Inbound], send: MemoryObjectSendStream[
                         withdrawn[key] = withdrawn.get(key, 0) + 1
                     else:
                         await send.send(item)
+                elif isinstance(message, types.JSONRPCRequest):
+                    if nothing_waits() and gate.count < gate.limit:
+                        await send.send(gate.admitted(cast(SessionMessage, item), message.id))
+                        continue
+                    key = correlated_id(message.id)
+                    queued[key] = queued.get(key, 0) + 1
+                    await queue_send.send(item)
+                elif nothing_waits():
+                    await send.send(item)
                 else:
-                    if isinstance(message, types.JSONRPCRequest):
-                        key = correlated_id(message.id)
-                        queued[key] = queued.get(key, 0) + 1
                     await queue_send.send(item)
 
 
@@ -194,7 +220,16 @@ def _parsed(text: str) -> Inbound:
 
 
 def encoded(message: SessionMessage) -> bytes:
-    return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
+    """One line of the wire. A response (the hot path: its `result` is already the SDK's wire dict, plain JSON
+    values) is written by orjson when installed, the same text as pydantic's; anything orjson refuses (an
+    integer beyond 64 bits, a lone surrogate) and every other message goes through pydantic, as before."""
+    wire = message.message
+    if orjson is not None and type(wire) is types.JSONRPCResponse:
+        with suppress(TypeError):  # orjson.JSONEncodeError is a TypeError
+            return orjson.dumps(
+                {"jsonrpc": wire.jsonrpc, "id": wire.id, "result": wire.result}, option=orjson.OPT_APPEND_NEWLINE
+            )
+    return wire.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
 
 
 # --- the transport ------------------------------------------------------------------------------------
@@ -253,17 +288,16 @@ async def _pipe_streams(gate: InFlight, max_line: int) -> AsyncIterator[StreamPa
         write_transport = (await loop.connect_write_pipe(lambda: writer, write_pipe))[0]
         transports.append(write_transport)
         read_send, read_receive = anyio.create_memory_object_stream[Inbound](0)
-        write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
         reading = anyio.CancelScope()
+        write_stream = PipeWriteStream(writer, write_transport, gate, reading)
         async with anyio.create_task_group() as group:
             group.start_soon(_read_stdin, reader, read_send, gate, reading)
-            group.start_soon(_write_stdout, writer, write_transport, write_receive, gate, reading)
             try:
-                yield read_receive, write_send
+                yield read_receive, write_stream
             finally:
-                # The session is over: read no more; the writer still writes what the server sent, then ends.
+                # The session is over: read no more, accept no more messages to write.
                 reading.cancel()
-                write_send.close()
+                write_stream.close()
                 read_receive.close()
     finally:
         _restore(0, wire_in)
@@ -320,26 +354,52 @@ async def _stdin_items(reader: LineReader) -> AsyncIterator[Inbound]:
             yield item
 
 
-async def _write_stdout(
-    writer: PipeWriter,
-    transport: asyncio.WriteTransport,
-    receive: MemoryObjectReceiveStream[SessionMessage],
-    gate: InFlight,
-    reading: anyio.CancelScope,
-) -> None:
-    """The server's messages to stdout, one line each, waiting while the pipe is full. If the client closed its
-    end, serving ends (reading stops, so the read stream closes) and what is left is dropped."""
-    async with receive:
-        async for message in receive:
-            gate.answered(message.message)
-            if writer.lost:
-                continue
-            transport.write(encoded(message))
-            try:
-                await writer.drain()
-            except ConnectionError:
-                logger.warning("stdio: stdout is closed; ending the session")
-                reading.cancel()
+class PipeWriteStream:
+    """The write stream `Server.run` sends to: each message is encoded and handed to the pipe transport by the
+    task that sends it, with no writer task and no memory stream between (each hop cost a task switch per
+    response). While the pipe is full, senders wait before adding more; one task's messages stay in order
+    (it awaits each send), and a line is never interleaved with another (the transport's write is one call).
+    If the client closed its end, serving ends (reading stops, so the read stream closes) and what is left is
+    dropped. After `aclose`, `send` raises `ClosedResourceError`, as a closed memory stream does."""
+
+    def __init__(
+        self, writer: PipeWriter, transport: asyncio.WriteTransport, gate: InFlight, reading: anyio.CancelScope
+    ) -> None:
+        self._writer = writer
+        self._transport = transport
+        self._gate = gate
+        self._reading = reading
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        self._gate.answered(item.message)
+        try:
+            await self._writer.drain()
+        except ConnectionError:
+            self._stdout_closed()
+            return
+        self._transport.write(encoded(item))
+        if self._writer.lost:
+            self._stdout_closed()
+
+    def _stdout_closed(self) -> None:
+        if not self._reading.cancel_called:
+            logger.warning("stdio: stdout is closed; ending the session")
+            self._reading.cancel()
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> PipeWriteStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 class LineReader(asyncio.Protocol):
@@ -435,7 +495,7 @@ class PipeWriter(asyncio.Protocol):
     def __init__(self) -> None:
         self.lost = False
         self._paused = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiters: list[asyncio.Future[None]] = []  # every task waiting to write
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -449,18 +509,21 @@ class PipeWriter(asyncio.Protocol):
         self._wake()
 
     async def drain(self) -> None:
+        """Return once the pipe takes more (at once when it is not full); BrokenPipeError once it is closed."""
         while self._paused and not self.lost:
-            self._waiter = asyncio.get_running_loop().create_future()
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
             try:
-                await self._waiter
+                await waiter
             finally:
-                self._waiter = None
+                self._waiters.remove(waiter)
         if self.lost:
             raise BrokenPipeError("stdout is closed")
 
     def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 @asynccontextmanager
