@@ -1,6 +1,7 @@
-"""`fusiongen import openapi` on real documents nobody on this project wrote (/work/shared/openapi, beside
-the repository as `../shared/openapi`): each imports, validates, builds and serves; its httpx handlers reach
-a stub of the upstream built from the document; a re-import after a changed document keeps the user's edits.
+"""`fusiongen import openapi` on real documents nobody on this project wrote (byte-identical copies in
+tests/fixtures/openapi, with their sources and licenses): each imports, validates, builds and serves; its httpx
+handlers reach a stub of the upstream built from the document; a re-import after a changed document keeps the
+user's edits.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from tests.support.build import ROOT, build, importable
 from tests.support.openapi_upstream import serving
 from tests.support.processes import run
 
-# Beside the checkout; FUSIONGEN_OPENAPI_DOCUMENTS points elsewhere (a worktree outside /work).
-SHARED = Path(os.environ.get("FUSIONGEN_OPENAPI_DOCUMENTS") or ROOT.parent / "shared" / "openapi")
+# In the repository (see its README); FUSIONGEN_OPENAPI_DOCUMENTS points at another folder of the same documents.
+SHARED = Path(os.environ.get("FUSIONGEN_OPENAPI_DOCUMENTS") or ROOT / "tests" / "fixtures" / "openapi")
 DOCUMENTS = ("oai-petstore-expanded.json", "swagger-petstore-v3.yaml", "redocly-museum.yaml")
 DIAGNOSTIC = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>\w+)\[(?P<code>FG\d+)\]: (?P<msg>.*)$")
 
@@ -62,7 +63,7 @@ pytestmark = pytest.mark.anyio
 def shared_documents() -> None:
     missing = [name for name in DOCUMENTS if not (SHARED / name).is_file()]
     if missing:
-        pytest.fail(f"the shared OpenAPI documents are missing from {SHARED}: {', '.join(missing)}", pytrace=False)
+        pytest.fail(f"the OpenAPI documents are missing from {SHARED}: {', '.join(missing)}", pytrace=False)
 
 
 def imported(tmp_path: Path, document: str, *args: str) -> tuple[Path, list[tuple[str, str]], str]:
