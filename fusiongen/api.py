@@ -345,7 +345,9 @@ def import_openapi(
     existing = spec_path.read_text(encoding="utf-8") if spec_path.exists() else None
     source = relative(document_path, spec_path.parent)
     try:
-        text = emit_spec(imported, source, _imported_server_name(spec_path, imported.title), existing)
+        text = emit_spec(
+            imported, source, _imported_server_name(spec_path, imported.title), existing, http=http_handlers
+        )
     except NotOurs:
         raise SpecError(
             [
@@ -365,10 +367,16 @@ def import_openapi(
     handlers = {tool.name: tool.handler for tool in ir.tools}
     path = handler_path(spec_path.parent, ir.handlers_module)
     if path.exists():
-        extended, added = append_functions(path.read_text(encoding="utf-8"), imported, handlers)
-        note = f"appended {len(added)} function(s)" if added else "unchanged (a function for every operation)"
-        if added:
-            write_user_file(path, extended)
+        extension = append_functions(path.read_text(encoding="utf-8"), imported, handlers, display_path(path))
+        if extension.problem is not None:
+            return ImportResult(spec_path, [*imported.diagnostics, extension.problem], spec_warnings, path, "unchanged")
+        note = (
+            f"appended {len(extension.added)} function(s)"
+            if extension.added
+            else "unchanged (a function for every operation)"
+        )
+        if extension.text is not None:
+            write_user_file(path, extension.text)
     else:
         write_user_file(path, module_text(imported, ir.package, ir.name, handlers))
         note = f"wrote {len(imported.tools)} httpx handler(s)"

@@ -216,3 +216,9 @@ def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
             type_ir.values is not None and _default_fits(v, type_ir.values, False) for v in value.values()
         )
     return isinstance(value, dict)
+
+
+def value_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
+    """Whether `value` is a valid JSON value of the type, as a default or an example must be (the importers
+    check what they write with it, so a written spec validates)."""
+    return _default_fits(value, type_ir, nullable)
