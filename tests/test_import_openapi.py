@@ -740,3 +740,81 @@ def test_a_function_is_appended_after_the_users_last_byte(tmp_path: Path) -> Non
     ast.parse(text)
     again = run("import", "openapi", "api.json", "-o", "pets.toml", "--handlers", "http", cwd=tmp_path)
     assert "unchanged (a function for every operation)" in again.stderr and handlers.read_text() == text
+
+
+# --- names and kinds ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_the_tool_names_are_valid_in_either_naming_style(tmp_path: Path, document: str) -> None:
+    spec, _, _ = imported(tmp_path, document)
+    text = spec.read_text(encoding="utf-8")
+    spec.write_text(text.replace("[server]\n", '[server]\ntool_names = "snake"\n', 1), encoding="utf-8")
+    _, ir, _ = validate(spec)
+    assert all(tool.wire == tool.name for tool in ir.tools)  # snake case already: the model sees the spec name
+
+
+def test_a_long_operation_id_is_cut_to_a_name_either_style_accepts(tmp_path: Path) -> None:
+    long_id = "list" + "AllTheThingsOfTheAccount" * 4
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "Long", "version": "1"},
+        "paths": {
+            "/a": {"get": {"operationId": long_id, "responses": {}}},
+            "/b": {"get": {"operationId": long_id + "Again", "responses": {}}},
+        },
+    }
+    spec, warnings = _import_document(tmp_path, document)
+    assert warnings == []
+    spec.write_text(spec.read_text(encoding="utf-8").replace("[server]\n", '[server]\ntool_names = "snake"\n', 1))
+    names = [tool.name for tool in validate(spec)[1].tools]
+    assert len(set(names)) == 2 and all(len(name) <= 64 for name in names)
+    assert all(name.startswith("list_all_the_things_of_the_account_all_the") for name in names)
+
+
+async def test_kinds_become_the_annotations_an_agent_reads(tmp_path: Path) -> None:
+    spec, _, _ = imported(tmp_path, "swagger-petstore-v3.yaml")
+    _, ir, _ = validate(spec)
+    build(spec, tmp_path / "out")
+    with importable(tmp_path / "out", modules=(ir.package,)):
+        package = importlib.import_module(ir.package)
+        async with Client(package.create_server(_stub_handlers(ir)), mode="legacy", cache=None) as client:
+            listed = {tool.name: tool.annotations for tool in (await client.list_tools()).tools}
+    assert listed["get_pet_by_id"] is not None and listed["get_pet_by_id"].read_only_hint is True
+    assert listed["delete_pet"] is not None and listed["delete_pet"].destructive_hint is True  # DELETE
+    assert listed["update_pet"] is not None and listed["update_pet"].destructive_hint is True  # PUT overwrites
+    assert listed["add_pet"] is not None and not listed["add_pet"].destructive_hint  # POST: an action
+
+
+async def test_a_write_only_field_never_reaches_the_agent(tmp_path: Path) -> None:
+    spec, _ = _import_document(tmp_path, SYNTHETIC)
+    _, ir, _ = validate(spec)
+    build(spec, tmp_path / "out")
+    handlers = ModuleType("synthetic_handlers")
+    handlers.get_thing = lambda args: {"id": args.id, "secret": "s3cret-value", "label": "shown"}  # type: ignore[attr-defined]
+    handlers.search = lambda args: None  # type: ignore[attr-defined]
+    with importable(tmp_path / "out", modules=(ir.package,)):
+        package = importlib.import_module(ir.package)
+        async with Client(package.create_server(handlers), mode="legacy", cache=None) as client:
+            result = await client.call_tool("get_thing", {"id": "t-1"})
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert not result.is_error, result.content
+    assert result.structured_content["data"] == {"id": "t-1", "label": "shown"}
+    assert "s3cret-value" not in json.dumps([c.model_dump() for c in result.content])
+    schema = json.dumps(listed["get_thing"].output_schema)
+    assert '"label"' in schema and '"secret"' not in schema
+
+
+def test_a_reimport_keeps_the_users_own_error_codes(tmp_path: Path) -> None:
+    document = json.loads((SHARED / "oai-petstore-expanded.json").read_text(encoding="utf-8"))
+    (tmp_path / "api.json").write_text(json.dumps(document), encoding="utf-8")
+    assert run("import", "openapi", "api.json", "-o", "pets.toml", "--handlers", "http", cwd=tmp_path).code == 0
+    spec = tmp_path / "pets.toml"
+    text = spec.read_text(encoding="utf-8")
+    mine = '[tools.delete_pet.errors]\nADOPTED = "The pet was adopted meanwhile"\n'
+    spec.write_text(text.replace("[tools.delete_pet.errors]\n", mine), encoding="utf-8")
+    assert run("import", "openapi", "api.json", "-o", "pets.toml", "--handlers", "http", cwd=tmp_path).code == 0
+    errors = dict(next(t for t in validate(spec)[1].tools if t.name == "delete_pet").errors)
+    assert errors["ADOPTED"] == "The pet was adopted meanwhile" and "NOT_FOUND" in errors
+    assert run("import", "openapi", "api.json", "-o", "pets.toml", cwd=tmp_path).code == 0  # without http: yours
+    assert dict(next(t for t in validate(spec)[1].tools if t.name == "delete_pet").errors) == errors

@@ -10,6 +10,7 @@ comment in the TOML where it was simplified: nothing is dropped silently.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ NUMERIC_FORMATS = frozenset({"int32", "int64", "float", "double"})
 TAG_CHARACTERS = re.compile(r"[^a-z0-9_-]+")
 IGNORED_HEADERS = {"accept", "content-type", "authorization"}
 SCHEMAS = "#/components/schemas/"
+MAX_TOOL_NAME = 64  # a wire name under `tool_names = "snake"` (FG104): so a name fits either style
 MAX_DEPTH = 32
 
 
@@ -114,6 +116,16 @@ def identifier(name: str) -> str:
     if not name or not name[0].isalpha():
         name = f"x_{name}"
     return f"{name}_" if name in RESERVED_WORDS else name
+
+
+def tool_name(name: str) -> str:
+    """A tool name valid under both `tool_names` styles: an identifier of at most 64 characters (a longer one
+    keeps its first 55 and a digest of the whole, so two long names that share a beginning stay apart)."""
+    name = identifier(name)
+    if len(name) <= MAX_TOOL_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_TOOL_NAME - 9].rstrip('_')}_{digest}"
 
 
 def model_name(name: str) -> str:
@@ -506,7 +518,7 @@ class Mapper:
     def operation(
         self, path: str, method: str, operation: Mapping[str, Any], pointer: str, shared: list[Any], item_pointer: str
     ) -> None:
-        name = identifier(str(operation.get("operationId") or f"{method} {path}"))
+        name = tool_name(str(operation.get("operationId") or f"{method} {path}"))
         if not self.selected(operation, name):
             return
         if method in ("options", "trace"):
@@ -518,7 +530,7 @@ class Mapper:
                     "FG322", child(pointer, key), "callbacks are not expressible; the tool is imported without them"
                 )
         if name in self.out.tools:
-            unique = f"{name}_{method}"
+            unique = tool_name(f"{name}_{method}")
             self.warn("FG323", pointer, f"tool name {name!r} is taken; this one is {unique!r}")
             name = unique
         tool = Tool(name, pointer, method, path, KINDS.get(method, "action"))
