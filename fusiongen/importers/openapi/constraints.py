@@ -14,15 +14,12 @@ from __future__ import annotations
 import datetime
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from fusiongen.importers.openapi.document import child
-from fusiongen.ir import ConstraintsIR, TypeIR
-from fusiongen.lower.constraints import satisfies
-from fusiongen.lower.fields import value_fits
-from fusiongen.lower.patterns import PatternError, python_pattern
+from fusiongen.ir import TypeIR
 
 NUMERIC = {"minimum": "minimum", "maximum": "maximum"}
 TEXT = {"minLength": "min_length", "maxLength": "max_length", "pattern": "pattern"}
@@ -37,6 +34,15 @@ APPLIES_TO = {"numeric": ("integer", "number"), "text": ("string",), "items": ("
 PATTERN_CODE = "FG332"  # a pattern outside the portable subset
 NOT_CARRIED_CODE = "FG333"  # a constraint the spec has no key for, or one that does not apply to the type
 DROPPED_CODE = "FG334"  # a constraint, default or example the spec would refuse (they contradict)
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The spec's own checks, given by `api` (importers do not import `lower`): why a pattern is not
+    portable, and why a field would refuse a value as its default or example; None when it is fine."""
+
+    pattern_problem: Callable[[str], str | None]
+    value_refused: Callable[[Any, TypeIR, bool, dict[str, Any]], str | None]
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,9 @@ def family_keys(family: str) -> dict[str, str]:
     return {"numeric": NUMERIC, "text": TEXT, "items": ITEMS}[family]
 
 
-def constraints_of(schema: Mapping[str, Any], pointer: str, kind: str, *, value_level: bool = True) -> Carried:
+def constraints_of(
+    checks: Checks, schema: Mapping[str, Any], pointer: str, kind: str, *, value_level: bool = True
+) -> Carried:
     """The constraints `schema` (at `pointer`) declares, for a field of spec type `kind`.
 
     On a list field the array schema's item bounds are its own and its items' value bounds come from the
@@ -90,7 +98,7 @@ def constraints_of(schema: Mapping[str, Any], pointer: str, kind: str, *, value_
                 NOT_CARRIED_CODE, child(pointer, key), f"{key}={_shown(schema[key])} has no spec key; not checked"
             )
     _check_values(out, pointer)
-    _check_pattern(out, pointer)
+    _check_pattern(checks, out, pointer)
     _check_counts(out, pointer)
     _check_bounds(out, pointer)
     return out
@@ -147,16 +155,15 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer()
 
 
-def _check_pattern(out: Carried, pointer: str) -> None:
+def _check_pattern(checks: Checks, out: Carried, pointer: str) -> None:
     pattern = out.constraints.get("pattern")
-    if pattern is None:
-        return
-    try:
-        python_pattern(pattern)
-    except PatternError as exc:
+    problem = checks.pattern_problem(pattern) if pattern is not None else None
+    if problem is not None:
         del out.constraints["pattern"]  # the warning's comment keeps it in the spec, where the field is
         out.leave_out(
-            PATTERN_CODE, child(pointer, "pattern"), f"pattern {pattern} is not checked, as it is not portable: {exc}"
+            PATTERN_CODE,
+            child(pointer, "pattern"),
+            f"pattern {pattern} is not checked, as it is not portable: {problem}",
         )
 
 
@@ -185,15 +192,6 @@ def _check_bounds(out: Carried, pointer: str) -> None:
         out.leave_out(DROPPED_CODE, pointer, f"the bounds {low}..{high} leave no value that fits; none is carried")
 
 
-def as_ir(constraints: Mapping[str, Any]) -> ConstraintsIR:
-    pattern = constraints.get("pattern")
-    return ConstraintsIR(
-        **{k: v for k, v in constraints.items() if k != "pattern"},
-        pattern=pattern,
-        python_pattern=python_pattern(pattern) if pattern is not None else None,
-    )
-
-
 def json_value(value: Any) -> Any:
     """A YAML value as JSON would have it: YAML reads `2023-10-29` as a date, the spec wants its text."""
     if isinstance(value, datetime.date | datetime.datetime):
@@ -205,11 +203,11 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def why_refused(value: Any, type_ir: TypeIR, nullable: bool, constraints: Mapping[str, Any]) -> str | None:
+def why_refused(
+    checks: Checks, value: Any, type_ir: TypeIR, nullable: bool, constraints: Mapping[str, Any]
+) -> str | None:
     """Why `validate` would refuse `value` as this field's default or example; None if it would not."""
-    if not value_fits(value, type_ir, nullable):
-        return f"{_shown(value)} is not a valid {type_ir.kind}"
-    why = satisfies(value, as_ir(constraints), type_ir)
+    why = checks.value_refused(value, type_ir, nullable, dict(constraints))
     return f"{_shown(value)}: {why}" if why else None
 
 

@@ -18,7 +18,6 @@ import libcst
 from fusiongen.diagnostics import Diagnostic, Position, Severity
 from fusiongen.importers.openapi.mapping import Imported, Tool
 from fusiongen.pyliteral import docstring_text, py_literal, py_string
-from fusiongen.scaffold.handlers import top_level_names
 
 ENV_PREFIX = re.compile(r"[^A-Z0-9]+")
 
@@ -78,14 +77,14 @@ class Extension:
 HELPERS = ("call", "Any")  # what an appended function uses from the module
 
 
-def append_functions(source: str, imported: Imported, handlers: dict[str, str], handler_file: str) -> Extension:
-    """`source` with a function appended for each tool it has none for, checked with libcst."""
-    try:
-        module = libcst.parse_module(source)
-    except libcst.ParserSyntaxError as exc:
-        position = Position(exc.editor_line, exc.editor_column)
-        return Extension(None, [], _cannot_extend(f"it does not parse ({exc.message})", handler_file, position))
-    defined = top_level_names(module)
+def append_functions(
+    source: str, defined: frozenset[str] | Diagnostic, imported: Imported, handlers: dict[str, str], handler_file: str
+) -> Extension:
+    """`source` with a function appended for each tool it has none for, checked with libcst. `defined`: the
+    names the module binds at top level, as `build` reads them, or why it cannot be read (FG403)."""
+    if isinstance(defined, Diagnostic):
+        why = f"it does not parse ({defined.message.removeprefix('handler module does not parse: ')})"
+        return Extension(None, [], _cannot_extend(why, handler_file, defined.position))
     new = [tool for tool in imported.tools.values() if handlers[tool.name] not in defined]
     if not new:
         return Extension(None, [])

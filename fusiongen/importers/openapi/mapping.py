@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fusiongen.diagnostics import Diagnostic
-from fusiongen.importers.openapi.constraints import Carried, constraints_of, json_value, why_refused
+from fusiongen.importers.openapi.constraints import Carried, Checks, constraints_of, json_value, why_refused
 from fusiongen.importers.openapi.document import Document, RefError, child, items
 from fusiongen.importers.openapi.upstream_errors import DESCRIPTION_LIMIT, GENERIC, MAPPED_STATUSES, RAISES
 from fusiongen.ir import SCALAR_KINDS, TypeIR
@@ -136,9 +136,10 @@ def model_name(name: str) -> str:
 class Mapper:
     """Holds the document and what has been mapped so far; one instance per import."""
 
-    def __init__(self, document: Document, filters: Filters) -> None:
+    def __init__(self, document: Document, filters: Filters, checks: Checks) -> None:
         self.doc = document
         self.filters = filters
+        self.checks = checks
         info: Any = document.data.get("info") if isinstance(document.data.get("info"), Mapping) else {}
         self.out = Imported(
             title=str(info.get("title") or "API"),
@@ -429,7 +430,7 @@ class Mapper:
 
     def note_constraints(self, out: Field, schema: Mapping[str, Any], pointer: str) -> None:
         """The schema's constraints, default and examples on `out`, each checked as `validate` will check it."""
-        carried = constraints_of(schema, pointer, out.type, value_level=out.type != "list")
+        carried = constraints_of(self.checks, schema, pointer, out.type, value_level=out.type != "list")
         out.constraints.update(carried.constraints)
         self.report(out, carried)
         field_type = type_of(out)
@@ -437,7 +438,11 @@ class Mapper:
             return
         if schema.get("default") is not None:
             default = json_value(schema["default"])
-            why = why_refused(default, field_type, out.nullable, out.constraints) if not out.required else None
+            why = (
+                why_refused(self.checks, default, field_type, out.nullable, out.constraints)
+                if not out.required
+                else None
+            )
             if why:
                 out.comments.append(self.warn("FG334", child(pointer, "default"), f"the default {why}; not carried"))
             else:
@@ -456,7 +461,7 @@ class Mapper:
             example = json_value(example)
             if not _toml_writable(example):
                 continue  # a null inside: TOML cannot write it, and the schema's type already says enough
-            why = why_refused(example, field_type, False, out.constraints)
+            why = why_refused(self.checks, example, field_type, False, out.constraints)
             if why:
                 out.comments.append(self.warn("FG334", pointer, f"the example {why}; not carried"))
             elif example not in out.examples:
@@ -807,9 +812,9 @@ def _kind(schema: Any, document: Document) -> Any:
     return resolved.get("type") if isinstance(resolved, Mapping) else None
 
 
-def map_document(document: Document, filters: Filters | None = None) -> Imported:
+def map_document(document: Document, filters: Filters, checks: Checks) -> Imported:
     """Every component schema, then every selected operation (models they name inline are added)."""
-    mapper = Mapper(document, filters or Filters())
+    mapper = Mapper(document, filters, checks)
     for name, _ in items((document.data.get("components") or {}).get("schemas")):
         mapper.model_for_ref(f"{SCHEMAS}{name}")
     mapper.operations()
