@@ -54,11 +54,10 @@ class Problem:
 
 @dataclass
 class Carried:
-    """What a schema's keywords become: spec constraint keys, examples, a default, and what was left out."""
+    """What a schema's validation keywords become: spec constraint keys, and what was left out (and why)."""
 
     constraints: dict[str, Any] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
-    comments: list[str] = field(default_factory=list)
 
     def leave_out(self, code: str, pointer: str, message: str) -> None:
         self.problems.append(Problem(code, pointer, message))

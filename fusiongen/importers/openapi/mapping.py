@@ -450,7 +450,6 @@ class Mapper:
         self.add_examples(out, field_type, schema_examples(schema, pointer))
 
     def report(self, out: Field, carried: Carried) -> None:
-        out.comments += carried.comments
         for problem in carried.problems:
             out.comments.append(self.warn(problem.code, problem.pointer, problem.message))
 
