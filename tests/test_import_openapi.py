@@ -450,6 +450,16 @@ MALFORMED = [
         "P": {"properties": {"a": {"$ref": "#/components/schemas/A"}}}}}},
     {"openapi": "3.0.0", "paths": {"/a": {"get": {"operationId": "class", "responses": {}},
                                            "put": {"operationId": "class", "responses": {}}}}},
+    {"openapi": "3.0.0", "components": {"schemas": {"A": {"properties": {
+        "a": {"type": "string", "maxLength": "x", "minLength": -1, "pattern": 5, "example": None},
+        "b": {"type": "integer", "exclusiveMinimum": True, "maximum": 1e400, "examples": "x", "default": "y"},
+        "c": {"type": "array", "items": {"type": "integer", "minimum": 3}, "minItems": 1.5, "uniqueItems": "yes",
+              "example": [1, 2]},
+        "d": {"type": "number", "minimum": 5, "exclusiveMaximum": 5, "enum": [1, 2]},
+        "e": {"type": "string", "enum": ["x"], "maxLength": 3, "format": 7, "example": "y"}}}}}},
+    {"openapi": "3.1.0", "paths": {"/a": {"get": {"tags": "x", "responses": {"4XX": {"description": "x"},
+        "404": {"$ref": "#/nowhere"}, "409": "y", "422": {"description": 5}}}},
+        "/b": {"get": {"tags": [{"a": 1}, None, "", "Ok"], "responses": {"429": {}}}}}},
 ]  # fmt: skip
 
 

@@ -105,7 +105,9 @@ def constraints_of(
 
 def _not_applicable(out: Carried, key: str, value: Any, pointer: str, kind: str) -> None:
     out.leave_out(
-        NOT_CARRIED_CODE, pointer, f"{key}={_shown(value)} does not apply to a {kind} field in the spec; not checked"
+        NOT_CARRIED_CODE,
+        pointer,
+        f"{key}={_shown(value)} does not apply to {_article(kind)} {kind} field in the spec; not checked",
     )
 
 
@@ -212,6 +214,10 @@ def why_refused(
 
 def _document_key(spec_key: str) -> str:
     return DOCUMENT_KEYS[spec_key]
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 def _shown(value: Any) -> str:

@@ -494,25 +494,20 @@ class Mapper:
         found: list[str] = []
         raw = operation.get("tags")
         for index, tag in enumerate(raw if isinstance(raw, list) else []):
-            name = normalized_tag(str(tag))
+            name = normalized_tag(tag) if isinstance(tag, str) else None
             if name is None:
-                comments.append(
-                    self.warn(
-                        "FG336",
-                        child(pointer, "tags", index),
-                        f"tag {str(tag)!r} has no letter or digit a spec tag can keep; not carried",
-                    )
-                )
+                why = "has no letter or digit a spec tag can keep" if isinstance(tag, str) else "is not a string"
+                comments.append(self.warn("FG336", child(pointer, "tags", index), f"tag {tag!r} {why}; not carried"))
                 continue
             if name != str(tag):
-                comments.append(f"tag {str(tag)!r} is {name!r} here (spec tags are [a-z0-9][a-z0-9_-]*)")
+                comments.append(f"tag {tag!r} is {name!r} here (spec tags are [a-z0-9][a-z0-9_-]*)")
             if name not in found:
                 found.append(name)
         return found
 
     def selected(self, operation: Mapping[str, Any], name: str) -> bool:
         raw = operation.get("tags")
-        tags = {str(t) for t in raw if isinstance(raw, list)} if isinstance(raw, list) else set()
+        tags = {t for t in raw if isinstance(t, str)} if isinstance(raw, list) else set()
         tags |= {n for t in tags if (n := normalized_tag(t)) is not None}
         if self.filters.tags and not tags & self.filters.tags:
             return False
@@ -701,7 +696,7 @@ class Mapper:
             first_line = (text or "").splitlines()[0][:DESCRIPTION_LIMIT] if text else ""
             if int(status) in MAPPED_STATUSES:
                 code = next(c for c, statuses in RAISES.items() if int(status) in statuses)
-                described[code].append(f"{status}: {first_line}" if first_line else status)
+                described[code].append(f"{status}: {first_line or GENERIC[code]}")
             else:
                 unmapped.append(f"{status}" + (f" ({first_line})" if first_line else ""))
         tool.errors = {code: "; ".join(texts) or GENERIC[code] for code, texts in described.items()}
