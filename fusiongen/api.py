@@ -20,6 +20,7 @@ from fusiongen.codegen.budget import budget_table, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
 from fusiongen.codegen.render import headers, parse_check, render
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
+from fusiongen.importers.openapi.constraints import Checks
 from fusiongen.importers.openapi.document import load_document
 from fusiongen.importers.openapi.emit import NotOurs, emit_spec
 from fusiongen.importers.openapi.http_handlers import append_functions, module_text
@@ -29,6 +30,8 @@ from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec, load_spec
 from fusiongen.load.revision import spec_at_revision
 from fusiongen.load.spec import json_schema
+from fusiongen.lower.constraints import pattern_problem
+from fusiongen.lower.fields import value_refused
 from fusiongen.lower.server import lower
 from fusiongen.output.drift import Drift, compare
 from fusiongen.output.publish import Bundle, Published, foreign_files, publish_bundle, write_user_file
@@ -36,7 +39,14 @@ from fusiongen.report import diff as diff_report
 from fusiongen.report import exposure as exposure_report
 from fusiongen.report.diff import Change, diff
 from fusiongen.report.exposure import Report, as_markdown, exposure
-from fusiongen.scaffold.handlers import append_stubs, check_handlers, handler_path, parse_handlers, scaffold
+from fusiongen.scaffold.handlers import (
+    append_stubs,
+    check_handlers,
+    handler_path,
+    parse_handlers,
+    scaffold,
+    top_level_names,
+)
 from fusiongen.scaffold.starter import starter
 
 __all__ = [
@@ -341,11 +351,13 @@ def import_openapi(
             [Diagnostic("FG331", f"--include-ops is not a regular expression: {exc}", "<command line>")]
         ) from exc
     document = load_document(document_path)
-    imported = map_document(document, Filters(tags, pattern))
+    imported = map_document(document, Filters(tags, pattern), Checks(pattern_problem, value_refused))
     existing = spec_path.read_text(encoding="utf-8") if spec_path.exists() else None
     source = relative(document_path, spec_path.parent)
     try:
-        text = emit_spec(imported, source, _imported_server_name(spec_path, imported.title), existing)
+        text = emit_spec(
+            imported, source, _imported_server_name(spec_path, imported.title), existing, http=http_handlers
+        )
     except NotOurs:
         raise SpecError(
             [
@@ -365,10 +377,19 @@ def import_openapi(
     handlers = {tool.name: tool.handler for tool in ir.tools}
     path = handler_path(spec_path.parent, ir.handlers_module)
     if path.exists():
-        extended, added = append_functions(path.read_text(encoding="utf-8"), imported, handlers)
-        note = f"appended {len(added)} function(s)" if added else "unchanged (a function for every operation)"
-        if added:
-            write_user_file(path, extended)
+        source = path.read_text(encoding="utf-8")
+        module = parse_handlers(source, display_path(path))
+        defined = module if isinstance(module, Diagnostic) else top_level_names(module)
+        extension = append_functions(source, defined, imported, handlers, display_path(path))
+        if extension.problem is not None:
+            return ImportResult(spec_path, [*imported.diagnostics, extension.problem], spec_warnings, path, "unchanged")
+        note = (
+            f"appended {len(extension.added)} function(s)"
+            if extension.added
+            else "unchanged (a function for every operation)"
+        )
+        if extension.text is not None:
+            write_user_file(path, extension.text)
     else:
         write_user_file(path, module_text(imported, ir.package, ir.name, handlers))
         note = f"wrote {len(imported.tools)} httpx handler(s)"

@@ -185,3 +185,12 @@ def _text_breaks(value: str, c: ConstraintsIR) -> str | None:
     if c.python_pattern is not None and not re.search(c.python_pattern, value, re.ASCII):
         return f"it does not match the pattern {c.pattern}"
     return None
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why `pattern` is outside the portable subset (FG117), or None: for importers, so what they write validates."""
+    try:
+        python_pattern(pattern)
+    except PatternError as exc:
+        return str(exc)
+    return None

@@ -19,6 +19,7 @@ from fusiongen.load.loader import Loc
 from fusiongen.load.spec import FieldSpec
 from fusiongen.lower.constraints import lower_constraints, satisfies
 from fusiongen.lower.context import LowerContext
+from fusiongen.lower.patterns import python_pattern
 
 
 def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeIR:
@@ -216,3 +217,17 @@ def _default_fits(value: object, type_ir: TypeIR, nullable: bool) -> bool:
             type_ir.values is not None and _default_fits(v, type_ir.values, False) for v in value.values()
         )
     return isinstance(value, dict)
+
+
+def value_refused(value: Any, type_ir: TypeIR, nullable: bool, constraints: dict[str, Any]) -> str | None:
+    """Why a field of this type and these constraints (spec keys, already consistent) would refuse `value` as
+    its default or example (FG114, FG119), or None: for importers, so that what they write validates."""
+    if not _default_fits(value, type_ir, nullable):
+        return f"it is not a valid {type_ir.kind}"
+    pattern = constraints.get("pattern")
+    checked = ConstraintsIR(
+        **{k: v for k, v in constraints.items() if k != "pattern"},
+        pattern=pattern,
+        python_pattern=python_pattern(pattern) if pattern is not None else None,
+    )
+    return satisfies(value, checked, type_ir)

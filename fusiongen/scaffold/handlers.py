@@ -111,6 +111,11 @@ def _definitions(module: libcst.Module) -> dict[str, _Definition]:
     return found
 
 
+def top_level_names(module: libcst.Module) -> frozenset[str]:
+    """The names a module binds at top level (functions, imports, assignments): what it already defines."""
+    return frozenset(_definitions(module))
+
+
 def _imported_from_typing(module: libcst.Module) -> set[str]:
     """Names the module binds at top level with `from typing import ...` (or typing_extensions)."""
     names: set[str] = set()

@@ -6,9 +6,9 @@ models and tools of your own). Inside the region, some keys are yours too and su
 of a model other than `description` and `fields` (`hidden` and `guarded` are the union of yours and the
 document's: a field the document newly marks writeOnly is hidden even if you edited the list; `fillable`
 operations the document's bodies generate follow the document, minus the guarded fields, yours are kept),
-and every key
-of a tool other than `kind`, `description`, `input`, `input_from` and `returns` (`handler`, `bind_state`,
-`compact_description`, ...). Comments you write inside the region are not kept.
+and every key of a tool other than `kind`, `description`, `input`, `input_from`, `returns`, `tags` and, with
+`--handlers http`, the `errors` codes its handler raises (`handler`, `bind_state`, `compact_description`,
+your own `errors` codes, ...). Comments you write inside the region are not kept.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from fusiongen.pyliteral import comment_text, toml_string
 BEGIN = "# >>> fusiongen import openapi"
 END = "# <<< fusiongen import openapi"
 OWNED_MODEL_KEYS = frozenset({"description", "fields"})
-OWNED_TOOL_KEYS = frozenset({"kind", "description", "input", "input_from", "returns"})
+OWNED_TOOL_KEYS = frozenset({"kind", "description", "input", "input_from", "returns", "tags"})
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+\Z")
 
 
@@ -83,6 +83,9 @@ def field_line(item: Field) -> list[str]:
         table["nullable"] = True
     if item.default is not None and not item.required and _default_fits(item):
         table["default"] = item.default
+    table.update(item.constraints)
+    if item.examples:
+        table["examples"] = item.examples
     if item.description:
         table["description"] = item.description
     text = value(table) if len(table) > 1 else toml_string(item.type)
@@ -123,7 +126,9 @@ def model_block(model: Model, user: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def tool_block(tool: Tool, user: Mapping[str, Any]) -> list[str]:
+def tool_block(tool: Tool, user: Mapping[str, Any], *, http: bool) -> list[str]:
+    """`http`: the tools' handlers are the httpx module's, so `errors` is the import's (the codes it raises,
+    merged over codes of your own); otherwise `errors` is yours alone."""
     head = f"{tool.method.upper()} {tool.path}" + (f" · tags: {', '.join(tool.tags)}" if tool.tags else "")
     lines = [f"# {comment_text(head)} · from {tool.pointer}", *comments(tool.comments), f"[tools.{key(tool.name)}]"]
     table: dict[str, Any] = {"kind": tool.kind}
@@ -133,14 +138,24 @@ def tool_block(tool: Tool, user: Mapping[str, Any]) -> list[str]:
         table["returns"] = tool.returns
     if tool.input_from:
         table["input_from"] = tool.input_from
+    if tool.tags:
+        table["tags"] = tool.tags
+    if http:
+        users_errors = user.get("errors")
+        theirs = users_errors if isinstance(users_errors, Mapping) else {}
+        table["errors"] = {**{c: m for c, m in theirs.items() if c not in tool.errors}, **tool.errors}
     for other, item in user.items():
-        if other not in OWNED_TOOL_KEYS:
+        if other not in OWNED_TOOL_KEYS and other not in table:
             table[other] = item
+    errors = table.pop("errors") if isinstance(table.get("errors"), Mapping) and table["errors"] else None
     lines += [f"{key(k)} = {value(v)}" for k, v in table.items()]
     if tool.input:
         lines.append(f"[tools.{key(tool.name)}.input]")
         for item in tool.input:
             lines += field_line(item)
+    if errors is not None:
+        lines.append(f"[tools.{key(tool.name)}.errors]")
+        lines += [f"{key(str(code))} = {value(meaning)}" for code, meaning in errors.items()]
     return lines
 
 
@@ -160,19 +175,19 @@ def server_block(imported: Imported, source: str, name: str) -> str:
     )
 
 
-def region(imported: Imported, source: str, kept: Kept | None) -> str:
+def region(imported: Imported, source: str, kept: Kept | None, *, http: bool) -> str:
     users_models = kept.models if kept else {}
     users_tools = kept.tools if kept else {}
     lines = [
         f"{BEGIN}: generated from {comment_text(source)}; a re-import replaces this region.",
         "# Yours and kept on re-import: a model's hidden, guarded (both merged with the document's), casts,",
-        "# fillable operations of your own; a tool's handler, bind_state, compact_description. Field constraints",
-        "# (minimum, pattern, ...) are not carried (yet): each is noted where it was dropped.",
+        "# fillable operations of your own; a tool's handler, bind_state, compact_description (and errors",
+        "# codes of your own). What the document says that the spec cannot is a comment where it was left out.",
     ]
     for model in imported.models.values():
         lines += ["", *model_block(model, users_models.get(model.name, {}))]
     for tool in imported.tools.values():
-        lines += ["", *tool_block(tool, users_tools.get(tool.name, {}))]
+        lines += ["", *tool_block(tool, users_tools.get(tool.name, {}), http=http)]
     lines += ["", END, ""]
     return "\n".join(lines)
 
@@ -192,10 +207,13 @@ def kept_from(existing: str) -> Kept:
     )
 
 
-def emit_spec(imported: Imported, source: str, server_name: str, existing: str | None = None) -> str:
-    """The spec text: a first import (`existing` None) or a re-import into the user's spec."""
+def emit_spec(
+    imported: Imported, source: str, server_name: str, existing: str | None = None, *, http: bool = False
+) -> str:
+    """The spec text: a first import (`existing` None) or a re-import into the user's spec; `http`: with
+    `--handlers http` (the tools declare the errors its handlers raise)."""
     kept = kept_from(existing) if existing is not None else None
-    text = region(imported, source, kept)
+    text = region(imported, source, kept, http=http)
     if kept is None:
         return server_block(imported, source, server_name) + "\n" + text + _USER_SECTION
     return kept.prefix + text + kept.suffix

@@ -1,15 +1,21 @@
 """`--handlers http`: the handler module that calls the upstream API with httpx, one function per tool.
 
 The module is the user's, like every handler module: written once, then only extended. A later import
-appends a function for each new operation at the end of the file (existing bytes are never rewritten), so
-the user's edits to the shared helpers or to any function stay.
+reads it with libcst (never by importing it: that would run the user's code), as `build` does for its stubs
+(fusiongen/scaffold/handlers.py), and appends a function for each new operation after its last byte, so the
+user's edits to the shared helpers or to any function stay. A module that no longer parses, or no longer
+defines the `call` helper the functions use, is not extended (FG337): the spec is written, the handlers are
+the user's to add.
 """
 
 from __future__ import annotations
 
-import ast
 import re
+from dataclasses import dataclass
 
+import libcst
+
+from fusiongen.diagnostics import Diagnostic, Position, Severity
 from fusiongen.importers.openapi.mapping import Imported, Tool
 from fusiongen.pyliteral import docstring_text, py_literal, py_string
 
@@ -59,12 +65,48 @@ def module_text(imported: Imported, package: str, server_name: str, handlers: di
     return head + "".join(tool_function(tool, handlers[tool.name]) for tool in imported.tools.values())
 
 
-def append_functions(source: str, imported: Imported, handlers: dict[str, str]) -> tuple[str, list[str]]:
-    """`source` with a function appended for each tool it has none for; and those functions' names."""
-    defined = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+@dataclass(frozen=True)
+class Extension:
+    """What a re-import does to an existing handler module: its new text (None: unchanged) and why."""
+
+    text: str | None
+    added: list[str]
+    problem: Diagnostic | None = None
+
+
+HELPERS = ("call", "Any")  # what an appended function uses from the module
+
+
+def append_functions(
+    source: str, defined: frozenset[str] | Diagnostic, imported: Imported, handlers: dict[str, str], handler_file: str
+) -> Extension:
+    """`source` with a function appended for each tool it has none for, checked with libcst. `defined`: the
+    names the module binds at top level, as `build` reads them, or why it cannot be read (FG403)."""
+    if isinstance(defined, Diagnostic):
+        why = f"it does not parse ({defined.message.removeprefix('handler module does not parse: ')})"
+        return Extension(None, [], _cannot_extend(why, handler_file, defined.position))
     new = [tool for tool in imported.tools.values() if handlers[tool.name] not in defined]
-    text = source if source.endswith("\n") else source + "\n"
-    return text + "".join(tool_function(tool, handlers[tool.name]) for tool in new), [handlers[t.name] for t in new]
+    if not new:
+        return Extension(None, [])
+    missing = [name for name in HELPERS if name not in defined]
+    if missing:
+        names = " and ".join(f"`{name}`" for name in missing)
+        return Extension(None, [], _cannot_extend(f"it no longer defines {names}", handler_file, Position(1, 1)))
+    block = "".join(tool_function(tool, handlers[tool.name]) for tool in new)
+    text = (source if source.endswith("\n") or not source else source + "\n") + block
+    libcst.parse_module(text)  # the module with the functions is still Python
+    return Extension(text, [handlers[t.name] for t in new])
+
+
+def _cannot_extend(why: str, handler_file: str, position: Position) -> Diagnostic:
+    return Diagnostic(
+        "FG337",
+        f"the handler module is not extended: {why}; new operations have no httpx handler",
+        handler_file,
+        position,
+        Severity.WARNING,
+        "fix it and import again, or write the handlers yourself (`fusiongen build` appends stubs)",
+    )
 
 
 _HEAD = '''"""Handlers that call {title} over HTTP: one async function per tool, on one shared httpx client.

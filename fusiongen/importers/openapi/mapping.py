@@ -10,28 +10,29 @@ comment in the TOML where it was simplified: nothing is dropped silently.
 
 from __future__ import annotations
 
-import json
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from fusiongen.diagnostics import Diagnostic
+from fusiongen.importers.openapi.constraints import Carried, Checks, constraints_of, json_value, why_refused
 from fusiongen.importers.openapi.document import Document, RefError, child, items
+from fusiongen.importers.openapi.upstream_errors import DESCRIPTION_LIMIT, GENERIC, MAPPED_STATUSES, RAISES
+from fusiongen.ir import SCALAR_KINDS, TypeIR
 from fusiongen.names import IDENTIFIER, RESERVED_WORDS, pascal_case
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 KINDS = {"get": "query", "head": "query", "delete": "mutation", "put": "mutation", "patch": "mutation"}
 BODY_OPERATIONS = {"post": "create", "patch": "update", "put": "replace"}
 FORMATS = {"date": "date", "date-time": "datetime", "uuid": "uuid"}
-# fmt: off
-CONSTRAINT_KEYS = (
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
-    "pattern", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
-)
-# fmt: on
+# Formats the base type already says all of (the spec's integers and numbers are not width-bounded).
+NUMERIC_FORMATS = frozenset({"int32", "int64", "float", "double"})
+TAG_CHARACTERS = re.compile(r"[^a-z0-9_-]+")
 IGNORED_HEADERS = {"accept", "content-type", "authorization"}
 SCHEMAS = "#/components/schemas/"
+MAX_TOOL_NAME = 64  # a wire name under `tool_names = "snake"` (FG104): so a name fits either style
 MAX_DEPTH = 32
 
 
@@ -47,6 +48,8 @@ class Field:
     values: list[str] | None = None
     items: str | None = None
     default: Any = None
+    constraints: dict[str, Any] = field(default_factory=dict)  # spec keys: minimum, max_length, pattern...
+    examples: list[Any] = field(default_factory=list)
     comments: list[str] = field(default_factory=list)
 
 
@@ -85,6 +88,7 @@ class Tool:
     returns: str | None = None
     params: list[Param] = field(default_factory=list)
     whole_body: str | None = None  # the argument sent as the whole JSON body (an array or scalar body)
+    errors: dict[str, str] = field(default_factory=dict)  # what the httpx handler raises, with what it means
     comments: list[str] = field(default_factory=list)
 
 
@@ -114,6 +118,16 @@ def identifier(name: str) -> str:
     return f"{name}_" if name in RESERVED_WORDS else name
 
 
+def tool_name(name: str) -> str:
+    """A tool name valid under both `tool_names` styles: an identifier of at most 64 characters (a longer one
+    keeps its first 55 and a digest of the whole, so two long names that share a beginning stay apart)."""
+    name = identifier(name)
+    if len(name) <= MAX_TOOL_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_TOOL_NAME - 9].rstrip('_')}_{digest}"
+
+
 def model_name(name: str) -> str:
     name = pascal_case(re.sub(r"[^A-Za-z0-9]+", "_", name))
     return name if name and name[0].isalpha() else f"M{name}"
@@ -122,9 +136,10 @@ def model_name(name: str) -> str:
 class Mapper:
     """Holds the document and what has been mapped so far; one instance per import."""
 
-    def __init__(self, document: Document, filters: Filters) -> None:
+    def __init__(self, document: Document, filters: Filters, checks: Checks) -> None:
         self.doc = document
         self.filters = filters
+        self.checks = checks
         info: Any = document.data.get("info") if isinstance(document.data.get("info"), Mapping) else {}
         self.out = Imported(
             title=str(info.get("title") or "API"),
@@ -132,11 +147,15 @@ class Mapper:
             security=[name for name, _ in items((document.data.get("components") or {}).get("securitySchemes"))],
         )
         self.building: set[str] = set()
+        self.reported: set[tuple[str, str, str]] = set()
         self.depth = 0
 
     def warn(self, code: str, pointer: str, message: str, hint: str | None = None) -> str:
-        """Record a warning; returns the comment text for the TOML."""
-        self.out.diagnostics.append(self.doc.diagnostic(code, pointer, message, hint=hint))
+        """Record a warning (once: a scalar component used in many places is read at each); returns the
+        comment text for the TOML."""
+        if (code, pointer, message) not in self.reported:
+            self.reported.add((code, pointer, message))
+            self.out.diagnostics.append(self.doc.diagnostic(code, pointer, message, hint=hint))
         return f"{message} [{code}, {pointer}]"
 
     # --- schemas → types and models ----------------------------------------------------------------
@@ -363,18 +382,31 @@ class Mapper:
         if kind == "object" or (kind is None and "additionalProperties" in schema):
             self.warn("FG303", pointer, "a free-form object or map is not expressible; the field is not carried")
             return False
+        fmt = schema.get("format")
         if kind in ("integer", "number", "boolean"):
             out.type = str(kind)
+            if fmt is not None and str(fmt) not in NUMERIC_FORMATS:
+                self.unknown_format(out, fmt, pointer)
             return True
         if kind == "string" or kind is None:
-            fmt = schema.get("format")
             out.type = FORMATS.get(str(fmt), "string")
             if fmt == "binary":
                 self.warn("FG310", pointer, "binary data is not expressible; the field is not carried")
                 return False
+            if fmt is not None and str(fmt) not in FORMATS:
+                self.unknown_format(out, fmt, pointer)
             return True
         self.warn("FG310", pointer, f"type {kind!r} is not expressible; the field is not carried")
         return False
+
+    def unknown_format(self, out: Field, fmt: Any, pointer: str) -> None:
+        out.comments.append(
+            self.warn(
+                "FG335",
+                child(pointer, "format"),
+                f"format {str(fmt)!r} is not checked (the spec checks date, date-time, uuid): a plain {out.type}",
+            )
+        )
 
     def set_items(self, out: Field, schema: Mapping[str, Any], pointer: str, inline_name: str) -> bool:
         item_schema = schema.get("items")
@@ -393,14 +425,46 @@ class Mapper:
             return False
         out.type, out.items = "list", item.type
         out.comments += item.comments
+        out.constraints.update(item.constraints)  # value bounds of a list bound each item (spec §5.10)
         return True
 
     def note_constraints(self, out: Field, schema: Mapping[str, Any], pointer: str) -> None:
-        found = [f"{key}={json.dumps(schema[key])}" for key in CONSTRAINT_KEYS if key in schema]
-        if found:
-            out.comments.append(f"not carried (yet): {', '.join(found)} [{pointer}]")
+        """The schema's constraints, default and examples on `out`, each checked as `validate` will check it."""
+        carried = constraints_of(self.checks, schema, pointer, out.type, value_level=out.type != "list")
+        out.constraints.update(carried.constraints)
+        self.report(out, carried)
+        field_type = type_of(out)
+        if field_type is None:
+            return
         if schema.get("default") is not None:
-            out.default = schema["default"]
+            default = json_value(schema["default"])
+            why = (
+                why_refused(self.checks, default, field_type, out.nullable, out.constraints)
+                if not out.required
+                else None
+            )
+            if why:
+                out.comments.append(self.warn("FG334", child(pointer, "default"), f"the default {why}; not carried"))
+            else:
+                out.default = default
+        self.add_examples(out, field_type, schema_examples(schema, pointer))
+
+    def report(self, out: Field, carried: Carried) -> None:
+        for problem in carried.problems:
+            out.comments.append(self.warn(problem.code, problem.pointer, problem.message))
+
+    def add_examples(self, out: Field, field_type: TypeIR, found: list[tuple[Any, str]]) -> None:
+        """Examples that `validate` would accept; each other one is a warning (an example the field refuses
+        would teach an agent to send something wrong)."""
+        for example, pointer in found:
+            example = json_value(example)
+            if not _toml_writable(example):
+                continue  # a null inside: TOML cannot write it, and the schema's type already says enough
+            why = why_refused(self.checks, example, field_type, False, out.constraints)
+            if why:
+                out.comments.append(self.warn("FG334", pointer, f"the example {why}; not carried"))
+            elif example not in out.examples:
+                out.examples.append(example)
 
     # --- operations → tools ------------------------------------------------------------------------
 
@@ -424,8 +488,27 @@ class Mapper:
                 "a webhook is a call the API makes, not an operation it serves; not imported",
             )
 
+    def tags(self, operation: Mapping[str, Any], pointer: str, comments: list[str]) -> list[str]:
+        """The operation's tags as spec tags (`[a-z0-9][a-z0-9_-]*`, FG187): lower case, each run of other
+        characters one `-` (`Special Events` → `special-events`); one with nothing left is reported."""
+        found: list[str] = []
+        raw = operation.get("tags")
+        for index, tag in enumerate(raw if isinstance(raw, list) else []):
+            name = normalized_tag(tag) if isinstance(tag, str) else None
+            if name is None:
+                why = "has no letter or digit a spec tag can keep" if isinstance(tag, str) else "is not a string"
+                comments.append(self.warn("FG336", child(pointer, "tags", index), f"tag {tag!r} {why}; not carried"))
+                continue
+            if name != str(tag):
+                comments.append(f"tag {tag!r} is {name!r} here (spec tags are [a-z0-9][a-z0-9_-]*)")
+            if name not in found:
+                found.append(name)
+        return found
+
     def selected(self, operation: Mapping[str, Any], name: str) -> bool:
-        tags = {str(t) for t in operation.get("tags") or []}
+        raw = operation.get("tags")
+        tags = {t for t in raw if isinstance(t, str)} if isinstance(raw, list) else set()
+        tags |= {n for t in tags if (n := normalized_tag(t)) is not None}
         if self.filters.tags and not tags & self.filters.tags:
             return False
         pattern = self.filters.include_ops
@@ -434,7 +517,7 @@ class Mapper:
     def operation(
         self, path: str, method: str, operation: Mapping[str, Any], pointer: str, shared: list[Any], item_pointer: str
     ) -> None:
-        name = identifier(str(operation.get("operationId") or f"{method} {path}"))
+        name = tool_name(str(operation.get("operationId") or f"{method} {path}"))
         if not self.selected(operation, name):
             return
         if method in ("options", "trace"):
@@ -446,12 +529,12 @@ class Mapper:
                     "FG322", child(pointer, key), "callbacks are not expressible; the tool is imported without them"
                 )
         if name in self.out.tools:
-            unique = f"{name}_{method}"
+            unique = tool_name(f"{name}_{method}")
             self.warn("FG323", pointer, f"tool name {name!r} is taken; this one is {unique!r}")
             name = unique
         tool = Tool(name, pointer, method, path, KINDS.get(method, "action"))
         tool.description = _description(operation)
-        tool.tags = [str(t) for t in operation.get("tags") or []]
+        tool.tags = self.tags(operation, pointer, tool.comments)
         if not self.body(tool, operation, pointer):
             return
         self.parameters(tool, shared, item_pointer, operation.get("parameters") or [], pointer)
@@ -503,6 +586,9 @@ class Mapper:
                 tool.comments.append(f"parameter {wire!r} is not an input (see the warning at {param_pointer})")
                 continue
             mapped.description = _text(param.get("description")) or mapped.description
+            field_type = type_of(mapped)
+            if not mapped.examples and field_type is not None:
+                self.add_examples(mapped, field_type, self.parameter_examples(param, param_pointer))
             if mapped.type not in (
                 "string",
                 "integer",
@@ -523,6 +609,17 @@ class Mapper:
             taken.add(arg)
             tool.input.append(mapped)
             tool.params.append(Param(arg, wire, where))
+
+    def parameter_examples(self, param: Mapping[str, Any], pointer: str) -> list[tuple[Any, str]]:
+        """A parameter's `example`, or the values of its named `examples` (Example Objects, maybe `$ref`s)."""
+        if "example" in param:
+            return [(param["example"], child(pointer, "example"))]
+        found: list[tuple[Any, str]] = []
+        for name, example in items(param.get("examples")):
+            resolved, _ = self.safe_resolve(example, child(pointer, "examples", name))
+            if isinstance(resolved, Mapping) and "value" in resolved:
+                found.append((resolved["value"], child(pointer, "examples", name, "value")))
+        return found
 
     def fillable_fields(self, tool: Tool) -> list[str]:
         if tool.input_from is None:
@@ -586,7 +683,31 @@ class Mapper:
         if operation == "update":
             tool.comments.append("PATCH: every body field is optional (input_from ….update); only those sent go up")
 
+    def errors(self, tool: Tool, operation: Mapping[str, Any], pointer: str) -> None:
+        """`errors`: every code the httpx handler can raise, meant as the operation's responses describe
+        it (their descriptions), else generically; documented error statuses it does not map are noted."""
+        described: dict[str, list[str]] = {code: [] for code in RAISES}
+        unmapped: list[str] = []
+        for status, response in items(operation.get("responses")):
+            if not (status.isdigit() and status[0] in "45"):
+                continue
+            resolved, _ = self.safe_resolve(response, child(pointer, "responses", status))
+            text = _text(resolved.get("description")) if isinstance(resolved, Mapping) else None
+            first_line = (text or "").splitlines()[0][:DESCRIPTION_LIMIT] if text else ""
+            if int(status) in MAPPED_STATUSES:
+                code = next(c for c, statuses in RAISES.items() if int(status) in statuses)
+                described[code].append(f"{status}: {first_line or GENERIC[code]}")
+            else:
+                unmapped.append(f"{status}" + (f" ({first_line})" if first_line else ""))
+        tool.errors = {code: "; ".join(texts) or GENERIC[code] for code, texts in described.items()}
+        if unmapped:
+            tool.comments.append(
+                f"documented {', '.join(unmapped)}: the httpx handler reports it as INTERNAL_ERROR "
+                "(it maps 400, 404, 409, 422, 429 and 503)"
+            )
+
     def response(self, tool: Tool, operation: Mapping[str, Any], pointer: str) -> None:
+        self.errors(tool, operation, pointer)
         responses: Any = operation.get("responses")
         codes = [c for c, _ in items(responses)]
         success = next((c for c in codes if c.startswith("2")), None)
@@ -631,6 +752,41 @@ class Mapper:
             )
 
 
+def normalized_tag(tag: str) -> str | None:
+    name = TAG_CHARACTERS.sub("-", tag.strip().lower()).strip("-_")
+    return name or None
+
+
+def type_of(out: Field) -> TypeIR | None:
+    """The spec type a mapped field will have, for checking its default and examples; None for a model."""
+    if out.type == "enum":
+        return TypeIR("enum", enum_values=tuple(out.values or ()))
+    if out.type == "list" and out.items is not None:
+        item = TypeIR(out.items) if out.items in SCALAR_KINDS else TypeIR("model", model=out.items)
+        return TypeIR("list", items=item)
+    return TypeIR(out.type) if out.type in SCALAR_KINDS else None
+
+
+def schema_examples(schema: Mapping[str, Any], pointer: str) -> list[tuple[Any, str]]:
+    """JSON Schema's `examples` (an array; 3.1) and OpenAPI 3.0's `example` (one value)."""
+    found: list[tuple[Any, str]] = []
+    if isinstance(schema.get("examples"), list):
+        found += [(v, child(pointer, "examples", i)) for i, v in enumerate(schema["examples"])]
+    if "example" in schema:
+        found.append((schema["example"], child(pointer, "example")))
+    return found
+
+
+def _toml_writable(value: Any) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, list):
+        return all(_toml_writable(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(_toml_writable(v) for v in value.values())
+    return isinstance(value, str | int | float | bool)
+
+
 def _text(value: Any) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
@@ -650,9 +806,9 @@ def _kind(schema: Any, document: Document) -> Any:
     return resolved.get("type") if isinstance(resolved, Mapping) else None
 
 
-def map_document(document: Document, filters: Filters | None = None) -> Imported:
+def map_document(document: Document, filters: Filters, checks: Checks) -> Imported:
     """Every component schema, then every selected operation (models they name inline are added)."""
-    mapper = Mapper(document, filters or Filters())
+    mapper = Mapper(document, filters, checks)
     for name, _ in items((document.data.get("components") or {}).get("schemas")):
         mapper.model_for_ref(f"{SCHEMAS}{name}")
     mapper.operations()
