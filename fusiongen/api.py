@@ -185,7 +185,11 @@ def _result_unbounded(loaded: LoadedSpec, ir: ServerIR, b: ResultBudget, why: Un
         loaded.display_path,
         loaded.key_at("tools", b.spec_name),
         severity=Severity.WARNING,
-        hint=f"bound {why.path}: a max_length, a max_items or a presenter limit (docs/spec.md §4 max_result_tokens)",
+        hint=(
+            'a handler\'s text has no bound: return a presenter (returns = "X") to have one'
+            if why.path == "result"
+            else f"bound {why.path}: a max_length, a max_items or a presenter limit (docs/spec.md §4 max_result_tokens)"
+        ),
     )
 
 

@@ -56,6 +56,27 @@ class Unbounded(Exception):
 
 
 @dataclass(frozen=True)
+class _Open:
+    """Stands in the witness for a value without a bound: the result is unbounded only if this value is sent or
+    read (a redacted one is sent as its censor)."""
+
+    why: Unbounded
+
+
+def _check(value: Any) -> Any:
+    """`value`, if nothing in it is without a bound; else raise the first such thing (in field order)."""
+    if isinstance(value, _Open):
+        raise value.why
+    if isinstance(value, dict):
+        for item in value.values():
+            _check(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check(item)
+    return value
+
+
+@dataclass(frozen=True)
 class ResultBudget:
     tool: str  # the wire name
     spec_name: str
@@ -131,7 +152,7 @@ class _Witness:
         self, field: FieldIR, embed: str | None, at: str, data: bool, seen: tuple[str, ...], inline: bool
     ) -> Any:
         value = self.type_value(field, field.type, embed, at, data, seen, inline)
-        if data and field.nullable and len(json.dumps(value, ensure_ascii=False)) < len("null"):
+        if data and field.nullable and _size_of(value) < len("null"):
             return None
         return value
 
@@ -150,7 +171,7 @@ class _Witness:
         if kind == "list":
             assert type_ir.items is not None
             if c.max_items is None:
-                raise Unbounded(at, "list without max_items")
+                return _Open(Unbounded(at, "list without max_items"))
             item = self.type_value(field, type_ir.items, embed, f"{at}[*]", data, seen, inline)
             return [item] * c.max_items
         if embed is not None:
@@ -170,7 +191,7 @@ class _Witness:
 
     def model_value(self, name: str, at: str, seen: tuple[str, ...], build: Any) -> Any:
         if name in seen:
-            raise Unbounded(at, f"{name} contains itself")
+            return _Open(Unbounded(at, f"{name} contains itself"))
         return build((*seen, name))
 
     # --- the result -----------------------------------------------------------------------------------------
@@ -181,7 +202,7 @@ class _Witness:
             if presenter.limit is None:
                 raise Unbounded("data", f"a collection of {presenter.name} without limit")
             shown = presenter.limit
-            items = [self.masked(presenter) for _ in range(shown)]
+            items = [self.masked(presenter, "data[*]") for _ in range(shown)]
             read = self.presenter_value(presenter, "data[*]", False, ())
             notice = f"Dataset truncated. {shown} shown, {'9' * WIDEST_COUNT} hidden. Use filters to narrow results."
             notes.blocks.append(("summary", _summary("⚠️ " + notice), False))
@@ -203,11 +224,11 @@ class _Witness:
         self.item_ui(presenter, read, notes)
         return _wire(data, {"data": data}, notes, self.stamp)
 
-    def masked(self, presenter: PresenterIR) -> dict[str, Any]:
+    def masked(self, presenter: PresenterIR, at: str = "data") -> dict[str, Any]:
         """The largest data as sent: each redacted value replaced by its censor (the outermost presenter's)."""
-        value = self.presenter_value(presenter, "data", True, ())
+        value = self.presenter_value(presenter, at, True, ())
         self.mask(presenter, value)
-        return value
+        return _check(value)
 
     def mask(self, presenter: PresenterIR, value: dict[str, Any]) -> None:
         for field_name, child in presenter.embeds:  # the embedded presenter's own paths first, as the runtime does
@@ -305,7 +326,7 @@ def _scalar(kind: str, type_ir: TypeIR, field: FieldIR, at: str, inline: bool) -
     if kind in ("string", "text"):
         if c.max_length is None:
             why = "an inline schema's string: declare it in a model with max_length" if inline else ""
-            raise Unbounded(at, why or f"{kind} without max_length")
+            return _Open(Unbounded(at, why or f"{kind} without max_length"))
         return "x" * c.max_length
     if kind == "enum":
         return max(type_ir.enum_values, key=len)
@@ -325,7 +346,7 @@ def _scalar(kind: str, type_ir: TypeIR, field: FieldIR, at: str, inline: bool) -
         return "9999-12-31T23:59:59.999999+23:59"
     if kind == "uuid":
         return "x" * 36
-    raise Unbounded(at, f"a {kind} field")
+    return _Open(Unbounded(at, f"a {kind} field"))
 
 
 def _nodes(value: Any) -> list[Any]:
@@ -336,6 +357,8 @@ def _nodes(value: Any) -> list[Any]:
 
 
 def _censor(value: Any, path: tuple[str, ...], censor: str, presenter: PresenterIR) -> None:
+    if not isinstance(value, (dict, list)):
+        return  # nothing below a value without a bound: the whole of it is named if it is sent
     head, rest = path[0], path[1:]
     targets = value if head == "[*]" else None
     if targets is not None:
@@ -359,9 +382,20 @@ def _censor(value: Any, path: tuple[str, ...], censor: str, presenter: Presenter
 
 
 def _at(value: Any, path: tuple[str, ...]) -> Any:
+    """The value at a path of the witness, checked: reading a value without a bound makes the text unbounded."""
     for name in path:
-        value = value.get(name) if isinstance(value, dict) else None
+        value = _check_open(value).get(name) if isinstance(value, (dict, _Open)) else None
+    return _check(value)
+
+
+def _check_open(value: Any) -> Any:
+    if isinstance(value, _Open):
+        raise value.why
     return value
+
+
+def _size_of(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False)) if not isinstance(value, _Open) else len("null") + 1
 
 
 def _table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
