@@ -228,7 +228,8 @@ class _Witness:
         """The largest data as sent: each redacted value replaced by its censor (the outermost presenter's)."""
         value = self.presenter_value(presenter, at, True, ())
         self.mask(presenter, value)
-        return _check(value)
+        _check(value)
+        return value
 
     def mask(self, presenter: PresenterIR, value: dict[str, Any]) -> None:
         for field_name, child in presenter.embeds:  # the embedded presenter's own paths first, as the runtime does
