@@ -271,7 +271,7 @@ class _Witness:
         elif block.type == "list":
             body = "\n".join(f"- {text(item.source)}" for item in block.items)
         elif block.type == "json":
-            body = "```json\n" + json.dumps(_at(read, block.path), indent=2, ensure_ascii=False) + "\n```"
+            body = "```json\n" + json.dumps(self.json_shown(presenter, block), indent=2, ensure_ascii=False) + "\n```"
         else:
             assert block.text is not None
             body = self.rendered(block, text(block.text.source))
@@ -289,12 +289,17 @@ class _Witness:
         elif block.type == "list":
             body = "\n".join(f"- {entry}" for entry in per_item(block.items[0].source)) if block.items else ""
         elif block.type == "json":
-            value = [_at(read, block.path) for _ in range(shown)]
+            value = [self.json_shown(presenter, block) for _ in range(shown)]
             body = "```json\n" + json.dumps(value, indent=2, ensure_ascii=False) + "\n```"
         else:
             assert block.text is not None
             body = self.rendered(block, self.template(block.text.source, presenter, read, at))
         return block.type, body, block.for_user
+
+    def json_shown(self, presenter: PresenterIR, block: UIBlockIR) -> Any:
+        """What a json block shows: the value at its path as serialized (a nullable value null where that is
+        longer), before masking, as the runtime renders blocks."""
+        return _at(self.presenter_value(presenter, "data", True, ()), block.path)
 
     @staticmethod
     def rendered(block: UIBlockIR, text: str) -> str:
