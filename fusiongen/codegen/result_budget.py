@@ -3,12 +3,12 @@
 Computed by building a *witness*: the result the runtime would send for the largest data the spec admits,
 written exactly as the runtime writes it (the data as indented JSON in the first text block, one block per
 UI block, `<domain_rules>`, `<action_suggestions>`, the structuredContent envelope of docs/spec.md §9.2), and
-measuring it as compact JSON. Largest data, per value (docs/spec.md §4 `max_result_tokens` states the rule):
+measuring it as compact JSON. Largest data, per value (docs/spec.md §4.1 states the rules):
 
 * a `string`/`text` at its `max_length`, an `enum` at its longest value, a `uuid` at 36 characters, a
   `date` at 10, a `datetime` at 32 (microseconds and an offset), a `boolean` as `false`, an `integer` at the
-  wider of its bounds when it has both (else 20 characters, the 64-bit range), a `number` at 24 (the longest
-  shortest-repr of a double); a redacted value as its censor;
+  wider of its bounds when it has both (else 20 characters, the 64-bit range: a larger int is outside the
+  bound), a `number` at 24 (the longest shortest-repr of a double); a redacted value as its censor;
 * every optional field present, every nullable one non-null (or `null` where that is longer), a list at its
   `max_items` (a collection at its presenter's `limit`), every `when` true and every rule and suggestion
   distinct (the runtime sends each text once);
@@ -401,7 +401,12 @@ def _check_open(value: Any) -> Any:
 
 
 def _size_of(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False)) if not isinstance(value, _Open) else len("null") + 1
+    """A value's JSON size; one without a bound counts as larger than any (it is never swapped for null)."""
+    try:
+        _check(value)
+    except Unbounded:
+        return 2**63
+    return len(json.dumps(value, ensure_ascii=False))
 
 
 def _table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
