@@ -16,9 +16,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusiongen.codegen.budget import budget_table, tool_budgets
+from fusiongen.codegen.budget import ToolBudget, budget_table, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
 from fusiongen.codegen.render import headers, parse_check, render
+from fusiongen.codegen.result_budget import ResultBudget, Unbounded, result_budgets
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
 from fusiongen.importers.openapi.constraints import Checks
 from fusiongen.importers.openapi.document import load_document
@@ -135,34 +136,76 @@ def validate(spec_path: Path, *, shown: str | None = None) -> tuple[LoadedSpec, 
     diagnostics name the file (default: its path, as the user sees it)."""
     loaded = load_spec(spec_path, shown if shown is not None else display_path(spec_path))
     ir, warnings = lower(loaded)
-    over = over_budget(loaded, ir)
+    over, unbounded = over_budget(loaded, ir)
     if over:
-        raise SpecError([*warnings, *over])
-    return loaded, ir, warnings
+        raise SpecError([*warnings, *over, *unbounded])
+    return loaded, ir, [*warnings, *unbounded]
 
 
-def over_budget(loaded: LoadedSpec, ir: ServerIR) -> list[Diagnostic]:
-    """FG500 for every tool whose tools/list entry exceeds `[server] max_list_tokens`. Checked here, not while
-    lowering: the size is that of the JSON Schemas codegen derives from the IR."""
-    if ir.max_list_tokens is None:
-        return []
-    return [
-        Diagnostic(
-            "FG500",
-            f'the tools/list entry of "{b.tool}" is about {b.list_tokens} tokens ({b.list_bytes} bytes / 4), over '
-            f"max_list_tokens = {ir.max_list_tokens}",
-            loaded.display_path,
-            loaded.key_at("tools", b.spec_name),
-            hint="shorten its description or inputs, return a smaller presenter, or raise max_list_tokens",
-        )
-        for b in tool_budgets(ir)
-        if b.list_tokens > ir.max_list_tokens
-    ]
+def over_budget(loaded: LoadedSpec, ir: ServerIR) -> tuple[list[Diagnostic], list[Diagnostic]]:
+    """The token budgets' diagnostics, as (errors, warnings): FG500 for a tools/list entry over
+    `[server] max_list_tokens`, FG501 for a worst-case result over `max_result_tokens`, FG502 for a result with
+    no bound under it. Checked here, not while lowering: the sizes are those of what codegen derives from the IR."""
+    errors = [_list_over(loaded, ir, b) for b in tool_budgets(ir) if _over(b.list_tokens, ir.max_list_tokens)]
+    warnings: list[Diagnostic] = []
+    if ir.max_result_tokens is not None:
+        for b in result_budgets(ir):
+            if b.unbounded is not None:
+                warnings.append(_result_unbounded(loaded, ir, b, b.unbounded))
+            elif b.result_tokens is not None and b.result_tokens > ir.max_result_tokens:
+                errors.append(_result_over(loaded, ir, b))
+    return errors, warnings
+
+
+def _over(size: int, limit: int | None) -> bool:
+    return limit is not None and size > limit
+
+
+def _list_over(loaded: LoadedSpec, ir: ServerIR, b: ToolBudget) -> Diagnostic:
+    return Diagnostic(
+        "FG500",
+        f'the tools/list entry of "{b.tool}" is about {b.list_tokens} tokens ({b.list_bytes} bytes / 4), over '
+        f"max_list_tokens = {ir.max_list_tokens}",
+        loaded.display_path,
+        loaded.key_at("tools", b.spec_name),
+        hint="shorten its description or inputs, return a smaller presenter, or raise max_list_tokens",
+    )
+
+
+def _audience(b: ResultBudget) -> str:
+    return f" (as presenter {b.audience})" if b.audience else ""
+
+
+def _result_over(loaded: LoadedSpec, ir: ServerIR, b: ResultBudget) -> Diagnostic:
+    return Diagnostic(
+        "FG501",
+        f'the worst-case result of "{b.tool}"{_audience(b)} is about {b.result_tokens} tokens ({b.result_bytes} '
+        f"bytes / 4), over max_result_tokens = {ir.max_result_tokens}",
+        loaded.display_path,
+        loaded.key_at("tools", b.spec_name),
+        hint="lower the presenter's limit, max_items or max_length, show fewer fields, or raise max_result_tokens",
+    )
+
+
+def _result_unbounded(loaded: LoadedSpec, ir: ServerIR, b: ResultBudget, why: Unbounded) -> Diagnostic:
+    return Diagnostic(
+        "FG502",
+        f'the result of "{b.tool}"{_audience(b)} has no bound, so max_result_tokens = {ir.max_result_tokens} '
+        f"cannot be checked: {why.path} ({why.reason})",
+        loaded.display_path,
+        loaded.key_at("tools", b.spec_name),
+        severity=Severity.WARNING,
+        hint=(
+            'a handler\'s text has no bound: return a presenter (returns = "X") to have one'
+            if why.path == "result"
+            else f"bound {why.path}: a max_length, a max_items or a presenter limit (docs/spec.md §4 max_result_tokens)"
+        ),
+    )
 
 
 def budget_text(ir: ServerIR) -> str:
     """The `build --budget` table."""
-    return budget_table(tool_budgets(ir), ir.max_list_tokens)
+    return budget_table(tool_budgets(ir), result_budgets(ir), ir.max_list_tokens, ir.max_result_tokens)
 
 
 def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:

@@ -145,7 +145,11 @@ def build(
     specs: SpecsArg,
     out: OutOption = None,
     budget: Annotated[
-        bool, typer.Option("--budget", help="Print each tool's tools/list size (bytes, tokens as bytes / 4).")
+        bool,
+        typer.Option(
+            "--budget",
+            help="Print each tool's tools/list size and worst-case result size (bytes, tokens as bytes / 4).",
+        ),
     ] = False,
 ) -> None:
     """Generate each server (OUT/<package>/, pyproject.toml, README.md, EXPOSURE.md); scaffold or extend its

@@ -186,6 +186,8 @@ CODES: dict[str, str] = {
     "FG330": "import would overwrite a spec without an import region",
     "FG331": "--include-ops is not a regular expression",
     "FG500": "tools/list entry over [server] max_list_tokens",
+    "FG501": "worst-case tool result over [server] max_result_tokens",
+    "FG502": "tool result without a bound under [server] max_result_tokens",
     "FG400": "handler missing",
     "FG401": "handler signature incompatible",
     "FG402": "handler module missing",

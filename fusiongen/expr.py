@@ -687,3 +687,39 @@ def compile_template(
     if literal or not parts:
         parts.append(repr("".join(literal)))
     return _result(chk, _Out(" + ".join(parts), _T.STRING))
+
+
+# --- the syntax tree, for analyses of expressions that have already compiled --------------------------------
+
+ExprNode = _Node
+
+
+def parse_expression(text: str) -> ExprNode:
+    """The syntax tree of an expression that compiled (the result budget reads it to bound a value's width)."""
+    return _Parser(_lex(text)).parse()
+
+
+def template_parts(text: str) -> list[str | ExprNode]:
+    """A template that compiled, as its literal texts (braces unescaped) and its placeholders' syntax trees, in
+    order: what `compile_template` joins at run time."""
+    parts: list[str | ExprNode] = []
+    literal: list[str] = []
+    i = 0
+    while i < len(text):
+        c, j = text[i], i + 1
+        if c in "{}" and text[j : j + 1] == c:
+            literal.append(c)
+            j += 1
+        elif c == "{":
+            j = _closing(text, i + 1)
+            if literal:
+                parts.append("".join(literal))
+                literal.clear()
+            parts.append(parse_expression(text[i + 1 : j]))
+            j += 1
+        else:
+            literal.append(c)
+        i = j
+    if literal:
+        parts.append("".join(literal))
+    return parts

@@ -336,6 +336,7 @@ class ServerIR:
         return (*self.tools, *(r.tool for r in self.resources))
 
     max_list_tokens: int | None = None  # [server] max_list_tokens: each tools/list entry's budget (api checks it)
+    max_result_tokens: int | None = None  # [server] max_result_tokens: each tool's worst-case result (api checks it)
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

@@ -78,7 +78,40 @@ handler = "pay_order"
 bind_state = { states = ["open"], transition = "PAY" }
 [tools."order.pay".input]
 order_id = "string"
+
+[auth]
+scopes = { "orders:read" = "Read orders", "orders:write" = "Change orders" }
+
+[presenters.OrderAdmin]
+model = "Order"
+fields = ["id", "status"]
+
+[tools."order.audit"]
+kind = "query"
+description = "Audit an order."
+returns = "Order"
+returns_for_role = { admin = "OrderAdmin" }
+requires = { scopes = ["orders:read"], roles = ["admin", "auditor"] }
+handler = "audit_order"
+[tools."order.audit".input]
+order_id = "string"
+
+[resources."order"]
+uri = "order://{id}"
+presenter = "Order"
+description = "One order."
+
+[prompts."chase"]
+description = "Chase an unpaid order."
+arguments = { order_id = { description = "Order id" }, tone = { type = "enum", values = ["friendly", "firm"] } }
+template = "Chase {order_id} in a {tone} tone."
 """
+REQUIRES = 'requires = { scopes = ["orders:read"], roles = ["admin", "auditor"] }'
+AUDIENCES = 'returns_for_role = { admin = "OrderAdmin" }'
+RESOURCE = '[resources."order"]\nuri = "order://{id}"\npresenter = "Order"\ndescription = "One order."\n'
+PROMPT_ARGUMENTS = (
+    'arguments = { order_id = { description = "Order id" }, tone = { type = "enum", values = ["friendly", "firm"] } }'
+)
 
 # (name, text replaced, replacement, the exact (impact, kind) set the diff reports)
 CASES: list[tuple[str, str, str, set[tuple[Impact, str]]]] = [
@@ -262,6 +295,135 @@ CASES: list[tuple[str, str, str, set[tuple[Impact, str]]]] = [
         '[tools."order.list"]\nkind = "query"\nreturns = "Order[]"\n\n[tools."order.pay"]',
         {(Impact.SAFE, "tool-added")},
     ),
+    # who may call a tool: requires
+    (
+        "requires-scope-dropped",
+        REQUIRES,
+        'requires = { roles = ["admin", "auditor"] }',
+        {(Impact.WIDENED, "requires-loosened")},
+    ),
+    ("requires-removed", REQUIRES + "\n", "", {(Impact.WIDENED, "requires-loosened")}),
+    (
+        "requires-role-added",
+        '"admin", "auditor"]',
+        '"admin", "auditor", "clerk"]',
+        {(Impact.WIDENED, "requires-loosened")},
+    ),
+    (
+        "requires-scope-added",
+        'scopes = ["orders:read"]',
+        'scopes = ["orders:read", "orders:write"]',
+        {(Impact.BREAKING, "requires-tightened")},
+    ),
+    (
+        "requires-roles-dropped-to-one",
+        '"admin", "auditor"]',
+        '"admin"]',
+        {(Impact.BREAKING, "requires-tightened")},
+    ),
+    # each returns_for_role audience
+    (
+        "audience-presenter-gains-a-field",
+        'fields = ["id", "status"]',
+        'fields = ["id", "status", "total"]',
+        {(Impact.WIDENED, "audience-field-newly-exposed")},
+    ),
+    (
+        "audience-presenter-loses-a-field",
+        'fields = ["id", "status"]',
+        'fields = ["id"]',
+        {(Impact.BREAKING, "audience-output-removed")},
+    ),
+    (
+        "audience-presenter-redacts-a-field",
+        'fields = ["id", "status"]',
+        'fields = ["id", "status"]\nredact_pii = ["status"]',
+        {(Impact.BEHAVIOUR, "audience-output-now-redacted")},
+    ),
+    (
+        "audience-added-seeing-less",
+        AUDIENCES,
+        'returns_for_role = { admin = "OrderAdmin", auditor = "OrderAdmin" }',
+        # auditors got Order as everyone did; OrderAdmin shows them less
+        {(Impact.BEHAVIOUR, "audience-added"), (Impact.BREAKING, "audience-output-removed")},
+    ),
+    (
+        "audience-removed-seeing-more",
+        AUDIENCES + "\n",
+        "",
+        # admins now get Order, as everyone: its customer and total reach them
+        {(Impact.BEHAVIOUR, "audience-removed"), (Impact.WIDENED, "audience-field-newly-exposed")},
+    ),
+    # resources
+    ("resource-removed", RESOURCE, "", {(Impact.BREAKING, "resource-removed")}),
+    (
+        "resource-uri-changed",
+        'uri = "order://{id}"',
+        'uri = "orders://{id}"',
+        {(Impact.BREAKING, "resource-uri-changed")},
+    ),
+    (
+        "resource-added-showing-what-a-tool-showed",
+        RESOURCE,
+        RESOURCE + '\n[resources."brief"]\nuri = "brief://{id}"\npresenter = "Order"\n',
+        {(Impact.SAFE, "resource-added")},
+    ),
+    (
+        "resource-added-showing-a-new-value",
+        RESOURCE,
+        RESOURCE + '\n[resources."customer"]\nuri = "customer://{id}"\npresenter = "Customer"\n',
+        {(Impact.SAFE, "resource-added"), (Impact.WIDENED, "field-newly-exposed")},
+    ),
+    (
+        "resource-presenter-changed",
+        'presenter = "Order"',
+        'presenter = "OrderAdmin"',
+        # a resource reads through one presenter: values it no longer shows are gone for its readers
+        {
+            (Impact.BEHAVIOUR, "output-presenter-changed"),
+            (Impact.BREAKING, "output-removed"),
+            (Impact.BEHAVIOUR, "rule-removed"),
+            (Impact.BEHAVIOUR, "suggestion-removed"),
+        },
+    ),
+    # prompts
+    (
+        "prompt-removed",
+        '[prompts."chase"]',
+        '[prompts."chase_again"]',
+        {(Impact.BREAKING, "prompt-removed"), (Impact.SAFE, "prompt-added")},
+    ),
+    (
+        "prompt-required-argument-added",
+        'order_id = { description = "Order id" }',
+        'order_id = { description = "Order id" }, channel = { description = "Mail or phone" }',
+        {(Impact.BREAKING, "prompt-argument-required-added")},
+    ),
+    (
+        "prompt-optional-argument-added",
+        'order_id = { description = "Order id" }',
+        'order_id = { description = "Order id" }, note = { description = "A note", required = false }',
+        {(Impact.SAFE, "prompt-argument-optional-added")},
+    ),
+    (
+        "prompt-argument-value-removed",
+        'values = ["friendly", "firm"]',
+        'values = ["friendly"]',
+        {(Impact.BREAKING, "prompt-argument-narrowed")},
+    ),
+    (
+        "prompt-argument-removed",
+        PROMPT_ARGUMENTS + '\ntemplate = "Chase {order_id} in a {tone} tone."',
+        'arguments = { order_id = { description = "Order id" } }\ntemplate = "Chase {order_id}."',
+        # the template cannot name {tone} any more: it changes too
+        {(Impact.BREAKING, "prompt-argument-removed"), (Impact.BEHAVIOUR, "prompt-template-changed")},
+    ),
+    (
+        "prompt-template-changed",
+        'template = "Chase {order_id} in a {tone} tone."',
+        'template = "Chase {order_id} politely, in a {tone} tone."',
+        {(Impact.BEHAVIOUR, "prompt-template-changed")},
+    ),
     (
         "output-shape-changed",
         'returns = "Order"',
@@ -302,7 +464,11 @@ def test_unhiding_a_field_the_presenter_shows_widens_exposure(tmp_path: Path) ->
     old = BASE.replace('fields = ["id", "name", "email"]\n', "")
     new = old.replace('hidden = ["ssn"]\n', "")
     changes = diff_specs(_spec(tmp_path, "old", old), _spec(tmp_path, "new", new))
-    assert [(c.impact, c.kind, c.subject) for c in changes] == [(Impact.WIDENED, "hidden-unhidden", "tool order.get")]
+    # every read through the Order presenter: both tools and the resource
+    subjects = ["resource order", "tool order.audit", "tool order.get"]
+    assert [(c.impact, c.kind, c.subject) for c in changes] == [
+        (Impact.WIDENED, "hidden-unhidden", s) for s in subjects
+    ]
     assert '"customer.ssn"' in changes[0].message
 
 
@@ -319,11 +485,12 @@ def test_exit_codes_and_json(tmp_path: Path) -> None:
     result = run("diff", old, both, "--format", "json", cwd=tmp_path)
     assert result.code == 1  # breaking first: CI fails; the widening is still listed
     document = json.loads(result.stdout)
-    assert document["summary"] == {"breaking": 1, "exposure-widened": 1, "behaviour": 0, "safe": 0}
+    # order.get, order.audit and the order resource all read through the Order presenter
+    assert document["summary"] == {"breaking": 3, "exposure-widened": 3, "behaviour": 0, "safe": 0}
     assert document["exit_code"] == 1
     assert {c["kind"] for c in document["changes"]} == {"output-removed", "redaction-removed"}
     text = run("diff", old, widened, cwd=tmp_path).stdout
-    assert text.startswith('exposure-widened (1):\n  tool order.get: "customer.email" (string) now reaches')
+    assert text.startswith('exposure-widened (3):\n  resource order: "customer.email" (string) now reaches')
 
 
 def test_invalid_spec_and_usage_exit_2(tmp_path: Path) -> None:

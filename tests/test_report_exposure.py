@@ -91,3 +91,27 @@ def test_check_catches_a_stale_exposure_md(tmp_path: Path) -> None:
     result = run("check", "billing.toml", "-o", "out", "--format", "json", cwd=folder)
     assert result.code == 1
     assert any(a["file"].endswith("out/EXPOSURE.md") and a["code"] == "FG405" for a in json.loads(result.stdout))
+
+
+def test_requires_audiences_resources_and_prompts() -> None:
+    _, report, _ = explain(BILLING)
+    update = _tool(report, "invoice.update")
+    assert update["requires"] == [{"needs": "scope (every one)", "name": "invoices:write"}]
+    assert _tool(report, "invoice.get")["requires"] == []  # any caller
+    audiences = _tool(report, "invoice.get")["audiences"]
+    support = {r["path"]: r["exposure"] for r in audiences if r["role"] == "support"}
+    assert support["status"] == "reaches the model"
+    assert support["amount_cents"] == "not in presenter InvoiceSupport's fields"
+    assert support["internal_notes"] == "hidden in model Invoice"
+    admin = {r["path"]: (r["presenter"], r["exposure"]) for r in audiences if r["role"] == "admin"}
+    assert admin["created_at"] == ("InvoiceAdmin", "reaches the model")
+    assert admin["lines[*].card_number"] == ("InvoiceAdmin", "redacted by InvoiceAdmin.redact_pii ([REDACTED])")
+    assert admin["customer.email"] == ("InvoiceAdmin", "redacted by Customer.redact_pii ([REDACTED])")
+    (resource,) = report["resources"]
+    assert (resource["name"], resource["uri"], resource["returns"]) == ("invoice", "invoice://{id}", "Invoice")
+    assert {"path": "customer.email", "by": "Customer.redact_pii", "censor": "[REDACTED]"} in resource["redacted"]
+    assert "user_only" not in resource  # a resource's contents carry no UI blocks
+    (prompt,) = report["prompts"]
+    assert prompt["template"].startswith("List the overdue invoices of customer {customer_id}")
+    tone = next(a for a in prompt["arguments"] if a["name"] == "tone")
+    assert tone["values"] == "friendly|firm"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fusiongen.codegen.jsonschema import input_schema, output_schema
+from fusiongen.codegen.result_budget import ResultBudget
 from fusiongen.codegen.view_workflows import handle_property, modern_description
 from fusiongen.ir import ServerIR, ToolIR
 
@@ -68,13 +69,31 @@ def tool_budgets(server: ServerIR) -> list[ToolBudget]:
     ]
 
 
-def budget_table(budgets: list[ToolBudget], limit: int | None) -> str:
-    """The `build --budget` table: one line per tool, widest first column aligned."""
+def budget_table(
+    budgets: list[ToolBudget], results: list[ResultBudget], list_limit: int | None, result_limit: int | None
+) -> str:
+    """The `build --budget` table: one line per tool (its tools/list entry, its worst-case result), widest first
+    column aligned, the total of the entries (what every turn pays), then what makes each unbounded result so."""
     width = max([len("tool"), *(len(b.tool) for b in budgets)])
-    lines = [f"{'tool':<{width}}  list bytes  list tokens" + ("  over budget" if limit else "")]
-    for b in budgets:
-        over = "  yes" if limit is not None and b.list_tokens > limit else ""
-        lines.append(f"{b.tool:<{width}}  {b.list_bytes:>10}  {b.list_tokens:>11}{over}")
+    limits = list_limit is not None or result_limit is not None
+    header = f"{'tool':<{width}}  list bytes  list tokens  result bytes  result tokens"
+    lines = [header + ("  over budget" if limits else "")]
+    for b, r in zip(budgets, results, strict=True):
+        over = [
+            *(["list"] if list_limit is not None and b.list_tokens > list_limit else []),
+            *(["result"] if _result_over(r, result_limit) else []),
+        ]
+        size = (str(r.result_bytes), str(r.result_tokens)) if r.result_bytes is not None else ("unbounded",) * 2
+        row = f"{b.tool:<{width}}  {b.list_bytes:>10}  {b.list_tokens:>11}  {size[0]:>12}  {size[1]:>13}"
+        lines.append(row + (f"  {', '.join(over)}" if over else ""))
     total = sum(b.list_bytes for b in budgets)
     lines.append(f"{'total':<{width}}  {total:>10}  {tokens(total):>11}")
+    for r in results:
+        if r.unbounded is not None:
+            audience = f" (as {r.audience})" if r.audience else ""
+            lines.append(f"unbounded: {r.tool}{audience} → {r.unbounded.path} ({r.unbounded.reason})")
     return "\n".join(lines) + "\n"
+
+
+def _result_over(result: ResultBudget, limit: int | None) -> bool:
+    return limit is not None and result.result_tokens is not None and result.result_tokens > limit

@@ -84,6 +84,13 @@ class ServerSpec(_Strict):
         description="Budget for each tool's tools/list entry, in tokens estimated as bytes / 4: an entry over it is "
         "a build error (FG500).",
     )
+    max_result_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Budget for each tool's worst-case result, in tokens estimated as bytes / 4: a bounded result "
+        "over it is a build error (FG501); a result with no bound (a string without max_length, a list without "
+        "max_items...) is a warning naming what to bound (FG502).",
+    )
 
 
 class ModelSpec(_Strict):

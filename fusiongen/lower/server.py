@@ -130,4 +130,5 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         resources=resources,
         prompts=prompts,
         max_list_tokens=server.max_list_tokens,
+        max_result_tokens=server.max_result_tokens,
     )

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fusiongen.ir import FieldIR, ServerIR, ToolIR, TypeIR
-from fusiongen.report.exposure import Report, Row, exposure, type_text
+from fusiongen.report.exposure import AUDIENCE_SEES, RESOURCE_FACETS, Report, Row, exposure, type_text
 
 
 class Impact(enum.StrEnum):
@@ -60,6 +60,11 @@ class ToolSides:
     new: ToolIR
     old_entry: dict[str, object]
     new_entry: dict[str, object]
+    what: str = "tool"  # or "resource": a resource's read is compared facet by facet as a tool's
+
+    @property
+    def subject(self) -> str:
+        return f"{self.what} {self.name}"
 
     def rows(self, key: str) -> tuple[list[Row], list[Row]]:
         old, new = self.old_entry[key], self.new_entry[key]
@@ -105,7 +110,7 @@ def _enum_detail(old: TypeIR, new: TypeIR) -> str:
 def diff_inputs(sides: ToolSides) -> list[Change]:
     """Arguments: what the model must and may send. The server refuses unknown arguments, so removing one is
     breaking too."""
-    subject = f"tool {sides.name}"
+    subject = sides.subject
     old = {f.name: f for f in sides.old.inputs}
     new = {f.name: f for f in sides.new.inputs}
     changes: list[Change] = []
@@ -157,7 +162,7 @@ def _input_field(subject: str, old: FieldIR, new: FieldIR) -> list[Change]:
 def diff_model_sees(sides: ToolSides) -> list[Change]:
     """Values of the result: one gone is breaking; one newly there widens what the model sees, and the message
     says whether it was masked or left out before."""
-    subject = f"tool {sides.name}"
+    subject = sides.subject
     old_rows, new_rows = sides.rows("model_sees")
     old = {r["path"]: r["type"] for r in old_rows}
     new = {r["path"]: r["type"] for r in new_rows}
@@ -206,7 +211,7 @@ def _output_field(entry: dict[str, object], path: str) -> str | None:
 
 def diff_redacted(sides: ToolSides) -> list[Change]:
     """A redaction dropped is reported by `diff_model_sees` (the value now reaches the model); here: its censor."""
-    subject = f"tool {sides.name}"
+    subject = sides.subject
     old_rows, new_rows = sides.rows("redacted")
     old = {r["path"]: r["censor"] for r in old_rows}
     return [
@@ -223,7 +228,7 @@ def diff_hidden(sides: ToolSides) -> list[Change]:
 
 def diff_user_only(sides: ToolSides) -> list[Change]:
     """Masked values a user-audience block shows: sent ("send") they reach any client that ignores audience."""
-    subject = f"tool {sides.name}"
+    subject = sides.subject
     old_rows, new_rows = sides.rows("user_only")
     old = {r["path"]: r["user_blocks"] for r in old_rows}
     changes = []
@@ -251,7 +256,7 @@ def diff_user_only(sides: ToolSides) -> list[Change]:
 
 
 def _row_set_diff(sides: ToolSides, key: str, what: str, label: Callable[[Row], str]) -> list[Change]:
-    subject = f"tool {sides.name}"
+    subject = sides.subject
     old_rows, new_rows = sides.rows(key)
     old = {json.dumps(r, sort_keys=True) for r in old_rows}
     new = {json.dumps(r, sort_keys=True) for r in new_rows}
@@ -292,7 +297,98 @@ def diff_states(sides: ToolSides) -> list[Change]:
         )
 
     message = f"runs in: {shown(old_rows)} → {shown(new_rows)}"
-    return [Change(Impact.BEHAVIOUR, f"tool {sides.name}", "tool-states-changed", message)]
+    return [Change(Impact.BEHAVIOUR, sides.subject, "tool-states-changed", message)]
+
+
+def diff_requires(sides: ToolSides) -> list[Change]:
+    """Who may call the tool (with --auth): every listed scope is needed, one of the listed roles (none: any). Fewer
+    scopes or more roles let more callers in (exposure widened, for a security review); more scopes or fewer roles
+    refuse callers that could call it (breaking)."""
+    old_rows, new_rows = sides.rows("requires")
+
+    def names(rows: list[Row], needs: str) -> list[str]:
+        return [r["name"] for r in rows if r["needs"].startswith(needs)]
+
+    old_scopes, new_scopes = names(old_rows, "scope"), names(new_rows, "scope")
+    old_roles, new_roles = names(old_rows, "role"), names(new_rows, "role")
+    loosened = [f'scope "{s}" no longer needed' for s in old_scopes if s not in new_scopes]
+    tightened = [f'scope "{s}" now needed' for s in new_scopes if s not in old_scopes]
+    if old_roles and not new_roles:
+        loosened.append("any role may call it (was " + ", ".join(old_roles) + ")")
+    elif new_roles and not old_roles:
+        tightened.append("only " + ", ".join(new_roles) + " may call it (was any role)")
+    else:
+        loosened += [f'role "{r}" may now call it' for r in new_roles if r not in old_roles]
+        tightened += [f'role "{r}" may no longer call it' for r in old_roles if r not in new_roles]
+    changes = [Change(Impact.WIDENED, sides.subject, "requires-loosened", m) for m in loosened]
+    return changes + [Change(Impact.BREAKING, sides.subject, "requires-tightened", m) for m in tightened]
+
+
+View = dict[str, tuple[str, str]]  # path → (type, exposure) of one audience's result
+
+
+def _default_view(entry: dict[str, object]) -> tuple[str, View]:
+    """What a caller with none of the roles gets: `returns`, as the other facets describe it."""
+    view: View = {}
+    for key, exposure_of in (
+        ("model_sees", lambda r: AUDIENCE_SEES),
+        ("redacted", lambda r: f"redacted by {r['by']} ({r['censor']})"),
+        ("hidden", lambda r: r["why"]),
+    ):
+        rows = entry[key]
+        assert isinstance(rows, list)
+        view |= {r["path"]: (r.get("type", ""), exposure_of(r)) for r in rows}
+    returns = entry["returns"]
+    assert isinstance(returns, str)
+    return returns.split("[", 1)[0], view
+
+
+def _audience_views(entry: dict[str, object]) -> dict[str, tuple[str, View]]:
+    rows = entry["audiences"]
+    assert isinstance(rows, list)
+    views: dict[str, tuple[str, View]] = {}
+    for r in rows:
+        views.setdefault(r["role"], (r["presenter"], {}))[1][r["path"]] = (r["type"], r["exposure"])
+    return views
+
+
+def diff_audiences(sides: ToolSides) -> list[Change]:
+    """Each role's result (returns_for_role), compared with what that role got before: its own presenter then, or
+    `returns` when the role was not listed. A value newly reaching a role widens exposure; one gone is breaking for
+    that role's clients, one newly masked is behaviour; a role added or dropped is behaviour besides."""
+    old_views, new_views = _audience_views(sides.old_entry), _audience_views(sides.new_entry)
+    old_default, new_default = _default_view(sides.old_entry), _default_view(sides.new_entry)
+    changes: list[Change] = []
+    for role in [*old_views, *(r for r in new_views if r not in old_views)]:
+        before, after = old_views.get(role, old_default), new_views.get(role, new_default)
+        if role not in old_views:
+            message = f'callers with role "{role}" now get presenter {after[0]} (was {before[0]}, as everyone)'
+            changes.append(Change(Impact.BEHAVIOUR, sides.subject, "audience-added", message))
+        elif role not in new_views:
+            message = f'callers with role "{role}" now get {after[0]}, as everyone (was presenter {before[0]})'
+            changes.append(Change(Impact.BEHAVIOUR, sides.subject, "audience-removed", message))
+        changes += _view_changes(sides.subject, role, before[1], after[1])
+    return changes
+
+
+def _view_changes(subject: str, role: str, old: View, new: View) -> list[Change]:
+    changes: list[Change] = []
+    for path, (type_, exposure_) in new.items():
+        was = old.get(path, ("", "not in the result"))[1]
+        if exposure_ == AUDIENCE_SEES and was != AUDIENCE_SEES:
+            message = f'"{path}" ({type_}) now reaches the model for role "{role}": it was {was}'
+            changes.append(Change(Impact.WIDENED, subject, "audience-field-newly-exposed", message))
+    for path, (_, exposure_) in old.items():
+        now = new.get(path, ("", ""))[1]
+        if exposure_ != AUDIENCE_SEES or now == AUDIENCE_SEES:
+            continue
+        if now.startswith("redacted"):
+            message = f'"{path}" is now masked for role "{role}" ({now})'
+            changes.append(Change(Impact.BEHAVIOUR, subject, "audience-output-now-redacted", message))
+        else:
+            message = f'output "{path}" no longer reaches role "{role}"' + (f": {now}" if now else "")
+            changes.append(Change(Impact.BREAKING, subject, "audience-output-removed", message))
+    return changes
 
 
 FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
@@ -304,11 +400,13 @@ FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
     "rules": diff_rules,
     "suggestions": diff_suggestions,
     "states": diff_states,
+    "requires": diff_requires,
+    "audiences": diff_audiences,
 }
 
 
 def diff_tool(sides: ToolSides) -> list[Change]:
-    subject = f"tool {sides.name}"
+    subject = sides.subject
     old, new = sides.old, sides.new
     changes: list[Change] = []
     if (old.returns is None) != (new.returns is None):
@@ -334,6 +432,39 @@ def diff_tool(sides: ToolSides) -> list[Change]:
 
 
 # --- tools and workflows as a whole ----------------------------------------------------------------------
+def _seen(ir: ServerIR, report: Report) -> set[tuple[str, str]]:
+    """(presenter, path) of every value some tool or resource shows the model."""
+    reads = [*zip(ir.tools, report["tools"], strict=True)]
+    reads += [(r.tool, entry) for r, entry in zip(ir.resources, report["resources"], strict=True)]
+    return {
+        (tool.returns.presenter, row["path"])
+        for tool, entry in reads
+        if tool.returns is not None
+        for row in entry["model_sees"]
+    }
+
+
+def _newly_shown(
+    subject: str, tool: ToolIR, entry: dict[str, object], seen_before: set[tuple[str, str]]
+) -> list[Change]:
+    """A new tool or resource widens exposure by every value no tool or resource showed before (from the same
+    presenter: one item or a collection, a tool or a resource, the model sees the same values)."""
+    if tool.returns is None:
+        return []
+    rows = entry["model_sees"]
+    assert isinstance(rows, list)
+    return [
+        Change(
+            Impact.WIDENED,
+            subject,
+            "field-newly-exposed",
+            f'"{r["path"]}" ({r["type"]}) reaches the model: nothing showed it before',
+        )
+        for r in rows
+        if (tool.returns.presenter, r["path"]) not in seen_before
+    ]
+
+
 def _tool_names(ir: ServerIR, report: Report) -> dict[str, str]:
     """Every tool the model can call, by wire name → what it is (a spec tool's handler, or a generated one)."""
     names = {t.wire: f"handler {t.handler}" for t in ir.tools}
@@ -356,22 +487,104 @@ def diff_tool_sets(old_ir: ServerIR, old: Report, new_ir: ServerIR, new: Report)
             changes.append(Change(Impact.BREAKING, f"tool {name}", "tool-removed", "tool removed"))
     # What the model saw before, by the presenter shaping it: a new tool returning the same presenter (one item or
     # a collection) shows nothing new.
-    seen_before = {
-        (tool.returns.presenter, row["path"])
-        for tool, entry in zip(old_ir.tools, old["tools"], strict=True)
-        if tool.returns is not None
-        for row in entry["model_sees"]
-    }
+    seen_before = _seen(old_ir, old)
     new_tools = {t.wire: (t, entry) for t, entry in zip(new_ir.tools, new["tools"], strict=True)}
     for name in added:
         changes.append(Change(Impact.SAFE, f"tool {name}", "tool-added", "new tool"))
         tool, entry = new_tools.get(name, (None, None))
-        if tool is None or tool.returns is None or entry is None:
+        if tool is not None and entry is not None:
+            changes += _newly_shown(f"tool {name}", tool, entry, seen_before)
+    return changes
+
+
+def diff_resources(old_ir: ServerIR, old: Report, new_ir: ServerIR, new: Report) -> list[Change]:
+    """Resources by name: one gone (or moved to another URI) breaks clients that read it; a new one is safe, but
+    widens exposure by what nothing showed before; one on both sides is compared facet by facet, as a tool."""
+    old_by = {r.name: (r, e) for r, e in zip(old_ir.resources, old["resources"], strict=True)}
+    new_by = {r.name: (r, e) for r, e in zip(new_ir.resources, new["resources"], strict=True)}
+    seen_before = _seen(old_ir, old)
+    changes: list[Change] = []
+    for name in old_by:
+        if name not in new_by:
+            changes.append(Change(Impact.BREAKING, f"resource {name}", "resource-removed", "resource removed"))
+    for name, (resource, entry) in new_by.items():
+        subject = f"resource {name}"
+        if name not in old_by:
+            changes.append(Change(Impact.SAFE, subject, "resource-added", f"new resource {resource.uri}"))
+            changes += _newly_shown(subject, resource.tool, entry, seen_before)
             continue
-        for row in entry["model_sees"]:
-            if (tool.returns.presenter, row["path"]) not in seen_before:
-                message = f'"{row["path"]}" ({row["type"]}) reaches the model: no tool showed it before'
-                changes.append(Change(Impact.WIDENED, f"tool {name}", "field-newly-exposed", message))
+        old_resource, old_entry = old_by[name]
+        if old_resource.uri != resource.uri:
+            message = f"URI {old_resource.uri} → {resource.uri}: reads of the old URI fail"
+            changes.append(Change(Impact.BREAKING, subject, "resource-uri-changed", message))
+        if old_resource.description != resource.description:
+            changes.append(Change(Impact.SAFE, subject, "description-changed", "description changed"))
+        if old_entry["returns"] != entry["returns"]:
+            what = f"{old_entry['returns']} → {entry['returns']}"
+            changes.append(Change(Impact.BEHAVIOUR, subject, "output-presenter-changed", f"returns {what}"))
+        sides = ToolSides(name, old_resource.tool, resource.tool, old_entry, entry, what="resource")
+        for facet in RESOURCE_FACETS:
+            changes += FACET_DIFFS[facet.key](sides)
+    return changes
+
+
+def diff_prompts(old: Report, new: Report) -> list[Change]:
+    """Prompts by name: what a user picks and what it tells the model. Clients that get a prompt by name, or send an
+    argument it no longer takes (or lack one it now needs), fail: breaking. A changed template is behaviour."""
+    old_by, new_by = {p["name"]: p for p in old["prompts"]}, {p["name"]: p for p in new["prompts"]}
+    changes: list[Change] = []
+    for name in old_by:
+        if name not in new_by:
+            changes.append(Change(Impact.BREAKING, f"prompt {name}", "prompt-removed", "prompt removed"))
+    for name, prompt in new_by.items():
+        subject = f"prompt {name}"
+        if name not in old_by:
+            changes.append(Change(Impact.SAFE, subject, "prompt-added", "new prompt"))
+            continue
+        before = old_by[name]
+        if before["template"] != prompt["template"]:
+            message = f"template: {before['template']!r} → {prompt['template']!r}"
+            changes.append(Change(Impact.BEHAVIOUR, subject, "prompt-template-changed", message))
+        if before["description"] != prompt["description"]:
+            changes.append(Change(Impact.SAFE, subject, "description-changed", "description changed"))
+        changes += _prompt_arguments(subject, before["arguments"], prompt["arguments"])
+    return changes
+
+
+def _prompt_arguments(subject: str, old_rows: list[Row], new_rows: list[Row]) -> list[Change]:
+    old, new = {a["name"]: a for a in old_rows}, {a["name"]: a for a in new_rows}
+    changes: list[Change] = []
+    for name in old:
+        if name not in new:
+            message = f'argument "{name}" removed: prompts/get sending it fails'
+            changes.append(Change(Impact.BREAKING, subject, "prompt-argument-removed", message))
+    for name, argument in new.items():
+        required = argument["required"] == "yes"
+        if name not in old:
+            kind = "prompt-argument-required-added" if required else "prompt-argument-optional-added"
+            impact = Impact.BREAKING if required else Impact.SAFE
+            what = "required" if required else "optional"
+            changes.append(Change(impact, subject, kind, f'{what} argument "{name}" added'))
+            continue
+        was = old[name]
+        if required and was["required"] != "yes":
+            message = f'argument "{name}" is now required'
+            changes.append(Change(Impact.BREAKING, subject, "prompt-argument-now-required", message))
+        elif not required and was["required"] == "yes":
+            changes.append(
+                Change(Impact.SAFE, subject, "prompt-argument-now-optional", f'argument "{name}" is now optional')
+            )
+        old_values = [v for v in was["values"].split("|") if v]
+        new_values = [v for v in argument["values"].split("|") if v]
+        removed = [v for v in old_values if v not in new_values]
+        if removed or (new_values and not old_values):
+            detail = ", ".join(removed) if removed else "now one of " + ", ".join(new_values)
+            message = f'argument "{name}" refuses values it took: {detail}'
+            changes.append(Change(Impact.BREAKING, subject, "prompt-argument-narrowed", message))
+        elif old_values and (not new_values or set(new_values) > set(old_values)):
+            changes.append(
+                Change(Impact.SAFE, subject, "prompt-argument-widened", f'argument "{name}" takes more values')
+            )
     return changes
 
 
@@ -437,6 +650,8 @@ def diff(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
     for tool, entry in zip(new_ir.tools, new["tools"], strict=True):
         if tool.wire in old_tools:
             changes += diff_tool(ToolSides(tool.wire, old_tools[tool.wire], tool, old_entries[tool.wire], entry))
+    changes += diff_resources(old_ir, old, new_ir, new)
+    changes += diff_prompts(old, new)
     changes += diff_workflows(old, new)
     rank = {impact: index for index, impact in enumerate(IMPACT_ORDER)}
     return sorted(changes, key=lambda c: (rank[c.impact], c.subject, c.kind, c.message))

@@ -7,9 +7,9 @@ pure function of the IR: no clock, no paths, no ordering from dict or set iterat
 as `EXPOSURE.md` and `check` can compare it byte for byte.
 
 A tool's entry is a list of **facets**, each a titled table (`Facet`): `TOOL_FACETS` is the whole list, and
-the renderers and `fusiongen diff` only iterate it. Adding what a later spec key exposes (a tool's
-`requires` scopes, `returns_for_role`) is one function returning rows and one `Facet(...)` line; resources and
-prompts are one more top-level list beside `tools`.
+the renderers and `fusiongen diff` only iterate it. A resource's entry is the facets of its read
+(`RESOURCE_FACETS`: it is a query rendered by its presenter), a prompt's its arguments and template, each a
+top-level list beside `tools`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fusiongen.ir import FieldIR, PresenterIR, ServerIR, ToolIR, TypeIR, WorkflowIR
+from fusiongen.ir import FieldIR, PresenterIR, PromptIR, ResourceIR, ServerIR, ToolIR, TypeIR, WorkflowIR
 from fusiongen.pyliteral import comment_text
 
 Row = dict[str, str]  # column → cell; every cell is text, so all three renderings agree
@@ -262,6 +262,39 @@ def state_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
     ]
 
 
+def requires_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
+    """Who may call it (with `--auth`, §14.2): every scope listed, and one of the roles listed. No rows: anyone."""
+    if tool.requires is None:
+        return []
+    rows = [{"needs": "scope (every one)", "name": scope} for scope in tool.requires.scopes]
+    return rows + [{"needs": "role (one of them)", "name": role} for role in tool.requires.roles]
+
+
+AUDIENCE_SEES = "reaches the model"
+
+
+def audience_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
+    """Each role of `returns_for_role` as its own audience: every value of its presenter's result, and whether it
+    reaches the model, is masked (by which presenter, with which censor) or is left out. Callers with none of the
+    roles get `returns`, which the other facets describe."""
+    rows: list[Row] = []
+    for role, name in tool.returns_for_role:
+        walk = _ResultWalk(ir, ir.presenter(name))
+        for s in walk.seen:
+            if s.redaction is None:
+                exposure_ = AUDIENCE_SEES
+            elif s.redaction.path == s.path:
+                exposure_ = f"redacted by {s.redaction.presenter}.redact_pii ({s.redaction.censor})"
+            else:
+                continue
+            row = {"role": role, "presenter": name, "path": path_text(s.path), "type": type_text(s.field.type)}
+            rows.append({**row, "exposure": exposure_})
+        rows += [
+            {"role": role, "presenter": name, "path": h["path"], "type": "", "exposure": h["why"]} for h in walk.hidden
+        ]
+    return rows
+
+
 TOOL_FACETS: tuple[Facet, ...] = (
     Facet("inputs", "Inputs (the model sends)", ("path", "type", "required", "nullable"), input_rows),
     Facet("model_sees", "Reaches the model", ("path", "type"), model_rows),
@@ -271,7 +304,20 @@ TOOL_FACETS: tuple[Facet, ...] = (
     Facet("rules", "Rules it can emit", ("from", "rule", "when"), rule_rows),
     Facet("suggestions", "Suggestions it can emit", ("from", "tool", "reason", "when"), suggestion_rows),
     Facet("states", "Workflow states that allow it", ("workflow", "states", "fires"), state_rows),
+    Facet("requires", "Restricted to (scopes and roles, with --auth)", ("needs", "name"), requires_rows),
+    Facet(
+        "audiences",
+        "Role audiences (returns_for_role: the first role the caller has)",
+        ("role", "presenter", "path", "type", "exposure"),
+        audience_rows,
+    ),
 )
+# A resource read is a query through its presenter: what its result exposes, as a tool's; never bound, never
+# restricted by role, and without UI blocks (its contents are the structured envelope, §15.1).
+RESOURCE_FACETS: tuple[Facet, ...] = tuple(
+    f for f in TOOL_FACETS if f.key in ("inputs", "model_sees", "redacted", "hidden", "rules", "suggestions")
+)
+PROMPT_ARGUMENT_COLUMNS = ("name", "required", "values", "description")
 
 
 # --- the report ------------------------------------------------------------------------------------------
@@ -337,12 +383,50 @@ def workflow_entry(ir: ServerIR, workflow: WorkflowIR) -> dict[str, Any]:
     }
 
 
+def resource_entry(ir: ServerIR, resource: ResourceIR) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": resource.name,
+        "uri": resource.uri,
+        "description": resource.description or "",
+        "returns": returns_text(ir, resource.tool),
+    }
+    for facet in RESOURCE_FACETS:
+        entry[facet.key] = facet.rows(ir, resource.tool)
+    return entry
+
+
+def prompt_template(prompt: PromptIR) -> str:
+    """The template as the spec writes it: literal text (braces doubled again) and `{argument}` slots."""
+    return "".join(f"{{{text}}}" if slot else text.replace("{", "{{").replace("}", "}}") for text, slot in prompt.parts)
+
+
+def prompt_entry(prompt: PromptIR) -> dict[str, Any]:
+    """What a user who picks the prompt sends the model: its arguments and the message its template makes."""
+    arguments = [
+        {
+            "name": a.name,
+            "required": "yes" if a.required else "no",
+            "values": "|".join(a.values),
+            "description": a.description or "",
+        }
+        for a in prompt.arguments
+    ]
+    return {
+        "name": prompt.name,
+        "description": prompt.description or "",
+        "arguments": arguments,
+        "template": prompt_template(prompt),
+    }
+
+
 def exposure(ir: ServerIR) -> Report:
-    """The whole report, JSON-ready and in a fixed order (tools as the spec lists them)."""
+    """The whole report, JSON-ready and in a fixed order (tools, resources and prompts as the spec lists them)."""
     return {
         "server": ir.name,
         "version": ir.version,
         "tools": [tool_entry(ir, t) for t in ir.tools],
+        "resources": [resource_entry(ir, r) for r in ir.resources],
+        "prompts": [prompt_entry(p) for p in ir.prompts],
         "workflows": [workflow_entry(ir, w) for w in ir.workflows],
     }
 
@@ -374,9 +458,10 @@ def as_markdown(report: Report, spec: str | None = None) -> str:
     lines = [
         f"# What {report['server']} {report['version']} exposes to the model",
         "",
-        "Computed from the spec by `fusiongen explain`: every value a tool's result carries, what is masked or",
-        "left out, the rules and suggestions it can add and the workflow states it runs in. Paths of a collection",
-        "are paths of one item.",
+        "Computed from the spec by `fusiongen explain`: every value a tool's or resource's result carries, what is",
+        "masked or left out (for each role audience too), who may call it, the rules and suggestions it can add and",
+        "the workflow states it runs in; each prompt's arguments and template. Paths of a collection are paths of",
+        "one item.",
     ]
     if spec is not None:
         lines += [
@@ -389,13 +474,22 @@ def as_markdown(report: Report, spec: str | None = None) -> str:
         if tool["description"]:
             lines += [_cell(tool["description"]), ""]
         lines += [f"Returns: {tool['returns']}."]
-        for facet in TOOL_FACETS:
-            rows = tool[facet.key]
-            if rows:
-                lines += ["", f"### {facet.title}", "", *_table(facet.columns, rows)]
-        empty = [facet.title.lower() for facet in TOOL_FACETS if not tool[facet.key]]
-        if empty:  # one line, so a section that appears or disappears in review stands out
-            lines += ["", "None: " + "; ".join(empty) + "."]
+        lines += _markdown_facets(TOOL_FACETS, tool)
+    for resource in report["resources"]:
+        lines += ["", f"## Resource `{resource['name']}` (`{_cell(resource['uri'])}`)", ""]
+        if resource["description"]:
+            lines += [_cell(resource["description"]), ""]
+        lines += [f"Returns: {resource['returns']}."]
+        lines += _markdown_facets(RESOURCE_FACETS, resource)
+    for prompt in report["prompts"]:
+        lines += ["", f"## Prompt `{prompt['name']}`", ""]
+        if prompt["description"]:
+            lines += [_cell(prompt["description"]), ""]
+        lines += [f"Template: {_cell(prompt['template'])}"]
+        if prompt["arguments"]:
+            lines += ["", "### Arguments", "", *_table(PROMPT_ARGUMENT_COLUMNS, prompt["arguments"])]
+        else:
+            lines += ["", "No arguments."]
     for workflow in report["workflows"]:
         lines += ["", f"## Workflow `{workflow['name']}` (initial state `{workflow['initial']}`)", ""]
         lines += [f"Generated tools: {', '.join(f'`{t}`' for t in workflow['generated_tools'])}."]
@@ -408,17 +502,43 @@ def as_markdown(report: Report, spec: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _markdown_facets(facets: tuple[Facet, ...], entry: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for facet in facets:
+        rows = entry[facet.key]
+        if rows:
+            lines += ["", f"### {facet.title}", "", *_table(facet.columns, rows)]
+    empty = [facet.title.lower() for facet in facets if not entry[facet.key]]
+    if empty:  # one line, so a section that appears or disappears in review stands out
+        lines += ["", "None: " + "; ".join(empty) + "."]
+    return lines
+
+
+def _text_facets(facets: tuple[Facet, ...], entry: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for facet in facets:
+        rows = entry[facet.key]
+        if rows:
+            lines.append(f"  {facet.title.lower()}:")
+            lines += ["    " + "  ".join(f"{c}={row[c]}" for c in facet.columns if row.get(c)) for row in rows]
+    return lines
+
+
 def as_text(report: Report) -> str:
     """The report for a terminal: one block per tool, one line per row, empty facets left out."""
     lines = [f"{report['server']} {report['version']}"]
     for tool in report["tools"]:
         lines += ["", f"tool {tool['name']} ({tool['kind']}) returns {tool['returns']}"]
-        for facet in TOOL_FACETS:
-            rows = tool[facet.key]
-            if not rows:
-                continue
-            lines.append(f"  {facet.title.lower()}:")
-            lines += ["    " + "  ".join(f"{c}={row[c]}" for c in facet.columns if row.get(c)) for row in rows]
+        lines += _text_facets(TOOL_FACETS, tool)
+    for resource in report["resources"]:
+        lines += ["", f"resource {resource['name']} ({resource['uri']}) returns {resource['returns']}"]
+        lines += _text_facets(RESOURCE_FACETS, resource)
+    for prompt in report["prompts"]:
+        lines += ["", f"prompt {prompt['name']}: {prompt['template']}"]
+        lines += [
+            "  argument " + "  ".join(f"{c}={a[c]}" for c in PROMPT_ARGUMENT_COLUMNS if a.get(c))
+            for a in prompt["arguments"]
+        ]
     for workflow in report["workflows"]:
         lines += ["", f"workflow {workflow['name']} (initial {workflow['initial']})"]
         for state in workflow["states"]:
