@@ -44,7 +44,7 @@ class InputFieldView:
 @dataclass(frozen=True)
 class NestedInputView:
     function: str
-    model: str
+    model: str  # what its docstring calls it: "model Address", "inline object invoice.create.address"
     keys_constant: str
     guarded_constant: str
     fields: tuple[InputFieldView, ...]
@@ -264,7 +264,7 @@ class InputViews:
             guarded, "frozenset[str]", py_literal(frozenset(f.name for f in model.fields if f.guarded))
         )
         fields = tuple(self.input_field(f, "at") for f in model.writable_fields)
-        return NestedInputView(f"parse_{snake}_fields", model.name, keys, guarded, fields)
+        return NestedInputView(f"parse_{snake}_fields", model.label, keys, guarded, fields)
 
     # --- tools -----------------------------------------------------------------------------------
 

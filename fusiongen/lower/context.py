@@ -21,6 +21,8 @@ from fusiongen.names import IDENTIFIER, RESERVED_WORDS
 class LowerContext:
     loaded: LoadedSpec
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Where each inline object is declared → the name of the model generated for it (lower/objects.py).
+    inline_models: dict[Loc, str] = field(default_factory=dict)
 
     @property
     def spec(self) -> Spec:

@@ -103,7 +103,7 @@ class _ResultWalk:
             shown = {f.name for f in presenter.fields}
             for candidate in model.fields:
                 if candidate.hidden:
-                    self._hide((*at, candidate.name), f"hidden in model {model.name}")
+                    self._hide((*at, candidate.name), f"hidden in {model.label}")
                 elif candidate.name not in shown:
                     self._hide((*at, candidate.name), f"not in presenter {presenter.name}'s fields")
         self.expanding.append(presenter.model or "")
@@ -134,7 +134,7 @@ class _ResultWalk:
         self.expanding.append(model.name)
         for nested in model.fields:
             if nested.hidden:
-                self._hide((*inner, nested.name), f"hidden in model {model.name}")
+                self._hide((*inner, nested.name), f"hidden in {model.label}")
             else:
                 self._field(nested, (*inner, nested.name), active, None)
         self.expanding.pop()
