@@ -53,6 +53,7 @@ address = { type = "object", fields = { \
 street = "string", \
 city = { type = "string", max_length = 20 }, \
 zip = { type = "string", hidden = true }, \
+country = { type = "string", default = "GB" }, \
 internal = { type = "string", guarded = true, required = false } } }
 lines = { type = "list", default = [], items = { type = "object", fields = { \
 sku = { type = "string", pattern = "^[A-Z]+-[0-9]+$" }, qty = { type = "integer", minimum = 1 } } } }
@@ -124,6 +125,7 @@ async def test_the_input_schema_writes_each_object_inline(ledger: GeneratedServe
             "street": {"type": "string"},
             "city": {"type": "string", "maxLength": 20},
             "zip": {"type": "string"},  # hidden: sent by the agent, never shown back
+            "country": {"type": "string", "default": "GB"},
         },  # `internal` is guarded: the agent cannot write it, so it is not offered
         "required": ["street", "city", "zip"],
         "additionalProperties": False,
@@ -156,7 +158,8 @@ async def test_hidden_inner_fields_never_reach_the_model_and_redactions_are_cens
     result = await call(ledger, ARGUMENTS, mode)
     assert not result.is_error, text_of(result)
     (args,) = ledger.handlers.RECEIVED
-    assert args.address == {"street": "1 Main St", "city": "London", "zip": "SW1A-9ZZ"}  # the handler gets it all
+    # The handler gets all of it, and the inner default of what the agent left out.
+    assert args.address == {"street": "1 Main St", "city": "London", "zip": "SW1A-9ZZ", "country": "GB"}
     data = result.structured_content["data"]
     assert data == {
         "id": "inv-1",
@@ -193,11 +196,11 @@ async def test_inner_constraints_are_checked_with_the_dotted_path(ledger: Genera
 
 
 async def test_unknown_and_guarded_inner_keys_are_refused(ledger: GeneratedServer) -> None:
-    arguments = {"address": {**ARGUMENTS["address"], "internal": "x", "country": "UK"}}
+    arguments = {"address": {**ARGUMENTS["address"], "internal": "x", "county": "Kent"}}
     result = await call(ledger, arguments)
     assert result.is_error
     text = text_of(result)
-    assert '<field name="address.internal">' in text and '<field name="address.country">' in text
+    assert '<field name="address.internal">' in text and '<field name="address.county">' in text
 
 
 def test_the_generated_code_passes_ruff_and_mypy_strict(ledger: GeneratedServer, tmp_path: Path) -> None:

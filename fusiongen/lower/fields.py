@@ -57,7 +57,7 @@ def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeI
             return TypeIR("list", items=TypeIR("string"))
         return TypeIR("list", items=_item_type(ctx, name, spec.items, (*loc, "items")))
     if spec.type == "object":
-        return _object_type(ctx, name, spec, loc)
+        return _object_type(ctx, f'object field "{name}"', spec, loc)
     return resolve_type_name(ctx, spec.type, type_loc)
 
 
@@ -79,13 +79,13 @@ def _item_type(ctx: LowerContext, name: str, items: FieldSpec, loc: Loc) -> Type
             else f'"{key}" belongs on a field inside the object',
         )
     if items.type == "object":
-        return _object_type(ctx, name, items, loc)
+        return _object_type(ctx, f'the items of "{name}"', items, loc)
     if items.fields is not None:
         _fields_without_object(ctx, items, loc)
     return resolve_type_name(ctx, items.type, (*loc, "type"), in_list=True)
 
 
-def _object_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeIR:
+def _object_type(ctx: LowerContext, what: str, spec: FieldSpec, loc: Loc) -> TypeIR:
     """An inline object: the model generated for it, which lower/objects.py registered under `loc`."""
     generated = ctx.inline_models.get(loc)
     if generated is not None:
@@ -93,7 +93,7 @@ def _object_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> Typ
     if not spec.fields:  # else its name was taken (FG198, already reported)
         ctx.error(
             "FG196",
-            f'object field "{name}" needs "fields": a table of at least one field',
+            f'{what} need{"" if what.startswith("the items") else "s"} "fields": a table of at least one field',
             (*loc, "fields") if spec.fields is not None else (*loc, "type"),
             value=True,
             hint='e.g. { type = "object", fields = { street = "string" } }, or name a model as its type',
@@ -133,14 +133,13 @@ def resolve_type_name(ctx: LowerContext, type_name: str, loc: Loc, *, in_list: b
         return TypeIR(type_name)
     if type_name in ctx.spec.models:
         return TypeIR("model", model=type_name)
-    if type_name == "object":
-        where = "map values" if loc[-1] == "values" else "list items" if in_list else "this field"
+    if type_name == "object":  # a map's values: inline objects are declared in fields and list items only
         ctx.error(
             "FG196",
-            f'{where} cannot be a bare "object": an inline object declares its fields',
+            'map values cannot be an inline object: "values" names a type',
             loc,
             value=True,
-            hint='items = { type = "object", fields = { ... } } for a list, or name a model',
+            hint="declare the object as a model and name it",
         )
         return TypeIR("json")
     if in_list and type_name in ("enum", "list", "map"):
