@@ -24,6 +24,7 @@ class TypeIR:
     items: TypeIR | None = None
     model: str | None = None
     values: TypeIR | None = None  # a map's value type
+    inline: bool = False  # a model generated for an inline object (`type = "object"`), not a declared one
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -110,9 +110,7 @@ class ShapeViews:
 
     def shape(self, model: ModelIR) -> ShapeView:
         fields = tuple(self.output_field(f, prefix="") for f in model.visible_fields)
-        return ShapeView(
-            f"shape_{model.snake}", model.name, docstring_text(model.description or _what(model)), fields
-        )
+        return ShapeView(f"shape_{model.snake}", model.name, docstring_text(model.description or _what(model)), fields)
 
     # --- input -----------------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ class FieldSpec(_Strict):
     )
     items: FieldDecl | None = Field(
         default=None,
-        description='The item type of a list: a scalar type or a model name, or an inline object '
+        description="The item type of a list: a scalar type or a model name, or an inline object "
         '`{ type = "object", fields = { ... } }`.',
     )
     fields: dict[str, FieldDecl] | None = Field(
@@ -52,7 +52,8 @@ class FieldSpec(_Strict):
         default=None, description="A field of an inline object: the agent can never write it (a model's `guarded`)."
     )
     cast: str | None = Field(
-        default=None, description="A field of an inline object: the type it is converted to on read (a model's `casts`)."
+        default=None,
+        description="A field of an inline object: the type it is converted to on read (a model's `casts`).",
     )
     default: Any = Field(default=None, description="The value used when an optional input field is absent.")
     # Constraints: checked on input, advertised in input schemas. On a list they bound its items.

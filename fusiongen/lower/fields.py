@@ -89,7 +89,7 @@ def _object_type(ctx: LowerContext, what: str, spec: FieldSpec, loc: Loc) -> Typ
     """An inline object: the model generated for it, which lower/objects.py registered under `loc`."""
     generated = ctx.inline_models.get(loc)
     if generated is not None:
-        return TypeIR("model", model=generated)
+        return TypeIR("model", model=generated, inline=True)
     if not spec.fields:  # else its name was taken (FG198, already reported)
         ctx.error(
             "FG196",

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fusiongen.ir import FieldIR, ServerIR, ToolIR, TypeIR
-from fusiongen.report.exposure import Report, Row, exposure, type_text
+from fusiongen.report.exposure import Report, Row, exposure, input_fields, type_text
 
 
 class Impact(enum.StrEnum):
@@ -60,6 +60,8 @@ class ToolSides:
     new: ToolIR
     old_entry: dict[str, object]
     new_entry: dict[str, object]
+    old_server: ServerIR  # what the tools' types refer to (the models of inline objects)
+    new_server: ServerIR
 
     def rows(self, key: str) -> tuple[list[Row], list[Row]]:
         old, new = self.old_entry[key], self.new_entry[key]
@@ -106,8 +108,12 @@ def diff_inputs(sides: ToolSides) -> list[Change]:
     """Arguments: what the model must and may send. The server refuses unknown arguments, so removing one is
     breaking too."""
     subject = f"tool {sides.name}"
-    old = {f.name: f for f in sides.old.inputs}
-    new = {f.name: f for f in sides.new.inputs}
+    old = dict(input_fields(sides.old_server, sides.old))
+    new = dict(input_fields(sides.new_server, sides.new))
+    # Inside an inline object present on both sides only: the change of the object itself says the rest.
+    kept = {p for p in old.keys() & new.keys() if old[p].type.element.inline and new[p].type.element.inline}
+    old = {p: f for p, f in old.items() if _parent(p) in kept or _parent(p) is None}
+    new = {p: f for p, f in new.items() if _parent(p) in kept or _parent(p) is None}
     changes: list[Change] = []
     for name in old:
         if name not in new:
@@ -123,13 +129,19 @@ def diff_inputs(sides: ToolSides) -> list[Change]:
             else:
                 changes.append(Change(Impact.SAFE, subject, "input-optional-added", f'optional input "{name}" added'))
             continue
-        changes += _input_field(subject, old[name], field)
+        changes += _input_field(subject, name, old[name], field)
     return changes
 
 
-def _input_field(subject: str, old: FieldIR, new: FieldIR) -> list[Change]:
+def _parent(path: str) -> str | None:
+    """The input holding `path` (`address.city` → `address`, `lines[*].qty` → `lines`), None for an argument."""
+    if "." not in path:
+        return None
+    return path.rsplit(".", 1)[0].removesuffix("[*]")
+
+
+def _input_field(subject: str, name: str, old: FieldIR, new: FieldIR) -> list[Change]:
     changes: list[Change] = []
-    name = new.name
     if new.required and not old.required:
         changes.append(Change(Impact.BREAKING, subject, "input-now-required", f'input "{name}" is now required'))
     elif old.required and not new.required:
@@ -436,7 +448,8 @@ def diff(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
     old_entries = {t["name"]: t for t in old["tools"]}
     for tool, entry in zip(new_ir.tools, new["tools"], strict=True):
         if tool.wire in old_tools:
-            changes += diff_tool(ToolSides(tool.wire, old_tools[tool.wire], tool, old_entries[tool.wire], entry))
+            sides = ToolSides(tool.wire, old_tools[tool.wire], tool, old_entries[tool.wire], entry, old_ir, new_ir)
+            changes += diff_tool(sides)
     changes += diff_workflows(old, new)
     rank = {impact: index for index, impact in enumerate(IMPACT_ORDER)}
     return sorted(changes, key=lambda c: (rank[c.impact], c.subject, c.kind, c.message))
