@@ -22,7 +22,7 @@ def _field_short_form(value: Any) -> Any:
 
 
 class FieldSpec(_Strict):
-    """One field of a model, of a tool's input, or (later) of a presenter's inline schema."""
+    """One field of a model, of a tool's input, of a presenter's inline schema, or of an inline object."""
 
     type: str = Field(
         description="string text integer number boolean date datetime uuid enum list map json object, or a model name"
