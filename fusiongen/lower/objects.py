@@ -42,11 +42,13 @@ class InlineObject:
 
 
 def inline_objects(spec: Spec) -> tuple[InlineObject, ...]:
-    """Every inline object of the spec, each parent before the objects inside it, in spec order."""
+    """Every inline object of the spec, each parent before the objects inside it, in spec order. A resource's
+    inputs are URI variables, so one there is refused (FG182) like a model-typed one."""
     roots: list[tuple[Loc, str, Mapping[str, FieldSpec]]] = [
         *((("models", name, "fields"), name, model.fields) for name, model in spec.models.items()),
         *((("tools", name, "input"), name, tool.input) for name, tool in spec.tools.items()),
         *((("presenters", name, "schema"), name, p.schema_ or {}) for name, p in spec.presenters.items()),
+        *((("resources", name, "input"), name, r.input) for name, r in spec.resources.items()),  # refused: FG182
     ]
     return tuple(found for loc, owner, fields in roots for found in _in_fields(fields, loc, (owner,)))
 
@@ -67,19 +69,25 @@ def _in_field(spec: FieldSpec, loc: Loc, words: tuple[str, ...], origin: str) ->
 def register_inline_objects(ctx: LowerContext) -> tuple[InlineObject, ...]:
     """Name every inline object in `ctx.inline_models`, so that `lower_type` can resolve each where it is
     declared; a name already taken is FG198 (and the object is not registered: its field is left untyped)."""
-    taken = {name: f'model "{name}"' for name in ctx.spec.models}
+    # By name and by the snake_case name its functions get (shape_<snake>), which must not meet either.
+    taken = {key: f'model "{name}"' for name in ctx.spec.models for key in (name, snake_case(name))}
     named: list[InlineObject] = []
     for found in inline_objects(ctx.spec):
-        if found.name in taken:
+        snake = snake_case(found.name)
+        if found.name in taken or snake in taken:
+            whose = (
+                f"the name of {taken[found.name]}"
+                if found.name in taken
+                else f'whose Python name "{snake}" is that of {taken[snake]}'
+            )
             ctx.error(
                 "FG198",
-                f'inline object "{found.origin}" would be generated as model "{found.name}", '
-                f"the name of {taken[found.name]}",
+                f'inline object "{found.origin}" would be generated as model "{found.name}", {whose}',
                 found.loc,
                 hint="rename the field or the other one",
             )
             continue
-        taken[found.name] = f'inline object "{found.origin}"'
+        taken |= dict.fromkeys((found.name, snake), f'inline object "{found.origin}"')
         ctx.inline_models[found.loc] = found.name
         named.append(found)
     return tuple(named)
