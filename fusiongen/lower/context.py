@@ -32,6 +32,10 @@ class LowerContext:
         """Whether `[table.name]` was set aside for a shape error: a reference to it is not reported again."""
         return (table, name) in self.loaded.withdrawn
 
+    def model_loc(self, name: str) -> Loc:
+        """Where model `name` is declared: its table, or the inline object it was generated for."""
+        return next((loc for loc, generated in self.inline_models.items() if generated == name), ("models", name))
+
     def error(self, code: str, message: str, loc: Loc, *, hint: str | None = None, value: bool = False) -> None:
         """An error at `loc` (its key, or with `value` its value)."""
         self.diagnostics.append(self.loaded.diagnostic(code, message, loc, hint=hint, value=value))
