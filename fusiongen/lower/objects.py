@@ -98,6 +98,7 @@ def lower_inline_object(ctx: LowerContext, found: InlineObject) -> ModelIR:
     fields = []
     for name, spec in found.fields.items():
         loc = (*found.loc, "fields", name)
+        _refuse_meaningless(ctx, found, name, spec, loc)
         fields.append(
             lower_field(
                 ctx,
@@ -119,6 +120,24 @@ def lower_inline_object(ctx: LowerContext, found: InlineObject) -> ModelIR:
         fillable=(),
         origin=found.origin,
     )
+
+
+# What a member key would mean where the object is declared, when it means nothing there.
+_MEANINGLESS = {
+    "tools": {"cast": "a tool's input is never sent back, so nothing is cast"},
+    "resources": {"cast": "a resource's input is never sent back, so nothing is cast"},
+    "presenters": {
+        "hidden": "a presenter's schema lists what it shows: leave the field out instead",
+        "guarded": "a presenter's schema describes output, which the agent never writes",
+    },
+}
+
+
+def _refuse_meaningless(ctx: LowerContext, found: InlineObject, name: str, spec: FieldSpec, loc: Loc) -> None:
+    """A member key that would be ignored where the object is declared is FG197, never silently dropped."""
+    for key, why in _MEANINGLESS.get(str(found.loc[0]), {}).items():
+        if getattr(spec, key) is not None:
+            ctx.error("FG197", f'"{key}" on "{name}" of inline object "{found.origin}": {why}', (*loc, key))
 
 
 def _cast(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> str | None:
