@@ -19,6 +19,8 @@ import jsonschema
 import pytest
 from mcp import Client
 
+from fusiongen.api import validate
+from fusiongen.diagnostics import SpecError
 from tests.support.build import GeneratedServer, build, built_server
 from tests.support.quality import assert_generated_quality
 
@@ -251,3 +253,31 @@ def test_the_typescript_sdk_validates_the_result_and_sees_no_hidden_value(tmp_pa
     assert [value for value in HIDDEN_VALUES if value in json.dumps(good)] == []
     assert bad["isError"] is True
     assert '<field name="address.city">' in bad["content"][0]["text"]
+
+
+def nested_objects_spec(depth: int) -> str:
+    """Model A whose field `a` is an object holding an object `a`..., `depth` levels, in header tables."""
+    lines = ["[server]", 'name = "deep"', ""]
+    path = "models.A.fields.a"
+    for _ in range(depth):
+        lines += [f"[{path}]", 'type = "object"', f"[{path}.fields]", 'x = "string"', ""]
+        path += ".fields.a"
+    return "\n".join([*lines, '[tools."a.get"]', 'kind = "query"', 'returns = "A"', ""])
+
+
+def test_objects_nest_as_deep_as_tables_may(tmp_path: Path) -> None:
+    """48 levels of objects (97 tables) validate; past 100 tables, however they are written, the spec is refused
+    with FG001 at the first table too deep, never with a RecursionError (pydantic gives up past 512 levels, and a
+    generated schema literal nested past 200 would not parse)."""
+    ok = tmp_path / "ok.toml"
+    ok.write_text(nested_objects_spec(48), encoding="utf-8")
+    ir = validate(ok)[1]
+    assert sum(1 for model in ir.models if model.origin is not None) == 48
+    for depth in (50, 400):
+        deep = tmp_path / f"deep{depth}.toml"
+        deep.write_text(nested_objects_spec(depth), encoding="utf-8")
+        with pytest.raises(SpecError) as raised:
+            validate(deep)
+        (diagnostic,) = raised.value.diagnostics
+        assert diagnostic.code == "FG001" and "tables nested more than 100 levels deep" in diagnostic.message
+        assert diagnostic.position is not None and diagnostic.position.line == 246

@@ -20,12 +20,15 @@ from fusiongen.names import snake_case
 def lower_models(ctx: LowerContext) -> tuple[ModelIR, ...]:
     """The declared models, each followed by the inline objects declared in it, then the inline objects of
     tool inputs and presenter schemas: every model generated code defines, in an order a reader can follow."""
-    inline = register_inline_objects(ctx)
+    in_models: dict[str | int, list[InlineObject]] = {}
+    elsewhere: list[InlineObject] = []
+    for found in register_inline_objects(ctx):
+        (in_models.setdefault(found.loc[1], []) if found.loc[0] == "models" else elsewhere).append(found)
     lowered: list[ModelIR] = []
     for name, model in ctx.spec.models.items():
         lowered.append(lower_model(ctx, name, model))
-        lowered += (_lower_inline(ctx, found) for found in inline if found.loc[:2] == ("models", name))
-    lowered += (_lower_inline(ctx, found) for found in inline if found.loc[0] != "models")
+        lowered += (_lower_inline(ctx, found) for found in in_models.get(name, ()))
+    lowered += (_lower_inline(ctx, found) for found in elsewhere)
     return tuple(lowered)
 
 

@@ -89,6 +89,7 @@ def register_inline_objects(ctx: LowerContext) -> tuple[InlineObject, ...]:
             continue
         taken |= dict.fromkeys((found.name, snake), f'inline object "{found.origin}"')
         ctx.inline_models[found.loc] = found.name
+        ctx.inline_locs[found.name] = found.loc
         named.append(found)
     return tuple(named)
 
