@@ -109,5 +109,6 @@ def test_inline_objects_are_seen_through_inputs_and_results() -> None:
     hidden = {r["path"]: r["why"] for r in place["hidden"]}
     assert hidden["address.zip"] == "hidden in inline object Order.address"
     assert hidden["lines[*].margin"] == "hidden in inline object Order.lines[*]"
+    assert hidden["lines[*].dims.batch"] == "hidden in inline object Order.lines[*].dims"
     redacted = {r["path"] for r in place["redacted"]}
     assert redacted == {"address.street", "lines[*].sku"}

@@ -50,18 +50,21 @@ def inline_objects(spec: Spec) -> tuple[InlineObject, ...]:
         *((("presenters", name, "schema"), name, p.schema_ or {}) for name, p in spec.presenters.items()),
         *((("resources", name, "input"), name, r.input) for name, r in spec.resources.items()),  # refused: FG182
     ]
-    return tuple(found for loc, owner, fields in roots for found in _in_fields(fields, loc, (owner,)))
+    return tuple(found for loc, owner, fields in roots for found in _in_fields(fields, loc, (owner,), owner))
 
 
-def _in_fields(fields: Mapping[str, FieldSpec], loc: Loc, words: tuple[str, ...]) -> Iterator[InlineObject]:
+def _in_fields(
+    fields: Mapping[str, FieldSpec], loc: Loc, words: tuple[str, ...], origin: str
+) -> Iterator[InlineObject]:
     for name, spec in fields.items():
-        yield from _in_field(spec, (*loc, name), (*words, name), ".".join((*words, name)))
+        yield from _in_field(spec, (*loc, name), (*words, name), f"{origin}.{name}")
 
 
 def _in_field(spec: FieldSpec, loc: Loc, words: tuple[str, ...], origin: str) -> Iterator[InlineObject]:
+    """`words` name the generated model (`Invoice`, `lines`, `item`), `origin` the place (`Invoice.lines[*]`)."""
     if spec.type == "object" and spec.fields:
         yield InlineObject("".join(pascal_case(w) for w in words), origin, loc, spec.fields)
-        yield from _in_fields(spec.fields, (*loc, "fields"), words)
+        yield from _in_fields(spec.fields, (*loc, "fields"), words, origin)
     if spec.type == "list" and spec.items is not None:
         yield from _in_field(spec.items, (*loc, "items"), (*words, "item"), origin + "[*]")
 

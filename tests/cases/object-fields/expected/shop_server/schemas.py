@@ -75,6 +75,12 @@ ORDER_CARD_RESULT_OUTPUT: Final[dict[str, Any]] = {
                             "sku": {"const": "[REDACTED]"},
                             "qty": {"type": "integer"},
                             "price": {"type": "number"},
+                            "dims": {
+                                "type": "object",
+                                "properties": {"width": {"type": "number"}},
+                                "required": ["width"],
+                                "additionalProperties": False,
+                            },
                         },
                         "required": ["sku", "qty", "price"],
                         "additionalProperties": False,

@@ -25,6 +25,7 @@ __all__ = [
     "shape_order_lines_item",
     "shape_order_summary_totals",
     "shape_order_address_geo",
+    "shape_order_lines_item_dims",
 ]
 
 
@@ -63,6 +64,9 @@ def shape_order_lines_item(src: object, at: str) -> dict[str, Any]:
     if value is MISSING:
         raise OutputError(at, "price", "a value (the field is required)")
     out["price"] = cast_number(value, at, "price")
+    value = get("dims", MISSING)
+    if value is not MISSING and value is not None:
+        out["dims"] = shape_order_lines_item_dims(value, at + ".dims")
     return out
 
 
@@ -93,4 +97,15 @@ def shape_order_address_geo(src: object, at: str) -> dict[str, Any]:
     if value is MISSING:
         raise OutputError(at, "lng", "a value (the field is required)")
     out["lng"] = out_number(value, at, "lng")
+    return out
+
+
+def shape_order_lines_item_dims(src: object, at: str) -> dict[str, Any]:
+    """The inline object Order.lines[*].dims (generated as OrderLinesItemDims)."""
+    get = src.get if type(src) is dict else reader(src, at)
+    out: dict[str, Any] = {}
+    value = get("width", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "width", "a value (the field is required)")
+    out["width"] = out_number(value, at, "width")
     return out
