@@ -57,7 +57,7 @@ def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeI
             return TypeIR("list", items=TypeIR("string"))
         return TypeIR("list", items=_item_type(ctx, name, spec.items, (*loc, "items")))
     if spec.type == "object":
-        return _object_type(ctx, f'object field "{name}"', spec, loc)
+        return _object_type(ctx, f'object field "{name}" needs', spec, loc)
     return resolve_type_name(ctx, spec.type, type_loc)
 
 
@@ -79,21 +79,22 @@ def _item_type(ctx: LowerContext, name: str, items: FieldSpec, loc: Loc) -> Type
             else f'"{key}" belongs on a field inside the object',
         )
     if items.type == "object":
-        return _object_type(ctx, f'the items of "{name}"', items, loc)
+        return _object_type(ctx, f'the items of "{name}" need', items, loc)
     if items.fields is not None:
         _fields_without_object(ctx, items, loc)
     return resolve_type_name(ctx, items.type, (*loc, "type"), in_list=True)
 
 
-def _object_type(ctx: LowerContext, what: str, spec: FieldSpec, loc: Loc) -> TypeIR:
-    """An inline object: the model generated for it, which lower/objects.py registered under `loc`."""
+def _object_type(ctx: LowerContext, what_needs: str, spec: FieldSpec, loc: Loc) -> TypeIR:
+    """An inline object: the model generated for it, which lower/objects.py registered under `loc`. Without
+    one the field is lowered as json, which fits any default, so no second diagnostic follows the first."""
     generated = ctx.inline_models.get(loc)
     if generated is not None:
         return TypeIR("model", model=generated, inline=True)
     if not spec.fields:  # else its name was taken (FG198, already reported)
         ctx.error(
             "FG196",
-            f'{what} need{"" if what.startswith("the items") else "s"} "fields": a table of at least one field',
+            f'{what_needs} "fields": a table of at least one field',
             (*loc, "fields") if spec.fields is not None else (*loc, "type"),
             value=True,
             hint='e.g. { type = "object", fields = { street = "string" } }, or name a model as its type',
