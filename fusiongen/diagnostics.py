@@ -159,6 +159,11 @@ CODES: dict[str, str] = {
     "FG192": "returns_for_role names an unknown presenter or model",
     "FG193": "a presenter of returns_for_role presents another model than returns",
     "FG194": "returns_for_role without a presenter to return",
+    "FG195": "fields on a field that is not an object",
+    "FG196": "object without fields",
+    "FG197": "hidden, guarded or cast outside an inline object",
+    "FG198": "inline object's generated model name already taken",
+    "FG199": "list items table declares more than a type and fields",
     # fusiongen import openapi: what an OpenAPI document has that the spec cannot say (warnings), by JSON pointer
     "FG300": "OpenAPI document cannot be read or parsed",
     "FG301": "not an OpenAPI 3.0 or 3.1 document",

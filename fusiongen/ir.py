@@ -16,13 +16,15 @@ CAST_KINDS = ("string", "integer", "number", "boolean", "date", "datetime")
 
 @dataclass(frozen=True)
 class TypeIR:
-    """A field's type: a scalar kind, an enum, a list of items, a map of values, or a model."""
+    """A field's type: a scalar kind, an enum, a list of items, a map of values, or a model (declared, or
+    generated for an inline object)."""
 
     kind: str  # one of SCALAR_KINDS, "map" or "model"
     enum_values: tuple[str, ...] = ()
     items: TypeIR | None = None
     model: str | None = None
     values: TypeIR | None = None  # a map's value type
+    inline: bool = False  # a model generated for an inline object (`type = "object"`), not a declared one
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -93,6 +95,13 @@ class ModelIR:
     description: str | None
     fields: tuple[FieldIR, ...]
     fillable: tuple[tuple[str, tuple[str, ...]], ...]  # (operation, field names)
+    # An inline object's model: where it is declared ("Invoice.address", "Invoice.lines[*]"); None if declared.
+    origin: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How reports name it: a declared model by its name, an inline object by where it is written."""
+        return f"model {self.name}" if self.origin is None else f"inline object {self.origin}"
 
     @property
     def visible_fields(self) -> tuple[FieldIR, ...]:

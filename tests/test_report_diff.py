@@ -527,3 +527,50 @@ def test_git_revision_is_the_old_side(tmp_path: Path) -> None:
 
 def test_exit_code_of_no_changes_is_zero() -> None:
     assert exit_code([]) == 0
+
+
+INLINE = """
+[server]
+name = "shop"
+
+[models.Order]
+[models.Order.fields]
+id = "string"
+address = { type = "object", fields = { street = "string", zip = { type = "string", hidden = true } } }
+
+[tools."order.place"]
+kind = "mutation"
+returns = "Order"
+[tools."order.place".input]
+address = { type = "object", fields = { street = "string", note = { type = "string", required = false } } }
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('note = { type = "string", required = false }', 'note = "string"', {(Impact.BREAKING, "input-now-required")}),
+        (', note = { type = "string", required = false }', "", {(Impact.BREAKING, "input-removed")}),
+        (
+            'street = "string", note',
+            'street = "string", city = "string", note',
+            {(Impact.BREAKING, "input-required-added")},
+        ),
+        ('zip = { type = "string", hidden = true }', 'zip = "string"', {(Impact.WIDENED, "hidden-unhidden")}),
+        # The object itself replaced: one change, not one per field inside it.
+        (
+            'address = { type = "object", fields = { street = "string", note = { type = "string", required = false } } '
+            "}",
+            'address = "string"',
+            {(Impact.BREAKING, "input-type-changed")},
+        ),
+    ],
+    ids=["inner-now-required", "inner-removed", "inner-required-added", "inner-unhidden", "object-replaced"],
+)
+def test_changes_inside_inline_objects_are_classified(
+    tmp_path: Path, old: str, new: str, expected: set[tuple[Impact, str]]
+) -> None:
+    assert INLINE.count(old) == 1, "the edit must name one place of the spec"
+    changes = diff_specs(_spec(tmp_path, "old", INLINE), _spec(tmp_path, "new", INLINE.replace(old, new)))
+    assert {(c.impact, c.kind) for c in changes} == expected, [c.message for c in changes]
+    assert all("address." in c.message for c in changes if c.kind != "input-type-changed")

@@ -9,6 +9,7 @@ from typing import Any
 
 from fusiongen.api import explain
 from tests.support.build import SPECS
+from tests.support.cases import CASES_DIR
 from tests.support.processes import run
 
 BILLING = SPECS / "billing.toml"
@@ -115,3 +116,23 @@ def test_requires_audiences_resources_and_prompts() -> None:
     assert prompt["template"].startswith("List the overdue invoices of customer {customer_id}")
     tone = next(a for a in prompt["arguments"] if a["name"] == "tone")
     assert tone["values"] == "friendly|firm"
+
+
+def test_inline_objects_are_seen_through_inputs_and_results() -> None:
+    """tests/cases/object-fields: an inline object's fields are rows of their own, in what the model sends
+    (guarded ones refused) and in what it is sent (hidden ones named with the object they are hidden in)."""
+    _, report, _ = explain(CASES_DIR / "object-fields" / "spec.toml")
+    place = _tool(report, "order.place")
+    inputs = {r["path"]: (r["type"], r["required"]) for r in place["inputs"]}
+    assert inputs["address"] == ("object", "yes")
+    assert inputs["address.city"] == ("string", "yes")
+    assert inputs["lines[*].qty"] == ("integer", "no")  # it has a default
+    seen = {r["path"]: r["type"] for r in place["model_sees"]}
+    assert seen["address.geo.lat"] == "number" and seen["lines[*].qty"] == "integer"
+    assert "address.zip" not in seen and "lines[*].margin" not in seen
+    hidden = {r["path"]: r["why"] for r in place["hidden"]}
+    assert hidden["address.zip"] == "hidden in inline object Order.address"
+    assert hidden["lines[*].margin"] == "hidden in inline object Order.lines[*]"
+    assert hidden["lines[*].dims.batch"] == "hidden in inline object Order.lines[*].dims"
+    redacted = {r["path"] for r in place["redacted"]}
+    assert redacted == {"address.street", "lines[*].sku"}

@@ -1,6 +1,9 @@
 """JSON Schemas of tool inputs and outputs, computed from the IR at build time.
 
-Models are shared through `$defs`, so recursive models and models used in several places stay small.
+Models are shared through `$defs`, so recursive models and models used in several places stay small. An
+inline object (`type = "object"`) is written inline instead, where its field is: it has one place of use by
+construction, so inlining repeats nothing, cannot recurse, and shows the model the object where it reads
+the field rather than behind a `$ref` to a name the spec's author never wrote.
 Output schemas describe exactly what shaping emits (visible fields, casts applied); input schemas
 describe exactly what validation accepts (no guarded keys, no unknown keys).
 """
@@ -51,7 +54,10 @@ class _SchemaBuilder:
             return {"type": "object", "additionalProperties": self.type_schema(type_ir.values)}
         if type_ir.kind == "model":
             assert type_ir.model is not None
-            self.define(self.server.model(type_ir.model))
+            model = self.server.model(type_ir.model)
+            if model.origin is not None:  # an inline object: written where it is used (see the module docstring)
+                return self.object_schema(self.model_fields(model))
+            self.define(model)
             return {"$ref": f"#/$defs/{type_ir.model}"}
         return dict(_SCALARS[type_ir.kind])
 

@@ -36,7 +36,7 @@ class InputFieldView:
     required: bool
     nullable: bool
     expected: str  # what a missing required field should have been
-    absent: str  # literal used when an optional field is absent
+    absent: str  # literal used when an optional field is absent (its default, in a nested object too)
     absent_is_none: bool  # optional with no default: absent and null both mean None
     convert: str  # expression validating `value`, recording errors in `errors`
 
@@ -44,7 +44,7 @@ class InputFieldView:
 @dataclass(frozen=True)
 class NestedInputView:
     function: str
-    model: str
+    model: str  # what its docstring calls it: "an object of model Address", "the inline object order.place.address"
     keys_constant: str
     guarded_constant: str
     fields: tuple[InputFieldView, ...]
@@ -264,7 +264,8 @@ class InputViews:
             guarded, "frozenset[str]", py_literal(frozenset(f.name for f in model.fields if f.guarded))
         )
         fields = tuple(self.input_field(f, "at") for f in model.writable_fields)
-        return NestedInputView(f"parse_{snake}_fields", model.name, keys, guarded, fields)
+        what = f"an object of model {model.name}" if model.origin is None else f"the inline object {model.origin}"
+        return NestedInputView(f"parse_{snake}_fields", what, keys, guarded, fields)
 
     # --- tools -----------------------------------------------------------------------------------
 

@@ -110,9 +110,7 @@ class ShapeViews:
 
     def shape(self, model: ModelIR) -> ShapeView:
         fields = tuple(self.output_field(f, prefix="") for f in model.visible_fields)
-        return ShapeView(
-            f"shape_{model.snake}", model.name, docstring_text(model.description or f"A {model.name}."), fields
-        )
+        return ShapeView(f"shape_{model.snake}", model.name, docstring_text(model.description or _what(model)), fields)
 
     # --- input -----------------------------------------------------------------------------------
 
@@ -122,3 +120,10 @@ class ShapeViews:
         while len(found) < len(self.shape_models):
             found.append(self.shape(self.server.model(self.shape_models[len(found)])))
         return tuple(found)
+
+
+def _what(model: ModelIR) -> str:
+    """A shape function's docstring when the spec gives the model no description."""
+    if model.origin is not None:
+        return f"The inline object {model.origin} (generated as {model.name})."
+    return f"A {model.name}."

@@ -160,6 +160,9 @@ def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
         source_map, _ = scan(source)
     except ScanError as exc:
         raise RuntimeError(f"position scanner failed on valid TOML: {exc}") from exc  # our bug, not the user's
+    deep_table = _too_deep_table(document)
+    if deep_table is not None:
+        raise SpecError([_too_deep(display_path, _key_position(source_map, deep_table), "tables")])
     problems: list[Diagnostic] = []
     withdrawn: set[tuple[str, str]] = set()
     try:
@@ -250,10 +253,27 @@ def _opening_quote(line: str, end: int) -> int | None:
     return start if quote is not None else None
 
 
-def _too_deep(display_path: str, position: Position) -> Diagnostic:
+def _too_deep_table(document: dict[str, Any]) -> Loc | None:
+    """The first table nested more than MAX_NESTING tables deep, however it is written. Header tables
+    (`[models.A.fields.a.fields.b]`) escape `_too_deep_at`, and inline objects nest fields in fields without
+    bound: past this depth pydantic gives up, and a generated schema literal would nest deeper than Python
+    parses. Walked with a stack, so no depth of input costs recursion."""
+    stack: list[tuple[Loc, Any, int]] = [((), document, 0)]
+    while stack:
+        loc, node, depth = stack.pop()
+        if isinstance(node, dict):
+            if depth > MAX_NESTING:
+                return loc
+            stack += (((*loc, key), value, depth + 1) for key, value in node.items())
+        elif isinstance(node, list):
+            stack += (((*loc, index), value, depth) for index, value in enumerate(node))
+    return None
+
+
+def _too_deep(display_path: str, position: Position, what: str = "arrays or inline tables") -> Diagnostic:
     return Diagnostic(
         "FG001",
-        f"arrays or inline tables nested more than {MAX_NESTING} levels deep",
+        f"{what} nested more than {MAX_NESTING} levels deep",
         display_path,
         position,
         hint="a spec never needs more than a few levels of nesting",

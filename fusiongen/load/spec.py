@@ -22,10 +22,10 @@ def _field_short_form(value: Any) -> Any:
 
 
 class FieldSpec(_Strict):
-    """One field of a model, of a tool's input, or (later) of a presenter's inline schema."""
+    """One field of a model, of a tool's input, of a presenter's inline schema, or of an inline object."""
 
     type: str = Field(
-        description="string text integer number boolean date datetime uuid enum list map json, or a model name"
+        description="string text integer number boolean date datetime uuid enum list map json object, or a model name"
     )
     description: str | None = Field(default=None, description="Shown to the agent in schemas.")
     required: bool = Field(default=True, description="The field must be present.")
@@ -36,7 +36,25 @@ class FieldSpec(_Strict):
         description="enum: the allowed values; map: the type of its values (a scalar type, json or a model).",
         json_schema_extra={"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
     )
-    items: str | None = Field(default=None, description="The item type of a list: a scalar type or a model name.")
+    items: FieldDecl | None = Field(
+        default=None,
+        description="The item type of a list: a scalar type or a model name, or an inline object "
+        '`{ type = "object", fields = { ... } }`.',
+    )
+    fields: dict[str, FieldDecl] | None = Field(
+        default=None, description="object: its fields, declared as a model's are (an inline, anonymous model)."
+    )
+    # Inside an inline object's `fields` only: what a model says with its hidden/guarded/casts lists.
+    hidden: bool | None = Field(
+        default=None, description="A field of an inline object: it never leaves the server (a model's `hidden`)."
+    )
+    guarded: bool | None = Field(
+        default=None, description="A field of an inline object: the agent can never write it (a model's `guarded`)."
+    )
+    cast: str | None = Field(
+        default=None,
+        description="A field of an inline object: the type it is converted to on read (a model's `casts`).",
+    )
     default: Any = Field(default=None, description="The value used when an optional input field is absent.")
     # Constraints: checked on input, advertised in input schemas. On a list they bound its items.
     # The bounds are floats (strict mode still takes a TOML integer); lowering gives integral ones back as int.
@@ -59,6 +77,7 @@ class FieldSpec(_Strict):
 
 # The JSON Schema admits both forms, so editors complete `id = "string"` as well as the table.
 FieldDecl = Annotated[FieldSpec, BeforeValidator(_field_short_form, json_schema_input_type=str | FieldSpec)]
+FieldSpec.model_rebuild()  # `items` and `fields` are FieldDecls: the model refers to itself
 
 
 class ServerSpec(_Strict):

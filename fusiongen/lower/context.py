@@ -21,6 +21,10 @@ from fusiongen.names import IDENTIFIER, RESERVED_WORDS
 class LowerContext:
     loaded: LoadedSpec
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Where each inline object is declared → the name of the model generated for it (lower/objects.py),
+    # and back.
+    inline_models: dict[Loc, str] = field(default_factory=dict)
+    inline_locs: dict[str, Loc] = field(default_factory=dict)
 
     @property
     def spec(self) -> Spec:
@@ -29,6 +33,10 @@ class LowerContext:
     def withdrawn(self, table: str, name: str) -> bool:
         """Whether `[table.name]` was set aside for a shape error: a reference to it is not reported again."""
         return (table, name) in self.loaded.withdrawn
+
+    def model_loc(self, name: str) -> Loc:
+        """Where model `name` is declared: its table, or the inline object it was generated for."""
+        return self.inline_locs.get(name, ("models", name))
 
     def error(self, code: str, message: str, loc: Loc, *, hint: str | None = None, value: bool = False) -> None:
         """An error at `loc` (its key, or with `value` its value)."""

@@ -35,6 +35,8 @@ def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeI
         return TypeIR("enum", enum_values=("",))
     if spec.items is not None and spec.type != "list":
         ctx.error("FG113", f'"items" only applies to list fields, and this one is {spec.type}', (*loc, "items"))
+    if spec.fields is not None and spec.type != "object":
+        _fields_without_object(ctx, spec, loc)
     if spec.type == "enum":
         if not spec.values:
             at = (*loc, "values") if spec.values is not None else type_loc
@@ -54,8 +56,60 @@ def lower_type(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> TypeI
                 "FG113", f'list field "{name}" needs "items" (a scalar type or a model name)', type_loc, value=True
             )
             return TypeIR("list", items=TypeIR("string"))
-        return TypeIR("list", items=resolve_type_name(ctx, spec.items, (*loc, "items"), in_list=True))
+        return TypeIR("list", items=_item_type(ctx, name, spec.items, (*loc, "items")))
+    if spec.type == "object":
+        return _object_type(ctx, f'object field "{name}" needs', spec, loc)
     return resolve_type_name(ctx, spec.type, type_loc)
+
+
+# What a list's `items` table may say: its type, and an inline object's fields. Bounds and descriptions
+# belong to the list field, where they already apply to every item.
+_ITEM_KEYS = frozenset({"type", "fields"})
+
+
+def _item_type(ctx: LowerContext, name: str, items: FieldSpec, loc: Loc) -> TypeIR:
+    """`items = "T"` (short for `{ type = "T" }`) or `items = { type = "object", fields = {...} }`."""
+    for key in sorted(items.model_fields_set - _ITEM_KEYS, key=list(FieldSpec.model_fields).index):
+        ctx.error(
+            "FG199",
+            f'"{key}" in the items of "{name}": a list\'s items table declares only their type (and an inline '
+            "object's fields)",
+            (*loc, key),
+            hint=f'put "{key}" on the list field "{name}": it applies to every item from there'
+            if key not in ("hidden", "guarded", "cast")
+            else f'"{key}" belongs on a field inside the object',
+        )
+    if items.type == "object":
+        return _object_type(ctx, f'the items of "{name}" need', items, loc)
+    if items.fields is not None:
+        _fields_without_object(ctx, items, loc)
+    return resolve_type_name(ctx, items.type, (*loc, "type"), in_list=True)
+
+
+def _object_type(ctx: LowerContext, what_needs: str, spec: FieldSpec, loc: Loc) -> TypeIR:
+    """An inline object: the model generated for it, which lower/objects.py registered under `loc`. Without
+    one the field is lowered as json, which fits any default, so no second diagnostic follows the first."""
+    generated = ctx.inline_models.get(loc)
+    if generated is not None:
+        return TypeIR("model", model=generated, inline=True)
+    if not spec.fields:  # else its name was taken (FG198, already reported)
+        ctx.error(
+            "FG196",
+            f'{what_needs} "fields": a table of at least one field',
+            (*loc, "fields") if spec.fields is not None else (*loc, "type"),
+            value=True,
+            hint='e.g. { type = "object", fields = { street = "string" } }, or name a model as its type',
+        )
+    return TypeIR("json")
+
+
+def _fields_without_object(ctx: LowerContext, spec: FieldSpec, loc: Loc) -> None:
+    ctx.error(
+        "FG195",
+        f'"fields" only applies to object fields, and this one is {spec.type}',
+        (*loc, "fields"),
+        hint='write type = "object" to declare an inline object',
+    )
 
 
 def _strings(values: object) -> bool:
@@ -81,13 +135,22 @@ def resolve_type_name(ctx: LowerContext, type_name: str, loc: Loc, *, in_list: b
         return TypeIR(type_name)
     if type_name in ctx.spec.models:
         return TypeIR("model", model=type_name)
+    if type_name == "object":  # a map's values: inline objects are declared in fields and list items only
+        ctx.error(
+            "FG196",
+            'map values cannot be an inline object: "values" names a type',
+            loc,
+            value=True,
+            hint="declare the object as a model and name it",
+        )
+        return TypeIR("json")
     if in_list and type_name in ("enum", "list", "map"):
         inside = "map values" if loc[-1] == "values" else "list items"
         ctx.error("FG113", f'{inside} cannot be "{type_name}"; name a scalar type or a model', loc, value=True)
         return TypeIR("string")
     if ctx.withdrawn("models", type_name):
         return TypeIR("string")
-    known = [*SCALAR_KINDS, "map", *ctx.spec.models]
+    known = [*SCALAR_KINDS, "map", "object", *ctx.spec.models]
     close = difflib.get_close_matches(type_name, known, n=1)
     ctx.error(
         "FG110",
@@ -109,10 +172,14 @@ def lower_field(
     guarded: bool = False,
     cast: str | None = None,
     output_only: bool = False,
+    in_object: bool = False,
 ) -> FieldIR:
     """`output_only`: the field only describes results (a presenter's inline schema), so input
-    constraints would be checked nowhere and are refused."""
+    constraints would be checked nowhere and are refused. `in_object`: a field of an inline object, the
+    only place where a field says `hidden`, `guarded` or `cast` itself."""
     ctx.check_identifier(name, loc, "field name", value=False)
+    if not in_object:
+        _refuse_member_keys(ctx, name, spec, loc)
     type_ir = lower_type(ctx, name, spec, loc)
     constraints = lower_constraints(ctx, name, spec, type_ir, loc, output_only=output_only)
     has_default = "default" in spec.model_fields_set
@@ -140,6 +207,25 @@ def lower_field(
         cast=cast,
         constraints=constraints,
     )
+
+
+_MEMBER_KEYS = {"hidden": "hidden = [...]", "guarded": "guarded = [...]", "cast": "casts = { ... }"}
+
+
+def _refuse_member_keys(ctx: LowerContext, name: str, spec: FieldSpec, loc: Loc) -> None:
+    """`hidden`, `guarded` and `cast` on a field are what a model's lists say, for the fields of an inline
+    object, which has no model table to list them in. Anywhere else they would be a second way to say the
+    same, or (on a tool input) mean nothing: FG197, never silently ignored."""
+    for key, model_key in _MEMBER_KEYS.items():
+        if getattr(spec, key) is None:
+            continue
+        hint = f"a model lists them: {model_key} in [models.{loc[1]}]" if loc[0] == "models" else None
+        ctx.error(
+            "FG197",
+            f'"{key}" on "{name}": only the fields of an inline object say "{key}" themselves',
+            (*loc, key),
+            hint=hint,
+        )
 
 
 def _fitting_examples(

@@ -126,7 +126,12 @@ def check_generated_names(
     for model in models:
         if not first("model", model.snake):
             continue
-        owner = _Owner(f'model "{model.name}"', ("models", model.name))
+        label = (
+            f'model "{model.name}"'
+            if model.origin is None
+            else f'inline object "{model.origin}" (model "{model.name}")'
+        )
+        owner = _Owner(label, ctx.model_loc(model.name))
         upper = model.snake.upper()
         for name in (f"parse_{model.snake}_fields", f"_{upper}_FIELDS", f"_{upper}_GUARDED"):
             names.add("inputs", name, owner)

@@ -13,11 +13,29 @@ from fusiongen.load.loader import Loc
 from fusiongen.load.spec import FieldSpec, ModelSpec
 from fusiongen.lower.context import LowerContext
 from fusiongen.lower.fields import lower_field
+from fusiongen.lower.objects import InlineObject, lower_inline_object, register_inline_objects
 from fusiongen.names import snake_case
 
 
 def lower_models(ctx: LowerContext) -> tuple[ModelIR, ...]:
-    return tuple(lower_model(ctx, name, model) for name, model in ctx.spec.models.items())
+    """The declared models, each followed by the inline objects declared in it, then the inline objects of
+    tool inputs and presenter schemas: every model generated code defines, in an order a reader can follow."""
+    in_models: dict[str | int, list[InlineObject]] = {}
+    elsewhere: list[InlineObject] = []
+    for found in register_inline_objects(ctx):
+        (in_models.setdefault(found.loc[1], []) if found.loc[0] == "models" else elsewhere).append(found)
+    lowered: list[ModelIR] = []
+    for name, model in ctx.spec.models.items():
+        lowered.append(lower_model(ctx, name, model))
+        lowered += (_lower_inline(ctx, found) for found in in_models.get(name, ()))
+    lowered += (_lower_inline(ctx, found) for found in elsewhere)
+    return tuple(lowered)
+
+
+def _lower_inline(ctx: LowerContext, found: InlineObject) -> ModelIR:
+    model = lower_inline_object(ctx, found)
+    _warn_json_beside_hidden(ctx, f'inline object "{found.origin}"', model.fields, (*found.loc, "fields"))
+    return model
 
 
 def lower_model(ctx: LowerContext, name: str, model: ModelSpec) -> ModelIR:
@@ -28,7 +46,7 @@ def lower_model(ctx: LowerContext, name: str, model: ModelSpec) -> ModelIR:
     _check_names(ctx, name, model.guarded, declared, ("models", name, "guarded"), "FG121", "guarded")
     for cast_field, target in model.casts.items():
         declared_type = declared[cast_field].type if cast_field in declared else None
-        if declared_type in ("enum", "list", "map", "json") or declared_type in ctx.spec.models:
+        if declared_type in ("enum", "list", "map", "json", "object") or declared_type in ctx.spec.models:
             kind = "a model" if declared_type in ctx.spec.models else f"a {declared_type}"
             ctx.error(
                 "FG125",
@@ -71,7 +89,7 @@ def lower_model(ctx: LowerContext, name: str, model: ModelSpec) -> ModelIR:
         )
         for field_name, spec in declared.items()
     )
-    _warn_json_beside_hidden(ctx, name, fields)
+    _warn_json_beside_hidden(ctx, f'model "{name}"', fields, ("models", name, "fields"))
     return ModelIR(
         name=name,
         snake=snake_case(name),
@@ -95,7 +113,7 @@ def _check_names(
             ctx.unknown_field(code, what, model, field_name, declared, (*loc, index))
 
 
-def _warn_json_beside_hidden(ctx: LowerContext, name: str, fields: tuple[FieldIR, ...]) -> None:
+def _warn_json_beside_hidden(ctx: LowerContext, owner: str, fields: tuple[FieldIR, ...], fields_loc: Loc) -> None:
     """A model with hidden fields holds data that must not all be shown. A visible `json` field is sent as the
     handler returns it (checked only to be plain JSON), so fusiongen cannot keep those values out of it:
     copying the record, or part of it, into the field would send them. Warned, since a json field of
@@ -107,10 +125,10 @@ def _warn_json_beside_hidden(ctx: LowerContext, name: str, fields: tuple[FieldIR
         if field.type.element.kind == "json" and not field.hidden:
             ctx.warning(
                 "FG126",
-                f'json field "{field.name}" of model "{name}" is sent as the handler returns it, beside hidden '
+                f'json field "{field.name}" of {owner} is sent as the handler returns it, beside hidden '
                 + ", ".join(f'"{h}"' for h in hidden)
                 + ": fusiongen cannot keep hidden values out of it",
-                ("models", name, "fields", field.name),
+                (*fields_loc, field.name),
                 hint="declare its fields (a model, whose own hidden list applies), or hide it",
             )
 

@@ -253,13 +253,13 @@ class _PresenterLowering:
             if leak is not None:
                 path, owner = leak
                 where = (
-                    f'"{target.model}", which field "{field_name}" holds'
+                    f'{self._named(target.model or "")}, which field "{field_name}" holds'
                     if len(path) == 1
-                    else f'"{owner}", inside field "{field_name}" (model "{target.model}")'
+                    else f'{self._named(owner)}, inside field "{field_name}" ({self._named(target.model or "")})'
                 )
                 self.ctx.error(
                     "FG153",
-                    f'presenter "{child}" declares "{".".join(path)}", a hidden field of model {where}',
+                    f'presenter "{child}" declares "{".".join(path)}", a hidden field of {where}',
                     at,
                     value=True,
                     hint="hidden fields never leave the server; remove it from the schema",
@@ -269,6 +269,12 @@ class _PresenterLowering:
         return tuple(found)
 
     # --- redaction -------------------------------------------------------------------------------
+    def _named(self, model: str) -> str:
+        """A model as a diagnostic names it: `model "Address"`, or `inline object "Invoice.address"`."""
+        found = self.scope.models.get(model)
+        origin = found.origin if found is not None else None
+        return f'model "{model}"' if origin is None else f'inline object "{origin}"'
+
     def effective_redactions(
         self, name: str, own: tuple[RedactionPath, ...], visiting: frozenset[str] = frozenset()
     ) -> tuple[RedactionPath, ...]:

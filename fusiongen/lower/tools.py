@@ -329,7 +329,7 @@ def check_collisions(ctx: LowerContext, models: tuple[ModelIR, ...], tools: tupl
                 "FG143",
                 f'models "{first_by_snake[model.snake]}" and "{model.name}" map to the same '
                 f'Python name "{model.snake}"',
-                ("models", model.name),
+                ctx.model_loc(model.name),
                 hint="rename one of them",
             )
         first_by_snake.setdefault(model.snake, model.name)

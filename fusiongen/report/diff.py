@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fusiongen.ir import FieldIR, ServerIR, ToolIR, TypeIR
-from fusiongen.report.exposure import AUDIENCE_SEES, RESOURCE_FACETS, Report, Row, exposure, type_text
+from fusiongen.report.exposure import AUDIENCE_SEES, RESOURCE_FACETS, Report, Row, exposure, input_fields, type_text
 
 
 class Impact(enum.StrEnum):
@@ -60,6 +60,8 @@ class ToolSides:
     new: ToolIR
     old_entry: dict[str, object]
     new_entry: dict[str, object]
+    old_server: ServerIR  # what the tools' types refer to (the models of inline objects)
+    new_server: ServerIR
     what: str = "tool"  # or "resource": a resource's read is compared facet by facet as a tool's
 
     @property
@@ -111,8 +113,12 @@ def diff_inputs(sides: ToolSides) -> list[Change]:
     """Arguments: what the model must and may send. The server refuses unknown arguments, so removing one is
     breaking too."""
     subject = sides.subject
-    old = {f.name: f for f in sides.old.inputs}
-    new = {f.name: f for f in sides.new.inputs}
+    old = dict(input_fields(sides.old_server, sides.old))
+    new = dict(input_fields(sides.new_server, sides.new))
+    # Inside an inline object present on both sides only: the change of the object itself says the rest.
+    kept = {p for p in old.keys() & new.keys() if old[p].type.element.inline and new[p].type.element.inline}
+    old = {p: f for p, f in old.items() if _parent(p) in kept or _parent(p) is None}
+    new = {p: f for p, f in new.items() if _parent(p) in kept or _parent(p) is None}
     changes: list[Change] = []
     for name in old:
         if name not in new:
@@ -128,13 +134,19 @@ def diff_inputs(sides: ToolSides) -> list[Change]:
             else:
                 changes.append(Change(Impact.SAFE, subject, "input-optional-added", f'optional input "{name}" added'))
             continue
-        changes += _input_field(subject, old[name], field)
+        changes += _input_field(subject, name, old[name], field)
     return changes
 
 
-def _input_field(subject: str, old: FieldIR, new: FieldIR) -> list[Change]:
+def _parent(path: str) -> str | None:
+    """The input holding `path` (`address.city` → `address`, `lines[*].qty` → `lines`), None for an argument."""
+    if "." not in path:
+        return None
+    return path.rsplit(".", 1)[0].removesuffix("[*]")
+
+
+def _input_field(subject: str, name: str, old: FieldIR, new: FieldIR) -> list[Change]:
     changes: list[Change] = []
-    name = new.name
     if new.required and not old.required:
         changes.append(Change(Impact.BREAKING, subject, "input-now-required", f'input "{name}" is now required'))
     elif old.required and not new.required:
@@ -522,7 +534,7 @@ def diff_resources(old_ir: ServerIR, old: Report, new_ir: ServerIR, new: Report)
         if old_entry["returns"] != entry["returns"]:
             what = f"{old_entry['returns']} → {entry['returns']}"
             changes.append(Change(Impact.BEHAVIOUR, subject, "output-presenter-changed", f"returns {what}"))
-        sides = ToolSides(name, old_resource.tool, resource.tool, old_entry, entry, what="resource")
+        sides = ToolSides(name, old_resource.tool, resource.tool, old_entry, entry, old_ir, new_ir, what="resource")
         for facet in RESOURCE_FACETS:
             changes += FACET_DIFFS[facet.key](sides)
     return changes
@@ -649,7 +661,8 @@ def diff(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
     old_entries = {t["name"]: t for t in old["tools"]}
     for tool, entry in zip(new_ir.tools, new["tools"], strict=True):
         if tool.wire in old_tools:
-            changes += diff_tool(ToolSides(tool.wire, old_tools[tool.wire], tool, old_entries[tool.wire], entry))
+            sides = ToolSides(tool.wire, old_tools[tool.wire], tool, old_entries[tool.wire], entry, old_ir, new_ir)
+            changes += diff_tool(sides)
     changes += diff_resources(old_ir, old, new_ir, new)
     changes += diff_prompts(old, new)
     changes += diff_workflows(old, new)

@@ -43,6 +43,8 @@ def type_text(type_: TypeIR) -> str:
         return "enum[" + "|".join(type_.enum_values) + "]"
     if type_.kind == "list":
         return f"list[{type_text(type_.items)}]" if type_.items else "list"
+    if type_.kind == "model" and type_.inline:  # its fields are the rows below it
+        return "object"
     if type_.kind == "model":
         return type_.model or "model"
     if type_.kind == "recursive":  # a model inside itself: its fields as listed above, at every depth
@@ -103,7 +105,7 @@ class _ResultWalk:
             shown = {f.name for f in presenter.fields}
             for candidate in model.fields:
                 if candidate.hidden:
-                    self._hide((*at, candidate.name), f"hidden in model {model.name}")
+                    self._hide((*at, candidate.name), f"hidden in {model.label}")
                 elif candidate.name not in shown:
                     self._hide((*at, candidate.name), f"not in presenter {presenter.name}'s fields")
         self.expanding.append(presenter.model or "")
@@ -134,7 +136,7 @@ class _ResultWalk:
         self.expanding.append(model.name)
         for nested in model.fields:
             if nested.hidden:
-                self._hide((*inner, nested.name), f"hidden in model {model.name}")
+                self._hide((*inner, nested.name), f"hidden in {model.label}")
             else:
                 self._field(nested, (*inner, nested.name), active, None)
         self.expanding.pop()
@@ -154,18 +156,52 @@ def _walk(ir: ServerIR, tool: ToolIR) -> _ResultWalk | None:
 
 
 # --- the facets ------------------------------------------------------------------------------------------
+def input_fields(ir: ServerIR, tool: ToolIR) -> list[tuple[str, FieldIR]]:
+    """Every value the model may send, by path: the arguments, and inside an inline object its writable fields
+    (`address.city`, `lines[*].qty`), each after the field holding it. A declared model's fields are its own
+    table's business; an inline object's are only ever written here, so they are listed where they are."""
+    found: list[tuple[str, FieldIR]] = []
+    pending = [(f.name, f) for f in reversed(tool.inputs)]
+    while pending:
+        path, field = pending.pop()
+        found.append((path, field))
+        element = field.type.element
+        if element.kind == "model" and element.inline and element.model is not None:
+            inner = path + ("[*]" if field.type.kind == "list" else "")  # never a map's values (FG196)
+            writable = ir.model(element.model).writable_fields
+            pending += [(f"{inner}.{f.name}", f) for f in reversed(writable)]
+    return found
+
+
+def input_guarded(ir: ServerIR, tool: ToolIR) -> list[str]:
+    """What the server refuses with a "guarded" message: input_from's guarded fields, and the guarded fields of
+    the inline objects the model sends."""
+    inner = [
+        f"{path}{'[*]' if field.type.kind == 'list' else ''}.{guarded.name}"
+        for path, field in input_fields(ir, tool)
+        if field.type.element.inline and field.type.element.model is not None
+        for guarded in ir.model(field.type.element.model).fields
+        if guarded.guarded
+    ]
+    return [*tool.guarded, *inner]
+
+
 def input_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
-    """What the model sends: every argument, with its type and whether it must be given."""
+    """What the model sends: every argument (and every field of an inline object), with its type and whether it
+    must be given."""
     rows = [
         {
-            "path": f.name,
+            "path": path,
             "type": type_text(f.type),
             "required": "yes" if f.required else "no",
             "nullable": "yes" if f.nullable else "no",
         }
-        for f in tool.inputs
+        for path, f in input_fields(ir, tool)
     ]
-    rows += [{"path": name, "type": "refused (guarded)", "required": "no", "nullable": "no"} for name in tool.guarded]
+    rows += [
+        {"path": path, "type": "refused (guarded)", "required": "no", "nullable": "no"}
+        for path in input_guarded(ir, tool)
+    ]
     return rows
 
 

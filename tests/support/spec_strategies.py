@@ -308,7 +308,10 @@ def decl_type(decl: Any) -> tuple[str, str | None]:
     """(type, items) of a field declaration in short or table form."""
     if isinstance(decl, str):
         return decl, None
-    return decl.get("type", "string"), decl.get("items")
+    items = decl.get("items")
+    if isinstance(items, dict):  # an inline object's table (or `{ type = "T" }`)
+        items = items.get("type", "object")
+    return decl.get("type", "string"), items
 
 
 def expr_kind(decl: Any, models: dict[str, Any], cast: str | None = None) -> str:
@@ -321,7 +324,7 @@ def expr_kind(decl: Any, models: dict[str, Any], cast: str | None = None) -> str
         return "bool"
     if kind == "list":
         return "list"
-    return "obj" if kind in models else "str"
+    return "obj" if kind in models or kind == "object" else "str"
 
 
 def default_strategy(decl: dict[str, Any], models: list[str], clean: bool) -> st.SearchStrategy[Any]:
@@ -352,9 +355,31 @@ def default_strategy(decl: dict[str, Any], models: list[str], clean: bool) -> st
     return st.dictionaries(FIELD_NAMES, values, max_size=3)
 
 
+MAX_OBJECT_DEPTH = 2  # inline objects inside inline objects: deep enough to reach every nested code path
+
+
 @st.composite
-def field_decl(draw: Any, models: list[str], clean: bool) -> Any:
+def inline_object(draw: Any, models: list[str], clean: bool, depth: int) -> dict[str, Any]:
+    """`{ type = "object", fields = {...} }`, whose fields may say hidden, guarded and cast themselves."""
+    names = draw(st.lists(FIELD_NAMES, min_size=1, max_size=3, unique=True))
+    fields: dict[str, Any] = {}
+    for name in names:
+        decl = draw(field_decl(models, clean, depth + 1))
+        if draw(st.integers(0, 3)) == 0:
+            decl = {"type": decl} if isinstance(decl, str) else decl
+            member = draw(st.sampled_from(("hidden", "guarded", "cast")))
+            scalar = decl.get("type") in SCALARS
+            decl[member] = draw(st.sampled_from(CAST_TARGETS)) if member == "cast" and scalar else True
+            if member == "cast" and not scalar:
+                del decl[member]
+        fields[name] = decl
+    return {"type": "object", "fields": fields}
+
+
+@st.composite
+def field_decl(draw: Any, models: list[str], clean: bool, depth: int = 0) -> Any:
     kinds = [*SCALARS, "enum", "list"] + (["model"] * 2 if models else [])
+    kinds += ["object"] if depth < MAX_OBJECT_DEPTH else []
     kind = draw(st.sampled_from(kinds))
     decl: dict[str, Any] = {}
     if kind == "enum":
@@ -366,7 +391,12 @@ def field_decl(draw: Any, models: list[str], clean: bool) -> Any:
         )
     elif kind == "list":
         decl["type"] = "list"
-        decl["items"] = draw(st.sampled_from([*SCALARS, *models]))
+        objects = depth < MAX_OBJECT_DEPTH and draw(st.integers(0, 4)) == 0
+        decl["items"] = (
+            draw(inline_object(models, clean, depth)) if objects else draw(st.sampled_from([*SCALARS, *models]))
+        )
+    elif kind == "object":
+        decl = draw(inline_object(models, clean, depth))
     elif kind == "model":
         decl["type"] = draw(st.sampled_from(models))
     else:
@@ -379,7 +409,7 @@ def field_decl(draw: Any, models: list[str], clean: bool) -> Any:
         decl["nullable"] = draw(st.booleans())
     if draw(st.integers(0, 3)) == 0:
         decl["default"] = draw(default_strategy(decl, models, clean))
-    if list(decl) == ["type"] and kind not in ("enum", "list") and draw(st.booleans()):
+    if list(decl) == ["type"] and kind not in ("enum", "list", "object") and draw(st.booleans()):
         return decl["type"]  # the short form
     return decl
 
