@@ -1369,18 +1369,27 @@ class FastToolCalls:
             or (entry := self._server.get_request_handler(method)) is None
         ):
             return await call_next(ctx)
-        params = ctx.params
-        try:
-            wire_methods.validate_client_request(method, version, params)
-        except KeyError:
-            raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method) from None
-        typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
-        result = await entry.handler(ctx, typed)
-        if isinstance(result, types.ErrorData):
-            raise MCPError.from_error_data(result)
-        if isinstance(result, types.CallToolResult) and (wire := tool_result_wire(result)) is not None:
-            return wire
-        return sdk_result_wire(method, version, result)
+        return await answer_tool_call(entry, ctx, version)
+
+
+async def answer_tool_call(entry: Any, ctx: Any, version: str) -> dict[str, Any]:
+    """The wire result of a handshake-era `tools/call` on an initialized connection (`entry`: the server's
+    registered handler): what the SDK's ServerRunner does for it, with the SDK's own functions (the per-version
+    request check, the params model, the handler, an ErrorData raised as an error), and the result written once
+    by `tool_result_wire` when it knows it, else serialized as the SDK serializes it. FastToolCalls and the stdio
+    session's tool-call lane (`_session.py`) both answer through this."""
+    method, params = ctx.method, ctx.params
+    try:
+        wire_methods.validate_client_request(method, version, params)
+    except KeyError:
+        raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method) from None
+    typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
+    result = await entry.handler(ctx, typed)
+    if isinstance(result, types.ErrorData):
+        raise MCPError.from_error_data(result)
+    if isinstance(result, types.CallToolResult) and (wire := tool_result_wire(result)) is not None:
+        return wire
+    return sdk_result_wire(method, version, result)
 
 
 def sdk_result_wire(method: str, version: str, result: object) -> dict[str, Any]:
