@@ -145,7 +145,7 @@ def _opens_modern(opening: types.JSONRPCRequest) -> bool:
 def _has_modern_envelope(params: Mapping[str, Any] | None) -> bool:
     """Whether `params._meta` holds the 2026-07-28 protocol-version key (the SDK's own test of the envelope)."""
     meta = params.get("_meta") if params else None
-    return isinstance(meta, Mapping) and PROTOCOL_VERSION_META_KEY in meta
+    return meta is not None and isinstance(meta, Mapping) and PROTOCOL_VERSION_META_KEY in meta
 
 
 def _on_asyncio() -> bool:
@@ -202,6 +202,11 @@ class Replayed:
         await self.aclose()
 
 
+# A message's transport facts, as the SDK's default builder makes them (frozen: one of each serves every call).
+_DUPLEX = TransportContext(kind="jsonrpc", can_send_request=True)
+_NO_REQUESTS = TransportContext(kind="jsonrpc", can_send_request=False)
+
+
 class LaneContext:
     """The dispatch context of one lane call (the SDK's `DispatchContext`): its back-channel is the dispatcher's,
     for notifications, progress and server-to-client requests related to this request, until the call is done."""
@@ -214,13 +219,28 @@ class LaneContext:
         progress_token: types.ProgressToken | None,
     ) -> None:
         can_send = metadata.can_send_request if isinstance(metadata, ServerMessageMetadata) else True
-        self.transport = TransportContext(kind="jsonrpc", can_send_request=can_send)
-        self.cancel_requested = anyio.Event()
+        self.transport = _DUPLEX if can_send else _NO_REQUESTS
+        self.cancelled = False  # the client sent notifications/cancelled for it
+        self._cancel_requested: anyio.Event | None = None  # made when asked for (anyio.Event() costs a call's 3%)
         self._dispatcher = dispatcher
         self._request_id = request_id
         self._metadata = metadata
         self._progress_token = progress_token
         self._closed = False
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        """Set once the client cancels this request (the SDK's `DispatchContext.cancel_requested`)."""
+        if self._cancel_requested is None:
+            self._cancel_requested = anyio.Event()
+            if self.cancelled:
+                self._cancel_requested.set()
+        return self._cancel_requested
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self._cancel_requested is not None:
+            self._cancel_requested.set()
 
     @property
     def request_id(self) -> types.RequestId:
@@ -338,7 +358,7 @@ class ToolCallLane:
     def _cancelled(self, request_id: types.RequestId | None) -> None:
         call = self._calls.get(coerce_request_id(request_id)) if request_id is not None else None
         if call is not None:
-            call.context.cancel_requested.set()
+            call.context.cancel()
             call.scope.cancel()
 
     async def close(self) -> None:
@@ -360,11 +380,11 @@ class ToolCallLane:
                 finally:
                     context.close()
                     self._forget(request.id, call)
-                if not context.cancel_requested.is_set():
+                if not context.cancelled:
                     answering = True
                     await self._write(types.JSONRPCResponse(jsonrpc="2.0", id=request.id, result=result))
         except asyncio.CancelledError:  # the session ended under the call
-            if not answering and not context.cancel_requested.is_set():
+            if not answering and not context.cancelled:
                 closed = types.ErrorData(code=CONNECTION_CLOSED, message="Connection closed")
                 with anyio.move_on_after(SHUTDOWN_WRITE_TIMEOUT, shield=True):
                     await self._write(types.JSONRPCError(jsonrpc="2.0", id=request.id, error=closed))
@@ -374,7 +394,7 @@ class ToolCallLane:
             if error is None:  # as the SDK answers an exception it does not map (code 0, its text)
                 logger.exception("handler for %r raised", request.method)
                 error = types.ErrorData(code=0, message=str(exc))
-            if not context.cancel_requested.is_set():
+            if not context.cancelled:
                 answering = True
                 await self._write(types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error))
         if not answering:  # the client cancelled it: no answer, and the transport frees its slot
