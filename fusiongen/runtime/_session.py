@@ -352,8 +352,7 @@ class ToolCallLane:
         call = LaneCall(context)
         self._calls[coerce_request_id(request.id)] = call  # a reused id: the newest call is the one cancelled
         call.task = task = asyncio.get_running_loop().create_task(self._answer(request, call))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.add(task)  # it leaves the set itself as it ends (a done callback would cost a loop turn)
 
     def _cancelled(self, request_id: types.RequestId | None) -> None:
         call = self._calls.get(coerce_request_id(request_id)) if request_id is not None else None
@@ -371,6 +370,13 @@ class ToolCallLane:
 
     async def _answer(self, request: types.JSONRPCRequest, call: LaneCall) -> None:
         """Run the call and write its answer, as the SDK's dispatcher does for a request (`_handle_request`)."""
+        try:
+            await self._answered(request, call)
+        finally:
+            if call.task is not None:
+                self._tasks.discard(call.task)
+
+    async def _answered(self, request: types.JSONRPCRequest, call: LaneCall) -> None:
         context = call.context
         answering = False
         try:
