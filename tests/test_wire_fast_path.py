@@ -11,7 +11,8 @@ The stdio session's tool-call lane (`_session.py`) answers handshake-era tools/c
 stages; `Wire` drives a session as the stdio transport does (its admission gate and bypass, then `serve_session`)
 and the same scripts run on the SDK's path, requiring the same bytes in the same order: every call kind at every
 handshake-era version, calls the lane must leave to the SDK, a slow call beside fast ones, a cancelled call (no
-answer, its slot freed), progress and log notifications from a handler, a workflow transition's list_changed,
+answer, its slot freed), progress and log notifications from a handler, a server-to-client request (ping) and
+its answer, a workflow transition's list_changed,
 the drain at EOF and the CONNECTION_CLOSED answer when the session ends under a call.
 """
 
@@ -385,7 +386,7 @@ async def test_with_other_middleware_the_sdk_answers(billing: GeneratedServer) -
 
 class Slow:
     """Handlers whose customer.get waits until released and records a cancellation; billing.remind reports
-    progress, logs, and says whether it saw an identity (stdio has none)."""
+    progress, logs, and says whether it saw an identity (stdio has none); invoice.create pings the client first."""
 
     def __init__(self, billing: GeneratedServer) -> None:
         self.billing = billing
@@ -413,7 +414,12 @@ class Slow:
             await ctx.session.send_notification(notification)
             return f"identity: {ctx.identity}"
 
-        module.get_customer, module.send_reminder = slow_customer, remind
+        async def create(args: Any, ctx: Any) -> Any:  # asks the client first: a server-to-client request
+            await ctx.session.send_ping()
+            return await created(args)
+
+        created = module.create_invoice
+        module.get_customer, module.send_reminder, module.create_invoice = slow_customer, remind, create
         return module
 
 
@@ -508,3 +514,19 @@ async def test_a_call_still_running_when_the_session_ends_is_answered_connection
     assert lane == sdk and wire.taken == 1
     assert json.loads(lane[0]) == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "Connection closed"}}
     assert slow.cancelled == 2
+
+
+async def test_a_server_to_client_request_from_a_lane_call_gets_its_answer(billing: GeneratedServer) -> None:
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, "2025-11-25")
+        arguments = {"customer_id": "c-1", "amount_cents": 100, "due_date": "2026-01-31"}
+        await wire.send(call(1, "invoice.create", arguments))
+        ping = await wire.line()
+        asked = json.loads(ping)
+        assert asked["method"] == "ping"
+        await wire.send({"jsonrpc": "2.0", "id": asked["id"], "result": {}})  # the client answers the server
+        return [ping, *await wire.answer(1)]
+
+    sdk, (lane, wire) = await both(billing, script, handlers=Slow(billing))
+    assert lane == sdk and wire.taken == 1
+    assert b'"result"' in lane[-1]
