@@ -12,8 +12,8 @@ stages; `Wire` drives a session as the stdio transport does (its admission gate 
 and the same scripts run on the SDK's path, requiring the same bytes in the same order: every call kind at every
 handshake-era version, calls the lane must leave to the SDK, a slow call beside fast ones, a cancelled call (no
 answer, its slot freed), progress and log notifications from a handler, a server-to-client request (ping) and
-its answer, a workflow transition's list_changed,
-the drain at EOF and the CONNECTION_CLOSED answer when the session ends under a call.
+its answer, a workflow transition's list_changed, the drain at EOF and the CONNECTION_CLOSED answer when the
+session ends under a call.
 """
 
 from __future__ import annotations
