@@ -395,6 +395,7 @@ RUNTIME_MODULES = (
     "_identity",
     "_runtime",
     "_serving",
+    "_session",
     "_stdio",
     "_surface",
     "_store_base",

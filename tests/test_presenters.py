@@ -13,6 +13,7 @@ the bug); they start failing (XPASS) the day the bug is fixed.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import types
 from collections.abc import Iterator
@@ -1350,3 +1351,68 @@ async def test_a_star_path_does_not_silently_skip_list_fields(tmp_path: Path) ->
             {"id": "a", "places": {"home": {"street": "PII-home"}, "others": [{"street": "PII-other"}]}},
         )
     assert "PII" not in model_view(result)
+
+
+# --- the shortcut of flat shapes --------------------------------------------------------------------------
+
+FLAT = """
+[models.Line]
+hidden = ["secret"]
+[models.Line.fields]
+sku = "string"
+qty = "integer"
+paid = "boolean"
+secret = "string"
+
+[tools."line.get"]
+kind = "query"
+description = "One line."
+returns = "Line"
+"""
+
+
+class NotADict(dict[str, Any]):
+    """A dict that is not exactly a dict: shaped field by field, never by the shortcut."""
+
+
+@pytest.fixture(scope="module")
+def flat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer]:
+    with build_spec(tmp_path_factory.mktemp("flat"), "flat", FLAT) as server:
+        yield server
+
+
+class Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"sku": "a", "qty": 2, "paid": True},
+        {"sku": "a", "qty": 2, "paid": True, "secret": "s", "other": 1},  # hidden and undeclared: never copied
+        {"sku": Text("a"), "qty": 2, "paid": False},  # a str subclass: sent as the plain string
+        {"sku": "a", "qty": 2.0, "paid": False},  # an integral float: sent as an integer
+        {"sku": "a", "qty": True, "paid": False},  # a bool is no integer
+        {"sku": "a", "paid": False},  # a required field missing
+        {"sku": None, "qty": 1, "paid": False},
+        {"qty": 1, "sku": "a", "paid": 1},  # another key order: the shape's order is sent
+    ],
+)
+def test_a_flat_shape_takes_a_dict_as_it_shapes_any_other_mapping(flat: GeneratedServer, line: dict[str, Any]) -> None:
+    """Every field of Line is a required str, int or bool: a dict of exactly those types is copied in one step
+    (shapes.py), anything else goes field by field. Both ways give the same data, or the same error."""
+    shape = flat.module("shapes").shape_line
+    assert "usual case" in inspect.getsource(shape)  # the shortcut is there
+    output_error = flat.module("_runtime").OutputError
+
+    def shaped(src: object) -> Any:
+        try:
+            return shape(src, "result")
+        except output_error as exc:
+            return ("OutputError", exc.path, exc.expected)
+
+    by_shortcut, by_field = shaped(dict(line)), shaped(NotADict(line))
+    assert by_shortcut == by_field
+    if isinstance(by_shortcut, dict):
+        assert list(by_shortcut) == ["sku", "qty", "paid"]
+        assert all(type(value) in (str, int, bool) for value in by_shortcut.values())

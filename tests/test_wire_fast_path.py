@@ -6,6 +6,14 @@ tests drive the same generated server over raw JSON-RPC twice, once as the SDK s
 middleware installed, and require the same response bytes for every call: results of every kind the runtime
 builds (presented item and collection, text, errors, validation errors), invalid params, unknown tools, calls
 before `initialize`, at every handshake-era version. Runs in-process over memory streams: no timing, no sockets.
+
+The stdio session's tool-call lane (`_session.py`) answers handshake-era tools/call without the SDK's per-request
+stages; `Wire` drives a session as the stdio transport does (its admission gate and bypass, then `serve_session`)
+and the same scripts run on the SDK's path, requiring the same bytes in the same order: every call kind at every
+handshake-era version, calls the lane must leave to the SDK, a slow call beside fast ones, a cancelled call (no
+answer, its slot freed), progress and log notifications from a handler, a server-to-client request (ping) and
+its answer, a workflow transition's list_changed, the drain at EOF and the CONNECTION_CLOSED answer when the
+session ends under a call.
 """
 
 from __future__ import annotations
@@ -199,3 +207,326 @@ def test_serving_drops_the_untraced_span_middleware_and_keeps_it_with_otel(billi
     serving_middleware(traced, traced=True)  # idempotent
     assert [type(m) for m in untraced.middleware] == [fast]
     assert [type(m).__name__ for m in traced.middleware] == ["OpenTelemetryMiddleware", "FastToolCalls"]
+
+
+# --- the stdio session's tool-call lane (_session.py) ---------------------------------------------------------
+
+
+class Wire:
+    """One session of a generated server driven as the stdio transport drives it, in-process: messages go through
+    the transport's admission (`admit_all`, its `--max-in-flight` gate and `Bypass`) to `serve_session` (`lane`)
+    or to `Server.run` (the SDK's path: no middleware, pydantic's JSON); every message written is a line of bytes.
+    `taken` counts the requests the lane took from the bypass, so a test knows which path answered."""
+
+    def __init__(self, billing: GeneratedServer, server: Any, *, lane: bool) -> None:
+        self.stdio = billing.module("_stdio")
+        self.session = billing.module("_session")
+        self.server, self.lane = server, lane
+        self.encode = self.stdio.encoded if lane else sdk_encoded
+        self.gate = self.stdio.InFlight(16)
+        self.taken = 0
+        self.bypass = self._counting_bypass()
+        self.to_server, self._items = anyio.create_memory_object_stream[SessionMessage | Exception](64)
+        self._written, self._from_server = anyio.create_memory_object_stream[SessionMessage](64)
+
+    def _counting_bypass(self) -> Any:
+        wire = self
+
+        class Counting(self.stdio.Bypass):  # type: ignore[name-defined,misc]
+            def passes(self, item: SessionMessage) -> bool:
+                passed: bool = super().passes(item)
+                wire.taken += not passed
+                return passed
+
+        return Counting()
+
+    async def __aenter__(self) -> Wire:
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        reads, self._reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        self._group.start_soon(self._admit, reads)
+        self._group.start_soon(self._serve)
+        return self
+
+    async def _admit(self, reads: Any) -> None:
+        async with self._items:
+            await self.stdio.admit_all(self._items, reads, self.gate, self.bypass)
+
+    async def _serve(self) -> None:
+        options: InitializationOptions = self.server.create_initialization_options()
+        writes = Answered(self._written, self.gate)
+        if self.lane:
+            await self.session.serve_session(self.server, self._reads, writes, options, self.bypass)
+        else:
+            await self.server.run(self._reads, writes, options)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.to_server.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False)))
+
+    async def line(self) -> bytes:
+        with anyio.fail_after(10):
+            return bytes(self.encode(await self._from_server.receive()))
+
+    async def answer(self, request_id: int) -> list[bytes]:
+        """Every line up to and including the answer to `request_id` (notifications sent before it, too)."""
+        lines = [await self.line()]
+        while json.loads(lines[-1]).get("id") != request_id:
+            lines.append(await self.line())
+        return lines
+
+    async def end(self) -> list[bytes]:
+        """Close the client's side (EOF); what is written until the session ends."""
+        await self.to_server.aclose()
+        rest = []
+        with anyio.fail_after(10):
+            async for message in self._from_server:
+                rest.append(bytes(self.encode(message)))
+        return rest
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self.to_server.close()
+        await self._group.__aexit__(*exc_info)
+
+
+class Answered:
+    """The write stream as the pipe transport has it: every message written frees its request's slot."""
+
+    def __init__(self, send: Any, gate: Any) -> None:
+        self._send, self._gate = send, gate
+
+    async def send(self, item: SessionMessage) -> None:
+        self._gate.answered(item.message)
+        await self._send.send(item)
+
+    async def aclose(self) -> None:
+        await self._send.aclose()
+
+    async def __aenter__(self) -> Answered:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+
+def call(request_id: int, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if meta is not None:
+        params["_meta"] = meta
+    return request(request_id, "tools/call", params)
+
+
+def cancel(request_id: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+
+
+async def both(billing: GeneratedServer, script: Any, handlers: Any = None, traced: bool = False) -> tuple[Any, Any]:
+    """Run `script(wire)` on the SDK's path and on the lane; what each returned, and the lane's Wire."""
+    results = []
+    for lane in (False, True):
+        module = handlers() if handlers is not None else importlib.reload(billing.handlers)
+        server = billing.create_server(module)
+        if lane:
+            billing.module("_serving").serving_middleware(server, traced=traced)
+        async with Wire(billing, server, lane=lane) as wire:
+            results.append(await script(wire))
+    return results[0], (results[1], wire)
+
+
+async def handshake(wire: Wire, version: str) -> None:
+    for message in initialize(version):
+        await wire.send(message)
+    await wire.answer(0)
+
+
+@pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
+async def test_the_lane_sends_the_same_bytes_as_the_sdk_for_every_call(billing: GeneratedServer, version: str) -> None:
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, version)
+        lines = []
+        for n, params in enumerate(CALLS, start=1):
+            await wire.send(request(n, "tools/call", params))
+            lines += await wire.answer(n)
+        return lines
+
+    sdk, (lane, wire) = await both(billing, script)
+    assert lane == sdk
+    assert wire.taken == len(CALLS)  # the lane answered every one of them, errors too
+    assert wire.gate.count == 0
+
+
+async def test_the_lane_leaves_calls_before_initialize_and_the_2026_era_to_the_sdk(billing: GeneratedServer) -> None:
+    modern = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+    async def early(wire: Wire) -> list[bytes]:
+        await wire.send(call(1, "invoice.get", {"id": "inv-1"}))
+        return await wire.answer(1)
+
+    async def era_2026(wire: Wire) -> list[bytes]:
+        await wire.send(call(1, "invoice.get", {"id": "inv-1"}, meta=modern))
+        return await wire.answer(1)
+
+    for script in (early, era_2026):
+        sdk, (lane, wire) = await both(billing, script)
+        assert lane == sdk and wire.taken == 0, script.__name__
+
+
+async def test_with_other_middleware_the_sdk_answers(billing: GeneratedServer) -> None:
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, "2025-11-25")
+        await wire.send(call(1, "invoice.get", {"id": "inv-1"}))
+        return await wire.answer(1)
+
+    sdk, (lane, wire) = await both(billing, script, traced=True)  # --otel: the SDK's span middleware first
+    assert lane == sdk and wire.taken == 0
+
+
+class Slow:
+    """Handlers whose customer.get waits until released and records a cancellation; billing.remind reports
+    progress, logs, and says whether it saw an identity (stdio has none); invoice.create pings the client first."""
+
+    def __init__(self, billing: GeneratedServer) -> None:
+        self.billing = billing
+        self.release = anyio.Event()
+        self.cancelled = 0
+
+    def __call__(self) -> Any:
+        module = importlib.reload(self.billing.handlers)
+        self.release = anyio.Event()
+        fetch = module.get_customer
+
+        async def slow_customer(args: Any, ctx: Any) -> Any:
+            try:
+                await self.release.wait()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled += 1
+                raise
+            return fetch(args)
+
+        async def remind(args: Any, ctx: Any) -> str:
+            await ctx.session.report_progress(1, 2, "half way")
+            notification = types.LoggingMessageNotification(
+                params=types.LoggingMessageNotificationParams(level="info", data={"reminded": args.invoice_id})
+            )
+            await ctx.session.send_notification(notification)
+            return f"identity: {ctx.identity}"
+
+        async def create(args: Any, ctx: Any) -> Any:  # asks the client first: a server-to-client request
+            await ctx.session.send_ping()
+            return await created(args)
+
+        created = module.create_invoice
+        module.get_customer, module.send_reminder, module.create_invoice = slow_customer, remind, create
+        return module
+
+
+async def test_a_slow_call_blocks_no_other_and_a_cancelled_one_is_not_answered(billing: GeneratedServer) -> None:
+    slow = Slow(billing)
+
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, "2025-06-18")
+        await wire.send(call(1, "customer.get", {"id": "c-1"}))  # waits
+        await wire.send(call(2, "invoice.get", {"id": "inv-1"}))
+        lines = await wire.answer(2)  # answered while call 1 still waits
+        await wire.send(call(3, "customer.get", {"id": "c-1"}))  # waits too
+        await wire.send(cancel(3))
+        await wire.send(call(4, "invoice.list", {"limit": 1}))
+        lines += await wire.answer(4)  # call 3 was never answered: the next line is call 4's
+        slow.release.set()
+        lines += await wire.answer(1)
+        assert wire.gate.count == 0  # the cancelled call freed its slot
+        return lines
+
+    sdk, (lane, wire) = await both(billing, script, handlers=slow)
+    assert lane == sdk
+    assert [json.loads(line)["id"] for line in lane] == [2, 4, 1]
+    assert slow.cancelled == 2  # call 3, once on each path
+    assert wire.taken == 4
+
+
+async def test_progress_notifications_and_the_callers_identity_through_the_lane(billing: GeneratedServer) -> None:
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, "2025-11-25")
+        await wire.send(call(1, "billing.remind", {"invoice_id": "inv-1"}, meta={"progressToken": "p-1"}))
+        return await wire.answer(1)
+
+    sdk, (lane, wire) = await both(billing, script, handlers=Slow(billing))
+    assert lane == sdk and wire.taken == 1
+    methods = [json.loads(line).get("method") for line in lane]
+    assert methods == ["notifications/progress", "notifications/message", None]
+    assert b"identity: None" in lane[-1]
+
+
+async def test_a_workflow_transition_through_the_lane_sends_list_changed(billing: GeneratedServer) -> None:
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, "2025-11-25")
+        await wire.send(request(1, "tools/list"))
+        lines = await wire.answer(1)
+        await wire.send(call(2, "invoice.submit", {"invoice_id": "inv-1"}))
+        lines += await wire.answer(2)
+        await wire.send(request(3, "tools/list"))
+        return lines + await wire.answer(3)
+
+    sdk, (lane, wire) = await both(billing, script)
+    assert lane == sdk and wire.taken == 1
+    assert json.loads(lane[1]) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    assert lane[0] != lane[-1]  # the listing changed with the state
+
+
+async def test_at_eof_the_calls_read_are_answered_before_the_session_ends(billing: GeneratedServer) -> None:
+    slow = Slow(billing)
+
+    async def release_after_eof(wire: Wire) -> list[bytes]:
+        async with anyio.create_task_group() as group:
+            ending: list[bytes] = []
+
+            async def end() -> None:
+                ending.extend(await wire.end())
+
+            await handshake(wire, "2025-11-25")
+            await wire.send(call(1, "customer.get", {"id": "c-1"}))
+            group.start_soon(end)
+            await anyio.wait_all_tasks_blocked()
+            slow.release.set()
+        return ending
+
+    sdk, (lane, wire) = await both(billing, release_after_eof, handlers=slow)
+    assert lane == sdk and wire.taken == 1
+    assert [json.loads(line)["id"] for line in lane] == [1] and b'"result"' in lane[0]
+
+
+async def test_a_call_still_running_when_the_session_ends_is_answered_connection_closed(
+    billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(billing.module("_stdio"), "EOF_DRAIN_TIMEOUT", 0.0)  # the drain after EOF gives up at once
+    slow = Slow(billing)
+
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, "2025-11-25")
+        await wire.send(call(1, "customer.get", {"id": "c-1"}))  # never released
+        await anyio.wait_all_tasks_blocked()
+        return await wire.end()
+
+    sdk, (lane, wire) = await both(billing, script, handlers=slow)
+    assert lane == sdk and wire.taken == 1
+    assert json.loads(lane[0]) == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "Connection closed"}}
+    assert slow.cancelled == 2
+
+
+async def test_a_server_to_client_request_from_a_lane_call_gets_its_answer(billing: GeneratedServer) -> None:
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, "2025-11-25")
+        arguments = {"customer_id": "c-1", "amount_cents": 100, "due_date": "2026-01-31"}
+        await wire.send(call(1, "invoice.create", arguments))
+        ping = await wire.line()
+        asked = json.loads(ping)
+        assert asked["method"] == "ping"
+        await wire.send({"jsonrpc": "2.0", "id": asked["id"], "result": {}})  # the client answers the server
+        return [ping, *await wire.answer(1)]
+
+    sdk, (lane, wire) = await both(billing, script, handlers=Slow(billing))
+    assert lane == sdk and wire.taken == 1
+    assert b'"result"' in lane[-1]

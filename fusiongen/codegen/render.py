@@ -54,6 +54,7 @@ RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = (
     ("_identity", lambda view: True),
     ("_runtime", lambda view: True),
     ("_serving", lambda view: True),
+    ("_session", lambda view: True),
     ("_stdio", lambda view: True),
     ("_surface", lambda view: True),
     ("_store_base", lambda view: bool(view.workflows)),

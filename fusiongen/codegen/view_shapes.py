@@ -23,11 +23,20 @@ class OutputFieldView:
 
 
 @dataclass(frozen=True)
+class ExactFieldView:
+    key: str  # the field name as a Python string literal
+    type: str  # the one Python type its value is sent as is: str, int or bool
+
+
+@dataclass(frozen=True)
 class ShapeView:
     function: str
     model: str
     description: str
     fields: tuple[OutputFieldView, ...]
+    # Every field a required, non-null str, int or bool sent as is: a dict holding exactly those types is copied
+    # in one expression, before the field-by-field path (empty: the model has no such shortcut).
+    exact: tuple[ExactFieldView, ...] = ()
 
 
 class ShapeViews:
@@ -110,7 +119,13 @@ class ShapeViews:
 
     def shape(self, model: ModelIR) -> ShapeView:
         fields = tuple(self.output_field(f, prefix="") for f in model.visible_fields)
-        return ShapeView(f"shape_{model.snake}", model.name, docstring_text(model.description or _what(model)), fields)
+        return ShapeView(
+            f"shape_{model.snake}",
+            model.name,
+            docstring_text(model.description or _what(model)),
+            fields,
+            exact_fields(model),
+        )
 
     # --- input -----------------------------------------------------------------------------------
 
@@ -127,3 +142,18 @@ def _what(model: ModelIR) -> str:
     if model.origin is not None:
         return f"The inline object {model.origin} (generated as {model.name})."
     return f"A {model.name}."
+
+
+_EXACT_TYPES = {"string": "str", "text": "str", "integer": "int", "boolean": "bool"}
+
+
+def exact_fields(model: ModelIR) -> tuple[ExactFieldView, ...]:
+    """The fields of a model whose every visible field is sent as is when its value has one exact type (the
+    inline case of `output_convert`: required, not nullable, no cast), or () when any field needs more."""
+    fields = model.visible_fields
+    exact = tuple(
+        ExactFieldView(py_string(f.name), _EXACT_TYPES[f.type.kind])
+        for f in fields
+        if f.required and not f.nullable and f.cast is None and f.type.kind in _EXACT_TYPES
+    )
+    return exact if fields and len(exact) == len(fields) else ()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import functools
 import hashlib
 import importlib
 import inspect
@@ -34,7 +35,7 @@ from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from opentelemetry.trace import Span, get_current_span
 from pydantic import BaseModel, ValidationError
 
-from ._identity import Identity, presented_identity, presenting_for, with_identity
+from ._identity import Identity, presented_as, presented_identity, with_identity
 from ._identity import caller_value as caller_value  # re-exported: presenters' `ctx.*` expressions call it
 
 try:
@@ -1016,8 +1017,11 @@ async def run_tool(
         return validation_error(tool, exc.errors)
     caller = with_identity(ctx)
     try:
-        # settle() again: an `async def (args, ctx)` handler is bound as itself and may return a coroutine.
-        raw = await settle(await handler(args, caller))
+        # settle() again: an `async def (args, ctx)` handler is bound as itself and may return a coroutine; plain
+        # data (the usual result) is neither awaitable nor a generator, and skips it.
+        raw = await handler(args, caller)
+        if type(raw) not in _PLAIN_DATA:
+            raw = await settle(raw)
     except ToolError as exc:
         return domain_error(tool, exc, errors, tool_names)
     except NotAHandler as exc:
@@ -1031,8 +1035,7 @@ async def run_tool(
     if raw is None:
         return no_result(tool)
     try:
-        with presenting_for(caller.identity):  # what by_role and `ctx.*` expressions read
-            return present(raw)
+        return presented_as(caller.identity, present, raw)  # by_role and `ctx.*` expressions read the caller
     except OutputError as exc:
         return output_invalid(tool, exc)
     except BaseException as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
@@ -1086,6 +1089,9 @@ def bind_handler(module: ModuleType, name: str, tool: str) -> Handler:
         return await settle(function(args, ctx) if takes_ctx else function(args))
 
     return call
+
+
+_PLAIN_DATA: Final = frozenset({dict, list, tuple, str, int, float, bool, type(None)})
 
 
 async def settle(result: object) -> object:
@@ -1182,13 +1188,21 @@ def _one_line(value: str) -> str:
 
 
 def _cell(value: str) -> str:
+    if value.isprintable() and "|" not in value and "\\" not in value:  # the usual cell: nothing to escape
+        return value  # (every character _LINE_BREAKS matches is unprintable)
     # Backslashes first: "\\|" would otherwise read as an escaped backslash and a cell-ending pipe.
     return _one_line(value.replace("\\", "\\\\").replace("|", "\\|"))
 
 
+@functools.lru_cache(maxsize=256)
+def _table_head(columns: tuple[str, ...]) -> str:
+    """A table's header and separator lines: the columns are the spec's, the same every call."""
+    return "| " + " | ".join(_cell(c) for c in columns) + " |\n|" + " --- |" * len(columns)
+
+
 def table_text(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + " --- |" * len(columns)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines = [_table_head(columns)]
+    lines += ["| " + " | ".join([_cell(c) for c in row]) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -1369,18 +1383,27 @@ class FastToolCalls:
             or (entry := self._server.get_request_handler(method)) is None
         ):
             return await call_next(ctx)
-        params = ctx.params
-        try:
-            wire_methods.validate_client_request(method, version, params)
-        except KeyError:
-            raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method) from None
-        typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
-        result = await entry.handler(ctx, typed)
-        if isinstance(result, types.ErrorData):
-            raise MCPError.from_error_data(result)
-        if isinstance(result, types.CallToolResult) and (wire := tool_result_wire(result)) is not None:
-            return wire
-        return sdk_result_wire(method, version, result)
+        return await answer_tool_call(entry, ctx, version)
+
+
+async def answer_tool_call(entry: Any, ctx: Any, version: str) -> dict[str, Any]:
+    """The wire result of a handshake-era `tools/call` on an initialized connection (`entry`: the server's
+    registered handler): what the SDK's ServerRunner does for it, with the SDK's own functions (the per-version
+    request check, the params model, the handler, an ErrorData raised as an error), and the result written once
+    by `tool_result_wire` when it knows it, else serialized as the SDK serializes it. FastToolCalls and the stdio
+    session's tool-call lane (`_session.py`) both answer through this."""
+    method, params = ctx.method, ctx.params
+    try:
+        wire_methods.validate_client_request(method, version, params)
+    except KeyError:
+        raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method) from None
+    typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
+    result = await entry.handler(ctx, typed)
+    if isinstance(result, types.ErrorData):
+        raise MCPError.from_error_data(result)
+    if isinstance(result, types.CallToolResult) and (wire := tool_result_wire(result)) is not None:
+        return wire
+    return sdk_result_wire(method, version, result)
 
 
 def sdk_result_wire(method: str, version: str, result: object) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, Transpo
 
 from ._auth import JWT_ALGORITHMS, JwtVerifier, StaticTokens
 from ._runtime import DEFAULT_STARTS_PER_MINUTE, USER_BLOCK_MODES, AuditLog, FastToolCalls, audit_to
-from ._stdio import stdio_is_pipes, stdio_streams
+from ._session import serve_session
+from ._stdio import Bypass, stdio_is_pipes, stdio_streams
 
 if TYPE_CHECKING:  # the SDK is the optional `otel` extra: imported only by --otel
     from mcp.server.auth.provider import TokenVerifier
@@ -581,12 +582,13 @@ async def serve_stdio(
 ) -> None:
     """Serve one session on stdin/stdout until EOF or a signal."""
     graceful = stdio_is_pipes()
-    streams = stdio_streams(arguments.max_in_flight, arguments.max_request_body)
+    bypass = Bypass()  # where the session's tool-call lane takes its calls from the transport
+    streams = stdio_streams(arguments.max_in_flight, arguments.max_request_body, bypass)
     async with streams as (read_stream, write_stream), anyio.create_task_group() as group:
         serving = anyio.CancelScope()
         group.start_soon(stop_on_signal, serving, store, graceful, tracing)
         with serving:
-            await server.run(read_stream, write_stream, options)
+            await serve_session(server, read_stream, write_stream, options, bypass)
         group.cancel_scope.cancel()
 
 

@@ -106,7 +106,23 @@ class InFlight:
         await self._settled.wait()
 
 
-async def admit_all(items: AsyncIterator[Inbound], send: MemoryObjectSendStream[Inbound], gate: InFlight) -> None:
+class Bypass:
+    """Who answers some requests before they reach the server's read stream: `took(item)` is shown every request
+    once it holds a slot, and every `notifications/cancelled`, and says whether it answers that request itself (it
+    is then not passed on; its answer or its settling frees the slot as for any request). The stdio session's
+    tool-call lane installs itself here (`_session.py`), saving each call the hop through the read stream."""
+
+    def __init__(self) -> None:
+        self.took: Callable[[SessionMessage], bool] | None = None
+
+    def passes(self, item: SessionMessage) -> bool:
+        took = self.took
+        return took is None or not took(item)
+
+
+async def admit_all(
+    items: AsyncIterator[Inbound], send: MemoryObjectSendStream[Inbound], gate: InFlight, bypass: Bypass | None = None
+) -> None:
     """What the client sends, to the server, with at most `gate.limit` requests in flight.
 
     A request waits for a slot; behind it, up to `gate.limit` more messages are read and queued, in order; once the
@@ -115,7 +131,9 @@ async def admit_all(items: AsyncIterator[Inbound], send: MemoryObjectSendStream[
     and `notifications/cancelled` (for a queued request it removes that request, which then gets no answer, as a
     cancelled request gets none; for a running one it goes to the SDK, which stops the handler and frees the slot).
     At the end of `items` (EOF), the requests already read are answered before the read stream closes (bounded:
-    one may be waiting for the client, who can no longer answer), since closing it cancels them."""
+    one may be waiting for the client, who can no longer answer), since closing it cancels them. A request that
+    holds its slot goes to `bypass` first, which may answer it instead."""
+    bypass = bypass if bypass is not None else Bypass()
     queue_send, queue_receive = anyio.create_memory_object_stream[Inbound](gate.limit)
     queued: dict[types.RequestId, int] = {}  # requests in the queue, by correlated id
     withdrawn: dict[types.RequestId, int] = {}  # of those, how many the client cancelled
@@ -134,6 +152,8 @@ async def admit_all(items: AsyncIterator[Inbound], send: MemoryObjectSendStream[
                             _decrement(withdrawn, key)
                             continue
                         item = await gate.admit(item, item.message.id)
+                        if not bypass.passes(item):
+                            continue
                     await send.send(item)
                 finally:
                     forwarding = False
@@ -157,11 +177,13 @@ async def admit_all(items: AsyncIterator[Inbound], send: MemoryObjectSendStream[
                     key = correlated(params.get("requestId"))
                     if key is not None and queued.get(key, 0) > withdrawn.get(key, 0):
                         withdrawn[key] = withdrawn.get(key, 0) + 1
-                    else:
+                    elif bypass.passes(cast(SessionMessage, item)):
                         await send.send(item)
                 elif isinstance(message, types.JSONRPCRequest):
                     if nothing_waits() and gate.count < gate.limit:
-                        await send.send(gate.admitted(cast(SessionMessage, item), message.id))
+                        admitted = gate.admitted(cast(SessionMessage, item), message.id)
+                        if bypass.passes(admitted):
+                            await send.send(admitted)
                         continue
                     key = correlated_id(message.id)
                     queued[key] = queued.get(key, 0) + 1
@@ -255,20 +277,22 @@ def _watchable(fd: int) -> bool:
 
 
 @asynccontextmanager
-async def stdio_streams(max_in_flight: int, max_line: int) -> AsyncIterator[StreamPair]:
-    """The (read_stream, write_stream) pair for `Server.run` on this process's stdin and stdout."""
+async def stdio_streams(max_in_flight: int, max_line: int, bypass: Bypass | None = None) -> AsyncIterator[StreamPair]:
+    """The (read_stream, write_stream) pair for `Server.run` on this process's stdin and stdout; requests that
+    `bypass` takes never reach the read stream."""
     gate = InFlight(max_in_flight)
+    bypass = bypass if bypass is not None else Bypass()
     if stdio_is_pipes():
-        async with _pipe_streams(gate, max_line) as streams:
+        async with _pipe_streams(gate, max_line, bypass) as streams:
             yield streams
         return
     logger.info("stdio: stdin or stdout is not a pipe or socket; using the SDK's threaded transport")
-    async with stdio_server() as (read, write), _relayed(read, write, gate) as streams:
+    async with stdio_server() as (read, write), _relayed(read, write, gate, bypass) as streams:
         yield streams
 
 
 @asynccontextmanager
-async def _pipe_streams(gate: InFlight, max_line: int) -> AsyncIterator[StreamPair]:
+async def _pipe_streams(gate: InFlight, max_line: int, bypass: Bypass) -> AsyncIterator[StreamPair]:
     # Like the SDK: while serving, fd 0 reads /dev/null and fd 1 writes to stderr, so a handler's print() or a
     # child process cannot corrupt the wire; the wire is served from private duplicates and restored after.
     wire_in = _claim(0, lambda: os.open(os.devnull, os.O_RDONLY))
@@ -291,7 +315,7 @@ async def _pipe_streams(gate: InFlight, max_line: int) -> AsyncIterator[StreamPa
         reading = anyio.CancelScope()
         write_stream = PipeWriteStream(writer, write_transport, gate, reading)
         async with anyio.create_task_group() as group:
-            group.start_soon(_read_stdin, reader, read_send, gate, reading)
+            group.start_soon(_read_stdin, reader, read_send, gate, reading, bypass)
             try:
                 yield read_receive, write_stream
             finally:
@@ -342,10 +366,14 @@ def _set_blocking(fd: int) -> None:
 
 
 async def _read_stdin(
-    reader: LineReader, send: MemoryObjectSendStream[Inbound], gate: InFlight, reading: anyio.CancelScope
+    reader: LineReader,
+    send: MemoryObjectSendStream[Inbound],
+    gate: InFlight,
+    reading: anyio.CancelScope,
+    bypass: Bypass,
 ) -> None:
     with reading, suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-        await admit_all(_stdin_items(reader), send, gate)
+        await admit_all(_stdin_items(reader), send, gate, bypass)
 
 
 async def _stdin_items(reader: LineReader) -> AsyncIterator[Inbound]:
@@ -527,7 +555,7 @@ class PipeWriter(asyncio.Protocol):
 
 
 @asynccontextmanager
-async def _relayed(read: Any, write: Any, gate: InFlight) -> AsyncIterator[StreamPair]:
+async def _relayed(read: Any, write: Any, gate: InFlight, bypass: Bypass) -> AsyncIterator[StreamPair]:
     """The SDK transport's streams behind the same gate: a request is passed on once a slot is free; until then
     the SDK's reader thread waits to hand its line over, so it reads no further."""
     read_send, read_receive = anyio.create_memory_object_stream[Inbound](0)
@@ -536,7 +564,7 @@ async def _relayed(read: Any, write: Any, gate: InFlight) -> AsyncIterator[Strea
 
     async def inbound() -> None:
         with reading, suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await admit_all(read, read_send, gate)
+            await admit_all(read, read_send, gate, bypass)
 
     async def outbound() -> None:
         async with write_receive, write:

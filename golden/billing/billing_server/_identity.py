@@ -7,11 +7,11 @@ Apart from `_auth`, so that `_runtime` (which hands every handler its ctx) can i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.server.auth.provider import AccessToken
 from pydantic import Field
@@ -68,6 +68,7 @@ def with_identity(ctx: Any) -> Caller:
 # The caller of the call being presented: what `by_role` picks a presenter by and `ctx.*` expressions read.
 # A context variable (set by run_tool around presenting), so presenters keep their (raw) -> result signature
 # and concurrent calls (each its own task, each its own context) never see each other's caller.
+_Presented = TypeVar("_Presented")
 _PRESENTING_FOR: ContextVar[Identity | None] = ContextVar("fusiongen_presenting_for", default=None)
 
 
@@ -76,6 +77,16 @@ def presenting_for(identity: Identity | None) -> Iterator[None]:
     token = _PRESENTING_FOR.set(identity)
     try:
         yield
+    finally:
+        _PRESENTING_FOR.reset(token)
+
+
+def presented_as(identity: Identity | None, present: Callable[[object], _Presented], raw: object) -> _Presented:
+    """`present(raw)` with `identity` as the caller being presented: `presenting_for` without its generator, for
+    the hot path (run_tool, once a call)."""
+    token = _PRESENTING_FOR.set(identity)
+    try:
+        return present(raw)
     finally:
         _PRESENTING_FOR.reset(token)
 

@@ -44,6 +44,16 @@ def shape_catalog(src: object, at: str) -> dict[str, Any]:
 
 def shape_bin(src: object, at: str) -> dict[str, Any]:
     """A Bin."""
+    if type(src) is dict:  # the usual case: every field present with its exact type, taken as is
+        try:
+            exact = {
+                "count": src["count"],
+            }
+        except KeyError:
+            pass
+        else:
+            if type(exact["count"]) is int:
+                return exact
     get = src.get if type(src) is dict else reader(src, at)
     out: dict[str, Any] = {}
     value = get("count", MISSING)

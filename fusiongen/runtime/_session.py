@@ -1,0 +1,462 @@
+"""One stdio session: the SDK's own serving pieces, with handshake-era `tools/call` answered beside them.
+
+`Server.run` passes every message through a stack of stages before a handler sees it: a relay task that replays
+the first request (to choose the protocol era), the dispatcher's receive loop, a task per request started in its
+task group, the ServerRunner's request context and its middleware chain, then a `JSONRPCResponse` built and sent.
+Each stage costs a task switch or an allocation per call; for a tools/call they were most of the server's time
+(measured over stdio). This module drives the same public pieces itself (`JSONRPCDispatcher`, `Connection`,
+`ServerRunner`), so it holds the connection, and it takes one kind of request off the dispatcher's read loop:
+`tools/call` on an initialized handshake-era connection, when the runtime's FastToolCalls is the only middleware.
+
+Such a call is answered as the SDK answers it: in a task of its own (a slow call blocks no other; the transport's
+`--max-in-flight` bound counts it like any request), through the SDK's request check, params model, request context
+and `ServerSession` (so `ctx.session` notifications, progress, logging and server-to-client requests behave as on
+the SDK's path), with the same result (`answer_tool_call`) and the same JSON-RPC errors. `notifications/cancelled`
+stops it and it is not answered (the transport is told, as by the SDK); a call still running when the session ends
+is answered CONNECTION_CLOSED, as the SDK answers its own. Everything else goes to the SDK untouched: the
+handshake, every other method, a request before `initialize`, a 2026-07-28 connection (`Server.run` serves it), a
+server with other middleware (`--otel`), cache hints. `tests/test_wire_fast_path.py` holds both paths to the same
+bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.connection import Connection
+from mcp.server.models import InitializationOptions
+from mcp.server.runner import ServerRunner, aclose_shielded
+from mcp.server.session import ServerSession
+from mcp.shared.dispatcher import CallOptions, DispatchContext, coerce_request_id
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.jsonrpc_dispatcher import (
+    JSONRPCDispatcher,
+    cancelled_request_id_from_params,
+    handler_exception_to_error_data,
+    progress_token_from_params,
+)
+from mcp.shared.message import MessageMetadata, ServerMessageMetadata, SessionMessage
+from mcp.shared.transport_context import TransportContext
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, PROTOCOL_VERSION_META_KEY
+from pydantic import ValidationError
+
+from ._runtime import FAST_RESULT_VERSIONS, FastToolCalls, answer_tool_call
+from ._stdio import Bypass
+
+logger = logging.getLogger(__name__.rpartition(".")[0])
+
+Inbound = SessionMessage | Exception
+OPENING_LEAD_LIMIT = 8  # frames kept from before the first request, as the SDK keeps them
+SHUTDOWN_WRITE_TIMEOUT = 1.0  # seconds the CONNECTION_CLOSED answer of a call cut off at the end may take
+
+
+async def serve_session(
+    server: Server[Any],
+    read_stream: Any,
+    write_stream: Any,
+    options: InitializationOptions,
+    bypass: Bypass | None = None,
+) -> None:
+    """Serve one connection over the (read, write) stream pair until the read side ends, as `server.run` would.
+    With the transport's `bypass`, the lane takes its calls there, ahead of the read stream (one task switch less
+    a call); without, from the read stream, in the dispatcher's order.
+
+    The client's first request decides the era, as in the SDK: a request carrying the 2026-07-28 envelope opens a
+    modern connection, served by `server.run` itself (it reads the first request again from the replay); anything
+    else a handshake-era one, served here. Off asyncio (the lane's tasks are asyncio tasks) `server.run` serves."""
+    opening, lead = await _opening_request(read_stream)
+    if opening is None or _opens_modern(opening) or not _on_asyncio():
+        await server.run(Replayed(lead, read_stream), write_stream, options)
+        return
+    try:
+        async with server.lifespan(server) as lifespan_state:
+            read = Replayed(lead, read_stream)
+            await _serve_handshake_era(server, read, write_stream, options, lifespan_state, bypass)
+    finally:
+        await write_stream.aclose()
+
+
+async def _serve_handshake_era(
+    server: Server[Any],
+    read: Replayed,
+    write_stream: Any,
+    options: InitializationOptions,
+    lifespan_state: Any,
+    bypass: Bypass | None,
+) -> None:
+    """The SDK's handshake-era loop (its `_serve_legacy_stream`), with the lane reading in front of it."""
+    # `initialize` inline, as the SDK has it: a request pipelined behind it sees the initialized state.
+    dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
+        read, write_stream, inline_methods=frozenset({"initialize"})
+    )
+    connection = Connection.for_loop(dispatcher)
+    runner = ServerRunner(server, connection, lifespan_state, init_options=options)
+    read.lane = lane = ToolCallLane(server, connection, lifespan_state, dispatcher, write_stream)
+    if bypass is not None:
+        bypass.took, read.routes = lane.took, False
+
+    async def on_request(
+        dctx: DispatchContext[TransportContext], method: str, params: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        if method != "initialize" and _has_modern_envelope(params):
+            raise MCPError(
+                code=INVALID_REQUEST,
+                message="this connection serves the handshake protocol era; "
+                "requests carrying the 2026-07-28 envelope are not accepted on it",
+            )
+        return await runner.on_request(dctx, method, params)
+
+    try:
+        await dispatcher.run(on_request, runner.on_notify)
+    finally:
+        if bypass is not None:
+            bypass.took = None
+        await aclose_shielded(connection)
+
+
+async def _opening_request(read_stream: Any) -> tuple[types.JSONRPCRequest | None, list[Inbound]]:
+    """The client's first request (None at EOF before one), and what to replay: up to OPENING_LEAD_LIMIT frames
+    read before it, then the request itself."""
+    lead: list[Inbound] = []
+    try:
+        async for item in read_stream:
+            if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
+                lead.append(item)
+                return item.message, lead
+            if len(lead) < OPENING_LEAD_LIMIT:
+                lead.append(item)
+            else:
+                logger.debug("dropped a frame received before the first request: %r", item)
+    except anyio.ClosedResourceError:  # the transport closed the stream: the same as EOF
+        pass
+    return None, lead
+
+
+def _opens_modern(opening: types.JSONRPCRequest) -> bool:
+    return opening.method != "initialize" and _has_modern_envelope(opening.params)
+
+
+def _has_modern_envelope(params: Mapping[str, Any] | None) -> bool:
+    """Whether `params._meta` holds the 2026-07-28 protocol-version key (the SDK's own test of the envelope)."""
+    meta = params.get("_meta") if params else None
+    return meta is not None and isinstance(meta, Mapping) and PROTOCOL_VERSION_META_KEY in meta
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio)
+        return False
+    return True
+
+
+class Replayed:
+    """The read stream the dispatcher reads: the frames read to choose the era, then the transport's stream, with
+    every message shown to the lane first (`lane.took`, unless the transport's bypass shows it them: `routes`);
+    what the lane answers, the dispatcher never sees. When the transport's stream ends (or this read is
+    cancelled), the lane's calls still running are ended first, while the write stream is open for their answers."""
+
+    def __init__(self, lead: list[Inbound], source: Any) -> None:
+        self._lead = lead
+        self._source = source
+        self.lane: ToolCallLane | None = None
+        self.routes = True
+
+    async def receive(self) -> Inbound:
+        if self._lead:
+            return self._lead.pop(0)
+        lane = self.lane
+        while True:
+            try:
+                item: Inbound = await self._source.receive()
+            except BaseException:  # EOF, the stream closed, or this read cancelled: the session is ending
+                if lane is not None:
+                    with anyio.CancelScope(shield=True):
+                        await lane.close()
+                raise
+            if lane is None or not self.routes or not lane.took(item):
+                return item
+
+    def __aiter__(self) -> Replayed:
+        return self
+
+    async def __anext__(self) -> Inbound:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._source.aclose()
+
+    async def __aenter__(self) -> Replayed:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+# A message's transport facts, as the SDK's default builder makes them (frozen: one of each serves every call).
+_DUPLEX = TransportContext(kind="jsonrpc", can_send_request=True)
+_NO_REQUESTS = TransportContext(kind="jsonrpc", can_send_request=False)
+
+
+class LaneContext:
+    """The dispatch context of one lane call (the SDK's `DispatchContext`): its back-channel is the dispatcher's,
+    for notifications, progress and server-to-client requests related to this request, until the call is done."""
+
+    def __init__(
+        self,
+        dispatcher: JSONRPCDispatcher[TransportContext],
+        request_id: types.RequestId,
+        metadata: MessageMetadata,
+        progress_token: types.ProgressToken | None,
+    ) -> None:
+        can_send = metadata.can_send_request if isinstance(metadata, ServerMessageMetadata) else True
+        self.transport = _DUPLEX if can_send else _NO_REQUESTS
+        self.cancelled = False  # the client sent notifications/cancelled for it
+        self._cancel_requested: anyio.Event | None = None  # made when asked for (anyio.Event() costs a call's 3%)
+        self._dispatcher = dispatcher
+        self._request_id = request_id
+        self._metadata = metadata
+        self._progress_token = progress_token
+        self._closed = False
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        """Set once the client cancels this request (the SDK's `DispatchContext.cancel_requested`)."""
+        if self._cancel_requested is None:
+            self._cancel_requested = anyio.Event()
+            if self.cancelled:
+                self._cancel_requested.set()
+        return self._cancel_requested
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self._cancel_requested is not None:
+            self._cancel_requested.set()
+
+    @property
+    def request_id(self) -> types.RequestId:
+        return self._request_id
+
+    @property
+    def message_metadata(self) -> MessageMetadata:
+        return self._metadata
+
+    @property
+    def can_send_request(self) -> bool:
+        return self.transport.can_send_request and not self._closed
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None) -> None:
+        if self._closed:
+            logger.debug("dropped %s: its call is done", method)
+            return
+        await self._dispatcher.notify(method, params, opts, _related_request_id=self._request_id)
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> dict[str, Any]:
+        if not self.can_send_request:
+            raise NoBackChannelError(method)
+        return await self._dispatcher.send_raw_request(method, params, opts, _related_request_id=self._request_id)
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        if self._progress_token is None:
+            return
+        params: dict[str, Any] = {"progressToken": self._progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.notify("notifications/progress", params)
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class LaneCall:
+    """One call in the lane: its context, the scope a cancellation by the client cancels, its task."""
+
+    __slots__ = ("context", "scope", "task")
+
+    def __init__(self, context: LaneContext) -> None:
+        self.context = context
+        self.scope = anyio.CancelScope()
+        self.task: asyncio.Task[None] | None = None
+
+
+class ToolCallLane:
+    """Handshake-era `tools/call` answered without the SDK's per-request stages (see the module docstring)."""
+
+    def __init__(
+        self,
+        server: Server[Any],
+        connection: Connection,
+        lifespan_state: Any,
+        dispatcher: JSONRPCDispatcher[TransportContext],
+        write_stream: Any,
+    ) -> None:
+        self._server = server
+        self._connection = connection
+        self._lifespan_state = lifespan_state
+        self._dispatcher = dispatcher
+        self._write_stream = write_stream
+        self._fast = next((m for m in server.middleware if isinstance(m, FastToolCalls)), None)
+        self._calls: dict[types.RequestId, LaneCall] = {}  # running, by correlated id (the SDK's: "7" is 7)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._off = False
+
+    def took(self, item: Inbound) -> bool:
+        """Whether the lane answers `item` (then nobody else may). A `notifications/cancelled` for a lane call
+        cancels it, and still goes on to the SDK, which also passes it to the server's notification handling."""
+        if not isinstance(item, SessionMessage):
+            return False
+        message = item.message
+        if type(message) is types.JSONRPCNotification:
+            if message.method == "notifications/cancelled":
+                self._cancelled(cancelled_request_id_from_params(message.params))
+            return False
+        if type(message) is not types.JSONRPCRequest:
+            return False
+        if message.method == "initialize" and self._connection.client_params is not None:
+            self._off = True  # initialized again: the version may change under calls read before the SDK sees it
+        if message.method != "tools/call" or self._off or not self._serves(message):
+            return False
+        self._start(message, item.metadata)
+        return True
+
+    def _serves(self, request: types.JSONRPCRequest) -> bool:
+        """Whether the SDK would run this tools/call exactly as the lane does: after `initialize`, at a version
+        whose result FastToolCalls writes, with FastToolCalls the only middleware, no cache hint, a handler."""
+        server, connection = self._server, self._connection
+        middleware = server.middleware
+        return (
+            connection.client_params is not None
+            and connection.protocol_version in FAST_RESULT_VERSIONS
+            and len(middleware) == 1
+            and middleware[0] is self._fast
+            and server.cache_hints.get("tools/call") is None
+            and not _has_modern_envelope(request.params)
+            and server.get_request_handler("tools/call") is not None
+        )
+
+    def _start(self, request: types.JSONRPCRequest, metadata: MessageMetadata) -> None:
+        context = LaneContext(self._dispatcher, request.id, metadata, progress_token_from_params(request.params))
+        call = LaneCall(context)
+        self._calls[coerce_request_id(request.id)] = call  # a reused id: the newest call is the one cancelled
+        call.task = task = asyncio.get_running_loop().create_task(self._answer(request, call))
+        self._tasks.add(task)  # it leaves the set itself as it ends (a done callback would cost a loop turn)
+
+    def _cancelled(self, request_id: types.RequestId | None) -> None:
+        call = self._calls.get(coerce_request_id(request_id)) if request_id is not None else None
+        if call is not None:
+            call.context.cancel()
+            call.scope.cancel()
+
+    async def close(self) -> None:
+        """End the calls still running (the session is over): each is answered CONNECTION_CLOSED."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    async def _answer(self, request: types.JSONRPCRequest, call: LaneCall) -> None:
+        """Run the call and write its answer, as the SDK's dispatcher does for a request (`_handle_request`)."""
+        try:
+            await self._answered(request, call)
+        finally:
+            if call.task is not None:
+                self._tasks.discard(call.task)
+
+    async def _answered(self, request: types.JSONRPCRequest, call: LaneCall) -> None:
+        context = call.context
+        answering = False
+        try:
+            with call.scope:
+                try:
+                    result = await self._result(request, context)
+                finally:
+                    context.close()
+                    self._forget(request.id, call)
+                if not context.cancelled:
+                    answering = True
+                    await self._write(types.JSONRPCResponse(jsonrpc="2.0", id=request.id, result=result))
+        except asyncio.CancelledError:  # the session ended under the call
+            if not answering and not context.cancelled:
+                closed = types.ErrorData(code=CONNECTION_CLOSED, message="Connection closed")
+                with anyio.move_on_after(SHUTDOWN_WRITE_TIMEOUT, shield=True):
+                    await self._write(types.JSONRPCError(jsonrpc="2.0", id=request.id, error=closed))
+            raise
+        except Exception as exc:
+            error = handler_exception_to_error_data(exc)
+            if error is None:  # as the SDK answers an exception it does not map (code 0, its text)
+                logger.exception("handler for %r raised", request.method)
+                error = types.ErrorData(code=0, message=str(exc))
+            if not context.cancelled:
+                answering = True
+                await self._write(types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error))
+        if not answering:  # the client cancelled it: no answer, and the transport frees its slot
+            await _settle_unanswered(context.message_metadata)
+
+    async def _result(self, request: types.JSONRPCRequest, context: LaneContext) -> dict[str, Any]:
+        """The request context the SDK's ServerRunner builds (`_make_context`), and the call answered in it."""
+        params = request.params
+        meta = _request_meta(params)
+        metadata = context.message_metadata
+        served = metadata if isinstance(metadata, ServerMessageMetadata) else ServerMessageMetadata()
+        version = self._connection.protocol_version
+        ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
+            session=ServerSession(context, self._connection, request_meta=meta),
+            lifespan_context=self._lifespan_state,
+            method=request.method,
+            params=params,
+            request_id=request.id,
+            meta=meta,
+            protocol_version=version,
+            request=served.request_context,
+            close_sse_stream=served.close_sse_stream,
+            close_standalone_sse_stream=served.close_standalone_sse_stream,
+        )
+        entry = self._server.get_request_handler(request.method)
+        return await answer_tool_call(entry, ctx, version)
+
+    def _forget(self, request_id: types.RequestId, call: LaneCall) -> None:
+        key = coerce_request_id(request_id)
+        if self._calls.get(key) is call:  # not a newer call that reused the id
+            del self._calls[key]
+
+    async def _write(self, message: types.JSONRPCMessage) -> None:
+        try:
+            await self._write_stream.send(SessionMessage(message))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.debug("dropped the answer to a tools/call: the write stream is closed")
+
+
+def _request_meta(params: Mapping[str, Any] | None) -> types.RequestParamsMeta | None:
+    """The request's `_meta` as the SDK reads it for the context: None when absent or malformed."""
+    if not params or "_meta" not in params:
+        return None
+    try:
+        return types.RequestParams.model_validate(params, by_name=False).meta
+    except ValidationError:
+        return None
+
+
+async def _settle_unanswered(metadata: MessageMetadata) -> None:
+    """The transport's hook for a request that settled with no answer (the SDK's `_settle_unanswered`)."""
+    if not isinstance(metadata, ServerMessageMetadata) or metadata.on_request_unanswered is None:
+        return
+    try:
+        await metadata.on_request_unanswered()
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        logger.debug("on_request_unanswered dropped: connection closing")
+    except Exception:
+        logger.exception("on_request_unanswered hook raised")
