@@ -384,6 +384,24 @@ async def test_with_other_middleware_the_sdk_answers(billing: GeneratedServer) -
     assert lane == sdk and wire.taken == 0
 
 
+async def test_on_an_sdk_without_the_lanes_hooks_the_sdk_answers(
+    billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed SDK has the dispatcher keyword the lane needs (so the lane is what serves, above); an SDK that
+    dropped it gets `server.run`, with the same bytes."""
+    session = billing.module("_session")
+    assert session.sdk_has_lane_hooks()
+    monkeypatch.setattr(session, "sdk_has_lane_hooks", lambda: False)
+
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, "2025-11-25")
+        await wire.send(call(1, "invoice.get", {"id": "inv-1"}))
+        return await wire.answer(1)
+
+    sdk, (lane, wire) = await both(billing, script)
+    assert lane == sdk and wire.taken == 0
+
+
 class Slow:
     """Handlers whose customer.get waits until released and records a cancellation; billing.remind reports
     progress, logs, and says whether it saw an identity (stdio has none); invoice.create pings the client first."""

@@ -24,6 +24,7 @@ bytes.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -73,7 +74,7 @@ async def serve_session(
     modern connection, served by `server.run` itself (it reads the first request again from the replay); anything
     else a handshake-era one, served here. Off asyncio (the lane's tasks are asyncio tasks) `server.run` serves."""
     opening, lead = await _opening_request(read_stream)
-    if opening is None or _opens_modern(opening) or not _on_asyncio():
+    if opening is None or _opens_modern(opening) or not _on_asyncio() or not sdk_has_lane_hooks():
         await server.run(Replayed(lead, read_stream), write_stream, options)
         return
     try:
@@ -148,6 +149,18 @@ def _has_modern_envelope(params: Mapping[str, Any] | None) -> bool:
     """Whether `params._meta` holds the 2026-07-28 protocol-version key (the SDK's own test of the envelope)."""
     meta = params.get("_meta") if params else None
     return meta is not None and isinstance(meta, Mapping) and PROTOCOL_VERSION_META_KEY in meta
+
+
+def sdk_has_lane_hooks() -> bool:
+    """Whether the installed SDK still has what the lane relies on beyond its documented surface: the dispatcher's
+    `_related_request_id` keyword (so a call's notifications and requests are tied to it, as the SDK ties them).
+    The lane is held byte for byte to the SDK's path on the SDK this runtime was built against
+    (tests/test_wire_fast_path.py); on an SDK that changed those, `server.run` serves, slower and certainly right."""
+    needed = "_related_request_id"
+    return all(
+        needed in inspect.signature(method).parameters
+        for method in (JSONRPCDispatcher.notify, JSONRPCDispatcher.send_raw_request)
+    )
 
 
 def _on_asyncio() -> bool:
