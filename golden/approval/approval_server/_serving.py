@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import ipaddress
 import logging
 import math
@@ -46,6 +47,7 @@ STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is u
 # The distribution whose `otel` extra holds the tracing SDK: the package's name with `-`, as fusiongen names it.
 _DISTRIBUTION = __name__.rpartition(".")[0].replace("_", "-")
 TRACE_FLUSH_TIMEOUT_MS = 5000  # at exit, how long the spans not yet exported may take to send
+HTTP_RESPONSE_MODES = ["sse", "json"]  # --http-response
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,6 +93,14 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="largest request accepted: an HTTP body (a larger one gets 413) or a stdio line (a longer one is "
         f"skipped with a warning on stderr) (default {DEFAULT_MAX_REQUEST_BODY_SIZE})",
+    )
+    parser.add_argument(
+        "--http-response",
+        choices=HTTP_RESPONSE_MODES,
+        default="sse",
+        help="HTTP: answer each request with an SSE stream (sse, default: it also carries the notifications a call "
+        "sends, such as tools/list_changed after a workflow step) or with one JSON body (json: less work per "
+        "call; a call's notifications are dropped and it cannot send the client requests)",
     )
     parser.add_argument(
         "--max-in-flight",
@@ -639,6 +649,15 @@ async def serve(
             tracing.stop()
 
 
+def event_loop_options(arguments: argparse.Namespace) -> dict[str, Any]:
+    """`anyio.run`'s backend options: with --http, uvloop when it is installed (the server's `fast` extra), whose
+    socket transports and scheduling cost less per request than the standard loop's; stdio keeps the standard
+    loop, which its transport (`_stdio.py`) is written for."""
+    if arguments.http and importlib.util.find_spec("uvloop") is not None:
+        return {"use_uvloop": True}
+    return {}
+
+
 def serving_middleware(server: Server[Any], *, traced: bool) -> None:
     """What runs around each request when serving: the runtime's tools/call fast path (FastToolCalls: results
     serialized once), innermost; the SDK's OpenTelemetry middleware only with --otel. Without a tracer provider
@@ -700,6 +719,7 @@ def http_app(
         max_sessions=arguments.max_sessions,
         session_idle_timeout=arguments.session_idle_timeout,
         max_request_body_size=arguments.max_request_body,
+        json_response=arguments.http_response == "json",
         auth=settings,
         token_verifier=verifier,
     )
