@@ -27,7 +27,7 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
-from ._auth import JWT_ALGORITHMS, JwtVerifier, StaticTokens
+from ._identity import JWT_ALGORITHMS
 from ._runtime import DEFAULT_STARTS_PER_MINUTE, USER_BLOCK_MODES, AuditLog, FastToolCalls, audit_to
 from ._stdio import stdio_is_pipes, stdio_streams
 
@@ -212,6 +212,8 @@ def token_verifier(
         if stray:
             parser.error(f"--{stray[0].replace('_', '-')} needs --auth jwt or --auth tokens")
         return None
+    from ._auth import JwtVerifier, StaticTokens  # only for --auth: a server without it never imports them
+
     if arguments.auth == "jwt":
         missing = [o for o in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(arguments, o)]
         if missing:
