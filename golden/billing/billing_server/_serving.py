@@ -771,9 +771,16 @@ async def serve_http(
     if notice is not None:
         print(notice, file=sys.stderr, flush=True)
     app = http_app(name, server, arguments, security, store, scopes)
-    # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own.
+    # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own. Its
+    # access log (INFO lines) only when --dependency-log-level would show them: otherwise each request would still
+    # build the log call that the level then drops.
     config = uvicorn.Config(
-        app, host=arguments.host, port=arguments.port, log_level=arguments.dependency_log_level, log_config=None
+        app,
+        host=arguments.host,
+        port=arguments.port,
+        log_level=arguments.dependency_log_level,
+        log_config=None,
+        access_log=arguments.dependency_log_level in ("debug", "info"),
     )
 
     class Uvicorn(uvicorn.Server):
