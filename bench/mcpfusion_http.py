@@ -324,11 +324,12 @@ async def one_round(server: ServerCommand, calls: int, warmup: int, concurrency:
         first = await open_session(port)
         size, content_type = check_first_result(server.name, await first.post(call_body(1)))
         await load(first, concurrency, warmup, 2)
-        cpu_before = cpu_seconds(process.pid)
+        cpu_before, client_before = cpu_seconds(process.pid), time.process_time()
         began = time.perf_counter()
         latencies, errors = await load(first, concurrency, calls, 2 + warmup)
         elapsed = time.perf_counter() - began
         cpu_us = (cpu_seconds(process.pid) - cpu_before) / calls * 1e6
+        client_us = (time.process_time() - client_before) / calls * 1e6
         await first.close()
     finally:
         process.terminate()  # only the server this round started, by its Popen handle
@@ -344,6 +345,7 @@ async def one_round(server: ServerCommand, calls: int, warmup: int, concurrency:
         "p50_us": latencies[len(latencies) // 2] / 1e3,
         "p99_us": latencies[int(len(latencies) * 0.99)] / 1e3,
         "cpu_us": cpu_us,
+        "client_cpu_us": client_us,
         "errors": errors,
         "bytes": size,
         "content_type": content_type,
@@ -364,7 +366,8 @@ def run_rounds(mode: str, rounds: int, calls: int, warmup: int, concurrency: int
                 print(
                     f"round {k + 1} {name:6s} {row['requests_per_s']:7.0f} req/s  p50 {row['p50_us']:7.0f} us  "
                     f"p99 {row['p99_us']:7.0f} us  server CPU {row['cpu_us']:5.0f} us/call  "
-                    f"{row['content_type']} {row['bytes']} B  errors {row['errors']}",
+                    f"client CPU {row['client_cpu_us']:4.0f} us/call  {row['content_type']} {row['bytes']} B  "
+                    f"errors {row['errors']}",
                     file=log,
                     flush=True,
                 )
