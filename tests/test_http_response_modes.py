@@ -7,6 +7,8 @@ stream, not on the call's response, so JSON bodies lose nothing this server send
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import httpx
 import mcp_types as types
 import pytest
 
+from fusiongen.runtime import _serving
 from tests.support.build import SPECS, build
 from tests.support.client import LEGACY, MODERN, connect
 from tests.support.processes import http_server
@@ -92,3 +95,10 @@ async def test_a_workflow_step_still_notifies_tools_list_changed(served: tuple[s
     assert not submitted.is_error
     assert changed() == 1
     assert before != after
+
+
+@pytest.mark.parametrize("http", [False, True])
+def test_uvloop_only_for_http_and_only_when_installed(http: bool) -> None:
+    options = _serving.event_loop_options(argparse.Namespace(http=http))
+    installed = importlib.util.find_spec("uvloop") is not None
+    assert options == ({"use_uvloop": True} if http and installed else {})
