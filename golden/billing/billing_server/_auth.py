@@ -41,7 +41,6 @@ if TYPE_CHECKING:  # PyJWT (and the cryptography it loads, ~50 ms) is imported o
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
-# Asymmetric signatures only: a JWKS publishes public keys, and an HMAC "signed" with one would be forgeable.
 JWT_LEEWAY = 30  # seconds of clock skew tolerated on exp and nbf
 JWKS_LIFESPAN = 300  # seconds a fetched JWKS is trusted before it is fetched again
 JWKS_TIMEOUT = 10  # seconds one JWKS fetch may take

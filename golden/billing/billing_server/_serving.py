@@ -98,9 +98,10 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         "--http-response",
         choices=HTTP_RESPONSE_MODES,
         default="sse",
-        help="HTTP: answer each request with an SSE stream (sse, default: it also carries the notifications a call "
-        "sends, such as tools/list_changed after a workflow step) or with one JSON body (json: less work per "
-        "call; a call's notifications are dropped and it cannot send the client requests)",
+        help="HTTP: answer each request with an SSE stream (sse, default: it also carries what a handler sends "
+        "during its call through ctx.session: progress, log messages, requests to the client) or with one JSON body "
+        "(json: about half the server CPU per call; those are then dropped). tools/list_changed goes on the "
+        "session's GET stream in both",
     )
     parser.add_argument(
         "--max-in-flight",
