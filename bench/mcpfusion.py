@@ -77,8 +77,10 @@ def missing() -> str | None:
 
 
 def harness_env() -> dict[str, str]:
-    """This checkout's fusiongen builds the generated server (PYTHONPATH), Node found as above."""
-    env = dict(os.environ)
+    """This checkout's fusiongen builds the generated server (PYTHONPATH), Node found as above. Without
+    PYTHONDONTWRITEBYTECODE (some shells set it): the generated package is then byte-compiled at its first start,
+    as `pip install` does for an installed server, instead of compiled again at every start-up measured."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PATH"] = node_path() or env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     return env

@@ -53,6 +53,12 @@ def _mcpfusion(settings: Settings) -> list[Row]:
     return bench_mcpfusion(settings)
 
 
+def _mcpfusion_http(settings: Settings) -> list[Row]:
+    from bench.mcpfusion_http import bench_mcpfusion_http
+
+    return bench_mcpfusion_http(settings)
+
+
 # (name, what it measures, function). Sections import lazily so --only skips the others' imports.
 SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
     ("toolcall", "in-process tools/call throughput: generated vs MCPServer vs bare Server", _toolcall),
@@ -60,6 +66,7 @@ SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
     ("presenters", "generated presenters vs run-time interpreters and a hand-written MCPServer tool", _presenters),
     ("gating", "per-call workflow gating: compiled table and Gate vs transitions / python-statemachine", _gating),
     ("mcpfusion", "side by side with MCP Fusion 5.0.7 (../shared/bench/mcpfusion): stdio and in-process", _mcpfusion),
+    ("mcpfusion_http", "side by side with MCP Fusion 5.0.7 over streamable HTTP: requests/s, latency", _mcpfusion_http),
 ]
 
 

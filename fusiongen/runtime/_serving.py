@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import ipaddress
 import logging
 import math
@@ -24,7 +25,7 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
-from ._auth import JWT_ALGORITHMS, JwtVerifier, StaticTokens
+from ._identity import JWT_ALGORITHMS
 from ._runtime import DEFAULT_STARTS_PER_MINUTE, USER_BLOCK_MODES, AuditLog, FastToolCalls, audit_to
 from ._session import serve_session
 from ._stdio import Bypass, stdio_is_pipes, stdio_streams
@@ -45,6 +46,7 @@ STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is u
 # The distribution whose `otel` extra holds the tracing SDK: the package's name with `-`, as fusiongen names it.
 _DISTRIBUTION = __name__.rpartition(".")[0].replace("_", "-")
 TRACE_FLUSH_TIMEOUT_MS = 5000  # at exit, how long the spans not yet exported may take to send
+HTTP_RESPONSE_MODES = ["sse", "json"]  # --http-response
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +92,15 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="largest request accepted: an HTTP body (a larger one gets 413) or a stdio line (a longer one is "
         f"skipped with a warning on stderr) (default {DEFAULT_MAX_REQUEST_BODY_SIZE})",
+    )
+    parser.add_argument(
+        "--http-response",
+        choices=HTTP_RESPONSE_MODES,
+        default="sse",
+        help="HTTP: answer each request with an SSE stream (sse, default: it also carries what a handler sends "
+        "during its call through ctx.session: progress, log messages, requests to the client) or with one JSON body "
+        "(json: about half the server CPU per call; those are then dropped). tools/list_changed goes on the "
+        "session's GET stream in both",
     )
     parser.add_argument(
         "--max-in-flight",
@@ -201,6 +212,8 @@ def token_verifier(
         if stray:
             parser.error(f"--{stray[0].replace('_', '-')} needs --auth jwt or --auth tokens")
         return None
+    from ._auth import JwtVerifier, StaticTokens  # only for --auth: a server without it never imports them
+
     if arguments.auth == "jwt":
         missing = [o for o in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(arguments, o)]
         if missing:
@@ -639,6 +652,15 @@ async def serve(
             tracing.stop()
 
 
+def event_loop_options(arguments: argparse.Namespace) -> dict[str, Any]:
+    """`anyio.run`'s backend options: with --http, uvloop when it is installed (the server's `fast` extra), whose
+    socket transports and scheduling cost less per request than the standard loop's; stdio keeps the standard
+    loop, which its transport (`_stdio.py`) is written for."""
+    if arguments.http and importlib.util.find_spec("uvloop") is not None:
+        return {"use_uvloop": True}
+    return {}
+
+
 def serving_middleware(server: Server[Any], *, traced: bool) -> None:
     """What runs around each request when serving: the runtime's tools/call fast path (FastToolCalls: results
     serialized once), innermost; the SDK's OpenTelemetry middleware only with --otel. Without a tracer provider
@@ -700,6 +722,7 @@ def http_app(
         max_sessions=arguments.max_sessions,
         session_idle_timeout=arguments.session_idle_timeout,
         max_request_body_size=arguments.max_request_body,
+        json_response=arguments.http_response == "json",
         auth=settings,
         token_verifier=verifier,
     )
@@ -749,9 +772,16 @@ async def serve_http(
     if notice is not None:
         print(notice, file=sys.stderr, flush=True)
     app = http_app(name, server, arguments, security, store, scopes)
-    # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own.
+    # log_config=None: uvicorn's loggers go through the redacting root handler, not handlers of its own. Its
+    # access log (INFO lines) only when --dependency-log-level would show them: otherwise each request would still
+    # build the log call that the level then drops.
     config = uvicorn.Config(
-        app, host=arguments.host, port=arguments.port, log_level=arguments.dependency_log_level, log_config=None
+        app,
+        host=arguments.host,
+        port=arguments.port,
+        log_level=arguments.dependency_log_level,
+        log_config=None,
+        access_log=arguments.dependency_log_level in ("debug", "info"),
     )
 
     class Uvicorn(uvicorn.Server):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ import mcp_types as types
 from mcp.server.auth.provider import AccessToken
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ._identity import IdentifiedToken, Identity, identity_of
+from ._identity import JWT_ALGORITHMS, IdentifiedToken, Identity, identity_of
 from ._runtime import tool_error
 
 if TYPE_CHECKING:  # PyJWT (and the cryptography it loads, ~50 ms) is imported only by --auth jwt
@@ -42,8 +41,6 @@ if TYPE_CHECKING:  # PyJWT (and the cryptography it loads, ~50 ms) is imported o
 
 logger = logging.getLogger(__name__.rpartition(".")[0])
 
-# Asymmetric signatures only: a JWKS publishes public keys, and an HMAC "signed" with one would be forgeable.
-JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 JWT_LEEWAY = 30  # seconds of clock skew tolerated on exp and nbf
 JWKS_LIFESPAN = 300  # seconds a fetched JWKS is trusted before it is fetched again
 JWKS_TIMEOUT = 10  # seconds one JWKS fetch may take
@@ -231,6 +228,8 @@ class StaticTokens:
     @classmethod
     def load(cls, path: str | Path, *, tenants: bool = False) -> StaticTokens:
         """Read and check the file; ValueError (naming the entry) for anything that is not as documented."""
+        import tomllib  # only --auth tokens reads TOML: not imported at every start
+
         with open(path, "rb") as file:
             document = tomllib.load(file)
         unknown = set(document) - {"token"}

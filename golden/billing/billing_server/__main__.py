@@ -17,6 +17,7 @@ from ._serving import (
     add_presenter_arguments,
     add_server_arguments,
     add_store_arguments,
+    event_loop_options,
     serve,
     serving_logging,
     token_verifier,
@@ -74,7 +75,7 @@ async def run(arguments: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     configure_logging(arguments)
-    anyio.run(run, arguments)
+    anyio.run(run, arguments, backend_options=event_loop_options(arguments))
 
 
 if __name__ == "__main__":

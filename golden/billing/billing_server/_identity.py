@@ -16,6 +16,11 @@ from typing import Any, TypeVar
 from mcp.server.auth.provider import AccessToken
 from pydantic import Field
 
+# The signature algorithms `--auth jwt` accepts. Asymmetric only: a JWKS publishes public keys, and an HMAC
+# "signed" with one would be forgeable. Here rather than in `_auth`, which verifies them: the option parser lists
+# them at every start, and a server without --auth never needs the verifiers (nor tomllib, PyJWT).
+JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+
 
 @dataclass(frozen=True, slots=True)
 class Identity:

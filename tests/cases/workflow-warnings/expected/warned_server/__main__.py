@@ -13,7 +13,15 @@ from collections.abc import Sequence
 
 import anyio
 
-from ._serving import add_server_arguments, add_store_arguments, serve, serving_logging, token_verifier, watch_store
+from ._serving import (
+    add_server_arguments,
+    add_store_arguments,
+    event_loop_options,
+    serve,
+    serving_logging,
+    token_verifier,
+    watch_store,
+)
 from ._surface import add_exposure_arguments
 from .server import DISTRIBUTION, HANDLERS_MODULE, NAME, create_server
 from .state_store import open_store
@@ -64,7 +72,7 @@ async def run(arguments: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     configure_logging(arguments)
-    anyio.run(run, arguments)
+    anyio.run(run, arguments, backend_options=event_loop_options(arguments))
 
 
 if __name__ == "__main__":
