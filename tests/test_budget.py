@@ -12,10 +12,12 @@ import anyio
 import pytest
 
 from fusiongen.api import validate
+from fusiongen.codegen import result_budget
 from fusiongen.codegen.budget import tokens, tool_budgets
 from fusiongen.codegen.result_budget import result_budgets, worst_result
 from fusiongen.diagnostics import SpecError
 from fusiongen.ir import ServerIR
+from fusiongen.runtime import _expressions
 from tests.support.build import FIXTURES, SPECS, built_server
 from tests.support.client import LEGACY, MODERN, connect
 from tests.support.processes import run
@@ -257,3 +259,13 @@ def validate_text(text: str) -> ServerIR:
         spec = Path(folder) / "spec.toml"
         spec.write_text(text, encoding="utf-8")
         return validate(spec)[1]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, True, False, 0, -7, 12.5, 1e16, 2.0, 1 / 3, float("nan"), "naïve", [1, 2.5, "x"], {"a": "é", "b": [1]}],
+)
+def test_the_budget_writes_a_value_as_the_runtime_writes_it(value: object) -> None:
+    """The witness sizes a placeholder with its own copy of the runtime's formatting (the generator may not import
+    the runtime): the two must agree, or the bound measures some other text."""
+    assert result_budget._fmt(value) == _expressions._x_fmt(value)
