@@ -754,6 +754,21 @@ def replace_metadata_routes(
     app.router.routes[:] = [*routes, bare, *kept]
 
 
+class HeaderValuesTrimmed:
+    """An ASGI wrapper that removes the optional whitespace around each request header value, as RFC 9110 §5.5
+    says a field value is parsed. uvicorn's h11 parser does it; its httptools parser (the `fast` extra) hands
+    `Mcp-Name:  invoice.get ` on as is, and the SDK's header check would then refuse a valid request (the
+    conformance suite's SEP-2243 whitespace check)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope = dict(scope, headers=[(key, value.strip(b" \t")) for key, value in scope["headers"]])
+        await self.app(scope, receive, send)
+
+
 async def serve_http(
     name: str,
     server: Server[Any],
@@ -776,7 +791,7 @@ async def serve_http(
     # access log (INFO lines) only when --dependency-log-level would show them: otherwise each request would still
     # build the log call that the level then drops.
     config = uvicorn.Config(
-        app,
+        HeaderValuesTrimmed(app),
         host=arguments.host,
         port=arguments.port,
         log_level=arguments.dependency_log_level,
