@@ -80,8 +80,8 @@ async def test_an_admin_sees_the_admin_presenter(server: str, issuer: Issuer, mo
     assert set(data_of(result)) == ADMIN_FIELDS
     assert data_of(result)["created_at"].startswith("2026-09-01")
     rules = result.structured_content["rules"]
-    # rules_when "'admin' in ctx.roles", its text reading ctx.subject
-    assert "You are serving ada, an administrator: amounts and dates may be discussed and changed." in rules
+    # rules_when "'admin' in ctx.roles" (a text reading ctx.subject: the audiences case, below)
+    assert "You are serving an administrator: amounts and dates may be discussed and changed." in rules
     assert "Never quote amounts to customers." not in rules
 
 

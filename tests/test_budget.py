@@ -18,7 +18,7 @@ from fusiongen.codegen.result_budget import result_budgets, worst_result
 from fusiongen.diagnostics import SpecError
 from fusiongen.ir import ServerIR
 from fusiongen.runtime import _expressions
-from tests.support.build import FIXTURES, SPECS, built_server
+from tests.support.build import FIXTURES, ROOT, SPECS, built_server
 from tests.support.client import LEGACY, MODERN, connect
 from tests.support.processes import run
 
@@ -80,8 +80,23 @@ def test_max_list_tokens_turns_an_excess_into_fg182(tmp_path: Path) -> None:
         "budget",
     ]
     row = next(line.split() for line in lines if line.startswith(largest.tool + " "))
-    assert row == [largest.tool, str(largest.list_bytes), str(largest.list_tokens), "unbounded", "unbounded"]
+    worst = next(b for b in result_budgets(ir) if b.tool == largest.tool)
+    assert worst.result_bytes is not None  # billing bounds its invoices: the row shows their worst case
+    sizes = [str(worst.result_bytes), str(worst.result_tokens)]
+    assert row == [largest.tool, str(largest.list_bytes), str(largest.list_tokens), *sizes]
     assert lines[1 + len(tool_budgets(ir))].split()[0] == "total"
+
+
+def test_the_manual_quotes_the_reference_examples_table(tmp_path: Path) -> None:
+    """docs/spec.md §4.1 shows billing's `--budget` table: it is the one the build prints, so it cannot drift."""
+    manual = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
+    section = manual[manual.index("**The reference example.**") :]
+    quoted = section[section.index("```text\n") + len("```text\n") : section.index("```\n", 1)]
+    shutil.copy(SPECS / "billing_handlers.py", tmp_path / "billing_handlers.py")
+    shutil.copy(BILLING, tmp_path / "billing.toml")
+    table = run("build", "billing.toml", "-o", "out", "--budget", cwd=tmp_path)
+    assert table.code == 0, table.stderr
+    assert "result bytes" in quoted and table.stdout == quoted
 
 
 def test_tokens_round_up() -> None:

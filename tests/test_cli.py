@@ -57,9 +57,10 @@ def project(
 def invalid(spec: Path) -> int:
     """Break the spec with an unknown field type; returns the line of the mistake."""
     text = spec.read_text(encoding="utf-8")
-    assert text.count('sku = "string"\n') == 1
-    spec.write_text(text.replace('sku = "string"\n', 'sku = "strng"\n'), encoding="utf-8")
-    return text[: text.index('sku = "string"')].count("\n") + 1
+    sku = 'sku = { type = "string", max_length = 32 }\n'
+    assert text.count(sku) == 1
+    spec.write_text(text.replace(sku, sku.replace('"string"', '"strng"')), encoding="utf-8")
+    return text[: text.index(sku)].count("\n") + 1
 
 
 def rename_package(spec: Path, package: str) -> None:

@@ -22,6 +22,7 @@ from ._runtime import (
     in_enum,
     in_integer,
     in_string,
+    in_text,
     missing,
 )
 
@@ -161,7 +162,15 @@ def parse_invoice_create(arguments: Mapping[str, Any]) -> InvoiceCreateInput:
         check_keys(arguments, _INVOICE_CREATE_KEYS, _INVOICE_CREATE_GUARDED_INPUTS, "", errors)
     value = arguments.get("customer_id", MISSING)
     customer_id_ = (
-        missing(errors, "customer_id", "a string") if value is MISSING else in_string(value, "customer_id", errors)
+        missing(errors, "customer_id", "a string of at most 32 characters")
+        if value is MISSING
+        else in_text(
+            in_string(value, "customer_id", errors),
+            "customer_id",
+            errors,
+            "a string of at most 32 characters",
+            max_length=32,
+        )
     )
     value = arguments.get("amount_cents", MISSING)
     amount_cents_ = (

@@ -285,11 +285,7 @@ def item_notes_invoice_admin(data: dict[str, Any], notes: Notes) -> None:
     notes.descriptions.extend(_INVOICE_ADMIN_DESCRIPTION_RULES)
     notes.rules.append("CRITICAL: amount_cents is in CENTS. Divide by 100.")
     if _x_in("admin", caller_value("roles")):
-        notes.conditional.append(
-            "You are serving "
-            + _x_fmt(caller_value("subject"))
-            + ", an administrator: amounts and dates may be discussed and changed."
-        )
+        notes.conditional.append("You are serving an administrator: amounts and dates may be discussed and changed.")
     child = data.get("customer")
     if child is not None:
         item_notes_customer(child, notes)

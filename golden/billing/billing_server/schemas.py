@@ -24,7 +24,7 @@ INVOICE_LIST_INPUT: Final[dict[str, Any]] = {
 INVOICE_CREATE_INPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "customer_id": {"type": "string"},
+        "customer_id": {"type": "string", "maxLength": 32},
         "amount_cents": {"type": "integer", "description": "CENTS, divide by 100"},
         "due_date": {"type": "string", "format": "date"},
     },
