@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -202,6 +203,10 @@ class Generated:
         self.package = importlib.import_module("perfbill_server")
         self.presenters = importlib.import_module("perfbill_server.presenters")
         self.handlers = importlib.import_module("invoice_handlers")
+        # Logging as the served program sets it by default (--log-level warning): otherwise the call log line
+        # of every call goes to whatever handler an earlier bench section left on the root (rich's, at INFO).
+        for name in ("perfbill_server", "invoice_handlers"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         server = self.package.create_server()
         self.entry = server.get_request_handler("tools/call")
         raw = {"name": "invoice.get", "arguments": {"id": "I1"}}
