@@ -10,11 +10,12 @@ session named by `Mcp-Session-Id`), both in the same response mode:
 * `json` (default): each POST answered with one `application/json` body. The fastest mode each side offers: no
   SSE framing, no stream task per request. MCP Fusion's `startServer({transport: 'http'})` cannot be asked for
   it, so that side is the same registry on the TS SDK's `NodeStreamableHTTPServerTransport` with
-  `enableJsonResponse` (what `startServer` builds, plus that flag); ours is `--http-response json`, which is also
-  what ours serves by default for these handlers (`auto`: none of `invoice_handlers.py` takes `ctx`; the row's
-  note says how the default resolved, asked of the built server).
+  `enableJsonResponse` (what `startServer` builds, plus that flag); ours is `--http-response json`.
 * `sse`: each POST answered with an SSE stream: MCP Fusion's own `startServer` HTTP server, and ours with
-  `--http-response sse` (what its default gives as soon as a handler takes `ctx`).
+  `--http-response sse`. That is also what ours serves by default for the harness's handlers: `auto` picks
+  JSON only when no handler takes `ctx`, and `invoice_handlers.py` declares `async def invoice_get(args,
+  ctx=None)`, which gets it (docs/spec.md §6.5). Each row's note says how the default resolved, asked of the
+  built server rather than assumed.
 
 The client (the same code for both): raw HTTP/1.1 over asyncio on 127.0.0.1, keep-alive, no HTTP library in the
 timed loop. One `initialize` + `notifications/initialized`, one checked `tools/call` (PII must be redacted), a
