@@ -11,7 +11,11 @@ session named by `Mcp-Session-Id`), both in the same response mode:
   SSE framing, no stream task per request. MCP Fusion's `startServer({transport: 'http'})` cannot be asked for
   it, so that side is the same registry on the TS SDK's `NodeStreamableHTTPServerTransport` with
   `enableJsonResponse` (what `startServer` builds, plus that flag); ours is `--http-response json`.
-* `sse`: each POST answered with an SSE stream: MCP Fusion's own `startServer` HTTP server, and ours by default.
+* `sse`: each POST answered with an SSE stream: MCP Fusion's own `startServer` HTTP server, and ours with
+  `--http-response sse`. That is also what ours serves by default for the harness's handlers: `auto` picks
+  JSON only when no handler takes `ctx`, and `invoice_handlers.py` declares `async def invoice_get(args,
+  ctx=None)`, which gets it (docs/spec.md §6.5). Each row's note says how the default resolved, asked of the
+  built server rather than assumed.
 
 The client (the same code for both): raw HTTP/1.1 over asyncio on 127.0.0.1, keep-alive, no HTTP library in the
 timed loop. One `initialize` + `notifications/initialized`, one checked `tools/call` (PII must be redacted), a
@@ -83,6 +87,18 @@ def build_generated(work: Path) -> Path:
     return out
 
 
+def default_response_mode(out: Path, env: dict[str, str]) -> str:
+    """How the built server's default `--http-response auto` resolves for the harness's handlers, as its start-up
+    line says it (`_serving.response_mode`), asked of the server itself rather than assumed."""
+    code = (
+        "from perfbill_server._serving import response_mode\n"
+        "from perfbill_server.server import create_server\n"
+        "print(response_mode(create_server(), 'auto'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=out, env=env, check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -103,9 +119,7 @@ def commands(mode: str, work: Path, env: dict[str, str]) -> dict[str, ServerComm
     out = build_generated(work)
     gen_env = {**env, "PYTHONPATH": os.pathsep.join([str(out), str(work)])}
     gen_env.pop("PYTHONDONTWRITEBYTECODE", None)
-    gen = [sys.executable, "-m", "perfbill_server", "--http", "--host", "127.0.0.1"]
-    if mode == "json":
-        gen += ["--http-response", "json"]
+    gen = [sys.executable, "-m", "perfbill_server", "--http", "--host", "127.0.0.1", "--http-response", mode]
     return {
         "gen": ServerCommand("gen", [*gen, "--port"], out, gen_env),
         "fusion": ServerCommand("fusion", ["node", str(fusion_js), mode], NM, env),
@@ -356,12 +370,14 @@ def run_rounds(mode: str, rounds: int, calls: int, warmup: int, concurrency: int
     env = harness_env()
     with tempfile.TemporaryDirectory(prefix="fusiongen-bench-http-") as work:
         servers = commands(mode, Path(work), env)
+        default = default_response_mode(servers["gen"].cwd, servers["gen"].env)
         rows = []
         for k in range(rounds):
             order = ["gen", "fusion"] if k % 2 == 0 else ["fusion", "gen"]
             for name in order:
                 row = asyncio.run(one_round(servers[name], calls, warmup, concurrency))
                 row["round"] = k + 1
+                row["gen_default"] = default
                 rows.append(row)
                 print(
                     f"round {k + 1} {name:6s} {row['requests_per_s']:7.0f} req/s  p50 {row['p50_us']:7.0f} us  "
@@ -416,9 +432,12 @@ def mode_rows(mode: str, label: str, figures: list[dict[str, Any]], rounds: int,
         ratio,
         *at_least(ratio, 1.0),
     )
-    sides = "ours --http-response json, MCP Fusion's registry on the TS SDK transport with enableJsonResponse"
+    default = figures[0]["gen_default"] if figures else "unknown"
+    sides = f"ours --http-response {mode} (ours by default: {default}), "
     if mode == "sse":
-        sides = "ours by default, MCP Fusion's own startServer({transport: 'http'})"
+        sides += "MCP Fusion's own startServer({transport: 'http'})"
+    else:
+        sides += "MCP Fusion's registry on the TS SDK transport with enableJsonResponse"
     types = ", ".join(sorted({f"{r['server']} {r['content_type']} {r['bytes']} B" for r in figures}))
     first.notes.append(
         f"bench/mcpfusion_http.py: {rounds} interleaved rounds of {calls} tools/call on {CONCURRENCY} connections of "

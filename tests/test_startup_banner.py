@@ -38,4 +38,7 @@ def test_http_says_where(built: Path, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     with http_server(built, log=log) as url:
         first = log.read_text().splitlines()[0]
-    assert first == f"billing: serving MCP over streamable HTTP at {url} (probes: /healthz, /readyz)"
+    assert first == (
+        f"billing: serving MCP over streamable HTTP at {url} (probes: /healthz, /readyz); "
+        "responses: SSE streams (--http-response auto: a handler takes ctx)"
+    )

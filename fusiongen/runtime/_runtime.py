@@ -29,6 +29,7 @@ from typing import Any, Final, TextIO
 
 import anyio
 import mcp_types as types
+from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import methods as wire_methods
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
@@ -1081,14 +1082,45 @@ def bind_handler(module: ModuleType, name: str, tool: str) -> Handler:
     function = getattr(module, name, None)
     if not callable(function):
         raise RuntimeError(f'handler module "{module.__name__}" has no function "{name}" for tool "{tool}"')
-    takes_ctx = _positional_parameters(function) >= 2
-    if takes_ctx and inspect.iscoroutinefunction(function):
+    ctx_wanted = takes_ctx(function)
+    if ctx_wanted and inspect.iscoroutinefunction(function):
         return function  # type: ignore[no-any-return]
 
     async def call(args: Any, ctx: Any) -> object:
-        return await settle(function(args, ctx) if takes_ctx else function(args))
+        return await settle(function(args, ctx) if ctx_wanted else function(args))
 
     return call
+
+
+def takes_ctx(function: Callable[..., object]) -> bool:
+    """Whether bind_handler passes the handler its `ctx`: only such a handler can send anything during its call
+    (progress, log messages, requests to the client)."""
+    return _positional_parameters(function) >= 2
+
+
+class Handlers:
+    """The handler module's functions, each bound once at start-up (bind_handler), and the tools and resources
+    whose handler takes `ctx`: whether there is any decides how `--http-response auto` answers (HandlerServer)."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+        self.taking_ctx: list[str] = []
+
+    def bind(self, name: str, tool: str) -> Handler:
+        """`bind_handler(module, name, tool)`, noting whether the handler takes `ctx`."""
+        handler = bind_handler(self.module, name, tool)
+        if takes_ctx(getattr(self.module, name)):
+            self.taking_ctx.append(tool)
+        return handler
+
+
+class HandlerServer(Server[Any]):
+    """The SDK's low-level Server, knowing one thing more: whether any of its handlers takes `ctx`
+    (`Handlers.taking_ctx`). If none does, nothing is ever sent during a call but its result, so HTTP with
+    `--http-response auto` answers each request with one JSON body, which costs about half the server CPU of an
+    SSE stream (_serving.json_responses)."""
+
+    handlers_take_ctx: bool = True  # until create_server says otherwise: SSE streams drop nothing
 
 
 _PLAIN_DATA: Final = frozenset({dict, list, tuple, str, int, float, bool, type(None)})

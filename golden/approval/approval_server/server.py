@@ -22,8 +22,9 @@ from . import inputs, presenters, schemas
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
     DEFAULT_STARTS_PER_MINUTE,
+    Handlers,
+    HandlerServer,
     Route,
-    bind_handler,
     import_handlers,
     logged_call,
     run_tool,
@@ -166,7 +167,7 @@ WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-class _Server(Server[Any]):
+class _Server(HandlerServer):
     """Advertises tools.listChanged on every transport (the HTTP session manager asks with no options)."""
 
     def create_initialization_options(
@@ -196,6 +197,7 @@ def create_server(
     one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     store = (
         open_store(state_store, namespace=NAME, distribution=DISTRIBUTION)
         if isinstance(state_store, str)
@@ -208,7 +210,7 @@ def create_server(
             "expense.create",
             inputs.parse_expense_create,
             presenters.present_expense,
-            bind_handler(module, "expense_create", "expense.create"),
+            functions.bind("expense_create", "expense.create"),
             tool_names=TOOL_NAMES,
         ),
         "expense.submit": partial(
@@ -216,7 +218,7 @@ def create_server(
             "expense.submit",
             inputs.parse_expense_submit,
             None,
-            bind_handler(module, "expense_submit", "expense.submit"),
+            functions.bind("expense_submit", "expense.submit"),
             tool_names=TOOL_NAMES,
         ),
         "expense.approve": partial(
@@ -224,7 +226,7 @@ def create_server(
             "expense.approve",
             inputs.parse_expense_approve,
             None,
-            bind_handler(module, "expense_approve", "expense.approve"),
+            functions.bind("expense_approve", "expense.approve"),
             tool_names=TOOL_NAMES,
         ),
         "expense.reject": partial(
@@ -232,7 +234,7 @@ def create_server(
             "expense.reject",
             inputs.parse_expense_reject,
             None,
-            bind_handler(module, "expense_reject", "expense.reject"),
+            functions.bind("expense_reject", "expense.reject"),
             tool_names=TOOL_NAMES,
         ),
         "expense.revise": partial(
@@ -240,7 +242,7 @@ def create_server(
             "expense.revise",
             inputs.parse_expense_revise,
             None,
-            bind_handler(module, "expense_revise", "expense.revise"),
+            functions.bind("expense_revise", "expense.revise"),
             tool_names=TOOL_NAMES,
         ),
         "expense.pay": partial(
@@ -248,7 +250,7 @@ def create_server(
             "expense.pay",
             inputs.parse_expense_pay,
             None,
-            bind_handler(module, "expense_pay", "expense.pay"),
+            functions.bind("expense_pay", "expense.pay"),
             tool_names=TOOL_NAMES,
         ),
         "expense.start": partial(gate.start, MACHINES["expense"]),
@@ -280,10 +282,12 @@ def create_server(
             return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow, ctx=ctx)
         return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow, ctx=ctx)
 
-    return _Server(
+    server = _Server(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

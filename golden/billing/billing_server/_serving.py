@@ -28,7 +28,14 @@ from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
 from ._identity import JWT_ALGORITHMS
-from ._runtime import DEFAULT_STARTS_PER_MINUTE, USER_BLOCK_MODES, AuditLog, FastToolCalls, audit_to
+from ._runtime import (
+    DEFAULT_STARTS_PER_MINUTE,
+    USER_BLOCK_MODES,
+    AuditLog,
+    FastToolCalls,
+    HandlerServer,
+    audit_to,
+)
 from ._session import serve_session
 from ._stdio import Bypass, stdio_is_pipes, stdio_streams
 
@@ -48,7 +55,7 @@ STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is u
 # The distribution whose `otel` extra holds the tracing SDK: the package's name with `-`, as fusiongen names it.
 _DISTRIBUTION = __name__.rpartition(".")[0].replace("_", "-")
 TRACE_FLUSH_TIMEOUT_MS = 5000  # at exit, how long the spans not yet exported may take to send
-HTTP_RESPONSE_MODES = ["sse", "json"]  # --http-response
+HTTP_RESPONSE_MODES = ["auto", "sse", "json"]  # --http-response
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,11 +105,12 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--http-response",
         choices=HTTP_RESPONSE_MODES,
-        default="sse",
-        help="HTTP: answer each request with an SSE stream (sse, default: it also carries what a handler sends "
-        "during its call through ctx.session: progress, log messages, requests to the client) or with one JSON body "
-        "(json: about half the server CPU per call; those are then dropped). tools/list_changed goes on the "
-        "session's GET stream in both",
+        default="auto",
+        help="HTTP: answer each request with an SSE stream (sse: it also carries what a handler sends during its "
+        "call through ctx.session: progress, log messages, requests to the client) or with one JSON body (json: "
+        "about half the server CPU per call; those are then dropped). auto (default): json when no handler takes "
+        "ctx (none can send anything during its call), else sse. tools/list_changed goes on the session's GET "
+        "stream in all",
     )
     parser.add_argument(
         "--max-in-flight",
@@ -378,13 +386,36 @@ def transport_security(arguments: argparse.Namespace) -> TransportSecuritySettin
     )
 
 
-def serving_banner(name: str, arguments: argparse.Namespace) -> str:
-    """The one line every server writes to stderr as it starts: what it serves, how and where. stderr, because
-    stdout carries the protocol on stdio; MCP hosts show a server's stderr in their logs."""
+def serving_banner(name: str, arguments: argparse.Namespace, server: Server[Any] | None = None) -> str:
+    """The one line every server writes to stderr as it starts: what it serves, how and where (over HTTP, in
+    which responses, as `--http-response` resolves for `server`). stderr, because stdout carries the protocol on
+    stdio; MCP hosts show a server's stderr in their logs."""
     if not arguments.http:
         return f"{name}: serving MCP over stdio (JSON-RPC on stdin/stdout; logs on stderr)"
     host = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
-    return f"{name}: serving MCP over streamable HTTP at http://{host}:{arguments.port}/mcp (probes: /healthz, /readyz)"
+    return (
+        f"{name}: serving MCP over streamable HTTP at http://{host}:{arguments.port}/mcp (probes: /healthz, "
+        f"/readyz); responses: {response_mode(server, arguments.http_response)}"
+    )
+
+
+def json_responses(server: Server[Any] | None, mode: str) -> bool:
+    """Whether HTTP answers each request with one JSON body rather than an SSE stream (the SDK's `json_response`).
+    `--http-response auto` (the default) picks JSON when no handler takes `ctx`: then nothing is sent during a
+    call but its result, and a JSON body costs about half the server CPU per call. A server that does not say
+    (not a HandlerServer) gets SSE, which drops nothing."""
+    if mode == "auto":
+        return isinstance(server, HandlerServer) and not server.handlers_take_ctx
+    return mode == "json"
+
+
+def response_mode(server: Server[Any] | None, mode: str) -> str:
+    """How `--http-response` resolved, for the banner: `json`/`sse`, and why when it was `auto`."""
+    resolved = "JSON bodies" if json_responses(server, mode) else "SSE streams"
+    if mode != "auto":
+        return f"{resolved} (--http-response {mode})"
+    because = "no handler takes ctx" if resolved == "JSON bodies" else "a handler takes ctx"
+    return f"{resolved} (--http-response auto: {because})"
 
 
 def exposure_notice(name: str, arguments: argparse.Namespace, security: TransportSecuritySettings) -> str | None:
@@ -640,7 +671,7 @@ async def serve(
     tracing = start_tracing(name) if arguments.otel else None
     audit_to(getattr(arguments, "audit_log", None))
     serving_middleware(server, traced=tracing is not None)
-    print(serving_banner(name, arguments), file=sys.stderr, flush=True)
+    print(serving_banner(name, arguments, server), file=sys.stderr, flush=True)
     try:
         if arguments.http:
             await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None, scopes)
@@ -724,7 +755,7 @@ def http_app(
         max_sessions=arguments.max_sessions,
         session_idle_timeout=arguments.session_idle_timeout,
         max_request_body_size=arguments.max_request_body,
-        json_response=arguments.http_response == "json",
+        json_response=json_responses(server, arguments.http_response),
         auth=settings,
         token_verifier=verifier,
     )

@@ -23,8 +23,9 @@ from ._auth import Requirement, refused, shortfall, visible_tools
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
     DEFAULT_STARTS_PER_MINUTE,
+    Handlers,
+    HandlerServer,
     Route,
-    bind_handler,
     by_role,
     import_handlers,
     logged_call,
@@ -246,7 +247,7 @@ PROMPTS: Final[list[PromptRoute]] = [
 RESOURCE_COMPLETIONS: Final[dict[str, dict[str, tuple[str, ...]]]] = {}
 
 
-class _Server(Server[Any]):
+class _Server(HandlerServer):
     """Advertises tools.listChanged on every transport (the HTTP session manager asks with no options)."""
 
     def create_initialization_options(
@@ -279,6 +280,7 @@ def create_server(
     audience = "user" blocks are sent.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     store = (
         open_store(state_store, namespace=NAME, distribution=DISTRIBUTION)
         if isinstance(state_store, str)
@@ -298,7 +300,7 @@ def create_server(
                     ("support", presenters.present_invoice_support),
                 ),
             ),
-            bind_handler(module, "get_invoice", "invoice.get"),
+            functions.bind("get_invoice", "invoice.get"),
             errors=frozenset({"NOT_FOUND"}),
             tool_names=TOOL_NAMES,
         ),
@@ -307,7 +309,7 @@ def create_server(
             "invoice.list",
             inputs.parse_invoice_list,
             presenters.present_invoice_many,
-            bind_handler(module, "list_invoices", "invoice.list"),
+            functions.bind("list_invoices", "invoice.list"),
             tool_names=TOOL_NAMES,
         ),
         "invoice.create": partial(
@@ -315,7 +317,7 @@ def create_server(
             "invoice.create",
             inputs.parse_invoice_create,
             partial(presenters.present_invoice, user=user),
-            bind_handler(module, "create_invoice", "invoice.create"),
+            functions.bind("create_invoice", "invoice.create"),
             tool_names=TOOL_NAMES,
         ),
         "invoice.update": partial(
@@ -323,7 +325,7 @@ def create_server(
             "invoice.update",
             inputs.parse_invoice_update,
             partial(presenters.present_invoice, user=user),
-            bind_handler(module, "update_invoice", "invoice.update"),
+            functions.bind("update_invoice", "invoice.update"),
             tool_names=TOOL_NAMES,
         ),
         "customer.get": partial(
@@ -331,7 +333,7 @@ def create_server(
             "customer.get",
             inputs.parse_customer_get,
             partial(presenters.present_customer_card, user=user),
-            bind_handler(module, "get_customer", "customer.get"),
+            functions.bind("get_customer", "customer.get"),
             tool_names=TOOL_NAMES,
         ),
         "billing.remind": partial(
@@ -339,7 +341,7 @@ def create_server(
             "billing.remind",
             inputs.parse_billing_remind,
             None,
-            bind_handler(module, "send_reminder", "billing.remind"),
+            functions.bind("send_reminder", "billing.remind"),
             tool_names=TOOL_NAMES,
         ),
         "invoice.submit": partial(
@@ -347,7 +349,7 @@ def create_server(
             "invoice.submit",
             inputs.parse_invoice_submit,
             None,
-            bind_handler(module, "submit_invoice", "invoice.submit"),
+            functions.bind("submit_invoice", "invoice.submit"),
             tool_names=TOOL_NAMES,
         ),
         "invoice.approve": partial(
@@ -355,7 +357,7 @@ def create_server(
             "invoice.approve",
             inputs.parse_invoice_approve,
             None,
-            bind_handler(module, "approve_invoice", "invoice.approve"),
+            functions.bind("approve_invoice", "invoice.approve"),
             tool_names=TOOL_NAMES,
         ),
         "invoice.reject": partial(
@@ -363,7 +365,7 @@ def create_server(
             "invoice.reject",
             inputs.parse_invoice_reject,
             None,
-            bind_handler(module, "reject_invoice", "invoice.reject"),
+            functions.bind("reject_invoice", "invoice.reject"),
             tool_names=TOOL_NAMES,
         ),
         "invoice.discharge": partial(
@@ -371,7 +373,7 @@ def create_server(
             "invoice.discharge",
             inputs.parse_invoice_discharge,
             None,
-            bind_handler(module, "discharge_invoice", "invoice.discharge"),
+            functions.bind("discharge_invoice", "invoice.discharge"),
             tool_names=TOOL_NAMES,
         ),
         "invoice.start": partial(gate.start, MACHINES["invoice"]),
@@ -392,7 +394,7 @@ def create_server(
                     "invoice",
                     inputs.parse_invoice_resource,
                     partial(presenters.present_invoice, user=user),
-                    found_or_not_found(bind_handler(module, "read_invoice", "invoice"), "invoice"),
+                    found_or_not_found(functions.bind("read_invoice", "invoice"), "invoice"),
                     errors=RESOURCE_ERRORS,
                     tool_names=TOOL_NAMES,
                 ),
@@ -431,7 +433,7 @@ def create_server(
             return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow, ctx=ctx)
         return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow, ctx=ctx)
 
-    return _Server(
+    server = _Server(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
@@ -444,3 +446,5 @@ def create_server(
         on_get_prompt=prompts.get,
         on_completion=completer(prompts, resources),
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

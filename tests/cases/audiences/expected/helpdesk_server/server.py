@@ -17,7 +17,7 @@ from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
 from ._auth import Requirement, refused, shortfall, stable_listing, visible_tools
-from ._runtime import Route, bind_handler, by_role, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, by_role, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -71,6 +71,7 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "ticket.get": partial(
             run_tool,
@@ -84,7 +85,7 @@ def create_server(
                     ("agent", presenters.present_ticket_agent),
                 ),
             ),
-            bind_handler(module, "ticket_get", "ticket.get"),
+            functions.bind("ticket_get", "ticket.get"),
             tool_names=TOOL_NAMES,
         ),
         "ticket.list": partial(
@@ -92,7 +93,7 @@ def create_server(
             "ticket.list",
             inputs.parse_ticket_list,
             by_role(presenters.present_ticket_many, (("agent", presenters.present_ticket_agent_many),)),
-            bind_handler(module, "ticket_list", "ticket.list"),
+            functions.bind("ticket_list", "ticket.list"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -120,10 +121,12 @@ def create_server(
             return await logged_call(params.name, None, arguments, partial(refused, params.name, reason), ctx=ctx)
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

@@ -17,7 +17,7 @@ from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
 from ._auth import Requirement, refused, shortfall, stable_listing, visible_tools
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -81,13 +81,14 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "note.get": partial(
             run_tool,
             "note.get",
             inputs.parse_note_get,
             presenters.present_note,
-            bind_handler(module, "note_get", "note.get"),
+            functions.bind("note_get", "note.get"),
             tool_names=TOOL_NAMES,
         ),
         "note.delete": partial(
@@ -95,7 +96,7 @@ def create_server(
             "note.delete",
             inputs.parse_note_delete,
             None,
-            bind_handler(module, "note_delete", "note.delete"),
+            functions.bind("note_delete", "note.delete"),
             tool_names=TOOL_NAMES,
         ),
         "note.count": partial(
@@ -103,7 +104,7 @@ def create_server(
             "note.count",
             inputs.parse_note_count,
             None,
-            bind_handler(module, "note_count", "note.count"),
+            functions.bind("note_count", "note.count"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -131,10 +132,12 @@ def create_server(
             return await logged_call(params.name, None, arguments, partial(refused, params.name, reason), ctx=ctx)
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -62,13 +62,14 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "row.get": partial(
             run_tool,
             "row.get",
             inputs.parse_row_get,
             presenters.present_row,
-            bind_handler(module, "row_get", "row.get"),
+            functions.bind("row_get", "row.get"),
             tool_names=TOOL_NAMES,
         ),
         "row.all": partial(
@@ -76,7 +77,7 @@ def create_server(
             "row.all",
             inputs.parse_row_all,
             presenters.present_row_many,
-            bind_handler(module, "row_all", "row.all"),
+            functions.bind("row_all", "row.all"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -98,10 +99,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -55,13 +55,14 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "order.place": partial(
             run_tool,
             "order.place",
             inputs.parse_order_place,
             None,
-            bind_handler(module, "order_place", "order.place"),
+            functions.bind("order_place", "order.place"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -83,10 +84,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -66,13 +66,14 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "ping": partial(
             run_tool,
             "ping",
             inputs.parse_ping,
             None,
-            bind_handler(module, "ping", "ping"),
+            functions.bind("ping", "ping"),
             tool_names=TOOL_NAMES,
         ),
         "Clock-Now": partial(
@@ -80,7 +81,7 @@ def create_server(
             "Clock-Now",
             inputs.parse_clock_now,
             None,
-            bind_handler(module, "now", "Clock-Now"),
+            functions.bind("now", "Clock-Now"),
             tool_names=TOOL_NAMES,
         ),
         "notes.append": partial(
@@ -88,7 +89,7 @@ def create_server(
             "notes.append",
             inputs.parse_notes_append,
             None,
-            bind_handler(module, "append_note", "notes.append"),
+            functions.bind("append_note", "notes.append"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -110,10 +111,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

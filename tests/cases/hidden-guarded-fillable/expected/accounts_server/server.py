@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -76,13 +76,14 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "account.create": partial(
             run_tool,
             "account.create",
             inputs.parse_account_create,
             presenters.present_account,
-            bind_handler(module, "account_create", "account.create"),
+            functions.bind("account_create", "account.create"),
             tool_names=TOOL_NAMES,
         ),
         "account.update": partial(
@@ -90,7 +91,7 @@ def create_server(
             "account.update",
             inputs.parse_account_update,
             presenters.present_account,
-            bind_handler(module, "account_update", "account.update"),
+            functions.bind("account_update", "account.update"),
             tool_names=TOOL_NAMES,
         ),
         "account.rename": partial(
@@ -98,7 +99,7 @@ def create_server(
             "account.rename",
             inputs.parse_account_rename,
             None,
-            bind_handler(module, "rename", "account.rename"),
+            functions.bind("rename", "account.rename"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -120,10 +121,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

@@ -22,8 +22,9 @@ from . import inputs, presenters, schemas
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
     DEFAULT_STARTS_PER_MINUTE,
+    Handlers,
+    HandlerServer,
     Route,
-    bind_handler,
     import_handlers,
     logged_call,
     run_tool,
@@ -184,7 +185,7 @@ WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-class _Server(Server[Any]):
+class _Server(HandlerServer):
     """Advertises tools.listChanged on every transport (the HTTP session manager asks with no options)."""
 
     def create_initialization_options(
@@ -214,6 +215,7 @@ def create_server(
     one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     store = (
         open_store(state_store, namespace=NAME, distribution=DISTRIBUTION)
         if isinstance(state_store, str)
@@ -226,7 +228,7 @@ def create_server(
             "order.view",
             inputs.parse_order_view,
             presenters.present_order,
-            bind_handler(module, "order_view", "order.view"),
+            functions.bind("order_view", "order.view"),
             tool_names=TOOL_NAMES,
         ),
         "order.add": partial(
@@ -234,7 +236,7 @@ def create_server(
             "order.add",
             inputs.parse_order_add,
             None,
-            bind_handler(module, "order_add", "order.add"),
+            functions.bind("order_add", "order.add"),
             tool_names=TOOL_NAMES,
         ),
         "order.checkout": partial(
@@ -242,7 +244,7 @@ def create_server(
             "order.checkout",
             inputs.parse_order_checkout,
             None,
-            bind_handler(module, "order_checkout", "order.checkout"),
+            functions.bind("order_checkout", "order.checkout"),
             tool_names=TOOL_NAMES,
         ),
         "order.pay": partial(
@@ -250,7 +252,7 @@ def create_server(
             "order.pay",
             inputs.parse_order_pay,
             presenters.present_order,
-            bind_handler(module, "order_pay", "order.pay"),
+            functions.bind("order_pay", "order.pay"),
             tool_names=TOOL_NAMES,
         ),
         "order.cancel": partial(
@@ -258,7 +260,7 @@ def create_server(
             "order.cancel",
             inputs.parse_order_cancel,
             None,
-            bind_handler(module, "order_cancel", "order.cancel"),
+            functions.bind("order_cancel", "order.cancel"),
             tool_names=TOOL_NAMES,
         ),
         "order.ship": partial(
@@ -266,7 +268,7 @@ def create_server(
             "order.ship",
             inputs.parse_order_ship,
             None,
-            bind_handler(module, "order_ship", "order.ship"),
+            functions.bind("order_ship", "order.ship"),
             tool_names=TOOL_NAMES,
         ),
         "order.note": partial(
@@ -274,7 +276,7 @@ def create_server(
             "order.note",
             inputs.parse_order_note,
             None,
-            bind_handler(module, "order_note", "order.note"),
+            functions.bind("order_note", "order.note"),
             tool_names=TOOL_NAMES,
         ),
         "checkout.start": partial(gate.start, MACHINES["checkout"]),
@@ -306,10 +308,12 @@ def create_server(
             return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow, ctx=ctx)
         return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow, ctx=ctx)
 
-    return _Server(
+    server = _Server(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

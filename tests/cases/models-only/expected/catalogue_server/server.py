@@ -15,7 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
-from ._runtime import Route, logged_call, unknown_tool
+from ._runtime import HandlerServer, Route, logged_call, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -64,10 +64,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = False  # no handler module: nothing but results is ever sent
+    return server

@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -62,13 +62,14 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "team.get": partial(
             run_tool,
             "team.get",
             inputs.parse_team_get,
             presenters.present_team_view,
-            bind_handler(module, "team_get", "team.get"),
+            functions.bind("team_get", "team.get"),
             tool_names=TOOL_NAMES,
         ),
         "person.card": partial(
@@ -76,7 +77,7 @@ def create_server(
             "person.card",
             inputs.parse_person_card,
             presenters.present_person_card,
-            bind_handler(module, "person_card", "person.card"),
+            functions.bind("person_card", "person.card"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -98,10 +99,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

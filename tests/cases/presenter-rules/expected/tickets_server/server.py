@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -73,13 +73,14 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "ticket.get": partial(
             run_tool,
             "ticket.get",
             inputs.parse_ticket_get,
             presenters.present_ticket_card,
-            bind_handler(module, "ticket_get", "ticket.get"),
+            functions.bind("ticket_get", "ticket.get"),
             tool_names=TOOL_NAMES,
         ),
         "ticket.search": partial(
@@ -87,7 +88,7 @@ def create_server(
             "ticket.search",
             inputs.parse_ticket_search,
             presenters.present_ticket_card_many,
-            bind_handler(module, "ticket_search", "ticket.search"),
+            functions.bind("ticket_search", "ticket.search"),
             tool_names=TOOL_NAMES,
         ),
         "ticket.raw": partial(
@@ -95,7 +96,7 @@ def create_server(
             "ticket.raw",
             inputs.parse_ticket_raw,
             presenters.present_ticket,
-            bind_handler(module, "ticket_raw", "ticket.raw"),
+            functions.bind("ticket_raw", "ticket.raw"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -117,10 +118,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import (
     RESOURCE_ERRORS,
     PromptRoute,
@@ -100,13 +100,14 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "item.get": partial(
             run_tool,
             "item.get",
             inputs.parse_item_get,
             presenters.present_item,
-            bind_handler(module, "item_get", "item.get"),
+            functions.bind("item_get", "item.get"),
             tool_names=TOOL_NAMES,
         ),
         "item.restock": partial(
@@ -114,7 +115,7 @@ def create_server(
             "item.restock",
             inputs.parse_item_restock,
             None,
-            bind_handler(module, "item_restock", "item.restock"),
+            functions.bind("item_restock", "item.restock"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -132,7 +133,7 @@ def create_server(
                     "catalog",
                     inputs.parse_catalog_resource,
                     presenters.present_catalog,
-                    found_or_not_found(bind_handler(module, "read_catalog", "catalog"), "catalog"),
+                    found_or_not_found(functions.bind("read_catalog", "catalog"), "catalog"),
                     errors=RESOURCE_ERRORS,
                     tool_names=TOOL_NAMES,
                 ),
@@ -147,7 +148,7 @@ def create_server(
                     "item",
                     inputs.parse_item_resource,
                     presenters.present_item,
-                    found_or_not_found(bind_handler(module, "read_item", "item"), "item"),
+                    found_or_not_found(functions.bind("read_item", "item"), "item"),
                     errors=RESOURCE_ERRORS,
                     tool_names=TOOL_NAMES,
                 ),
@@ -162,7 +163,7 @@ def create_server(
                     "by_color",
                     inputs.parse_by_color_resource,
                     presenters.present_item,
-                    found_or_not_found(bind_handler(module, "first_of_color", "by_color"), "by_color"),
+                    found_or_not_found(functions.bind("first_of_color", "by_color"), "by_color"),
                     errors=RESOURCE_ERRORS,
                     tool_names=TOOL_NAMES,
                 ),
@@ -187,7 +188,7 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
@@ -200,3 +201,5 @@ def create_server(
         on_get_prompt=prompts.get,
         on_completion=completer(prompts, resources),
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

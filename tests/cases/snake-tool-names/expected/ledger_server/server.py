@@ -22,8 +22,9 @@ from . import inputs, presenters, schemas
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
     DEFAULT_STARTS_PER_MINUTE,
+    Handlers,
+    HandlerServer,
     Route,
-    bind_handler,
     import_handlers,
     logged_call,
     run_tool,
@@ -136,7 +137,7 @@ WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-class _Server(Server[Any]):
+class _Server(HandlerServer):
     """Advertises tools.listChanged on every transport (the HTTP session manager asks with no options)."""
 
     def create_initialization_options(
@@ -166,6 +167,7 @@ def create_server(
     one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     store = (
         open_store(state_store, namespace=NAME, distribution=DISTRIBUTION)
         if isinstance(state_store, str)
@@ -178,7 +180,7 @@ def create_server(
             "invoice_get",
             inputs.parse_invoice_get,
             presenters.present_invoice_card,
-            bind_handler(module, "invoice_get", "invoice_get"),
+            functions.bind("invoice_get", "invoice_get"),
             tool_names=TOOL_NAMES,
         ),
         "invoice_submit": partial(
@@ -186,7 +188,7 @@ def create_server(
             "invoice_submit",
             inputs.parse_invoice_submit,
             None,
-            bind_handler(module, "invoice_submit", "invoice_submit"),
+            functions.bind("invoice_submit", "invoice_submit"),
             tool_names=TOOL_NAMES,
         ),
         "invoice_approve": partial(
@@ -194,7 +196,7 @@ def create_server(
             "invoice_approve",
             inputs.parse_invoice_approve,
             presenters.present_invoice_card,
-            bind_handler(module, "invoice_approve", "invoice_approve"),
+            functions.bind("invoice_approve", "invoice_approve"),
             tool_names=TOOL_NAMES,
         ),
         "invoice_start": partial(gate.start, MACHINES["invoice"]),
@@ -226,10 +228,12 @@ def create_server(
             return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow, ctx=ctx)
         return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow, ctx=ctx)
 
-    return _Server(
+    server = _Server(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

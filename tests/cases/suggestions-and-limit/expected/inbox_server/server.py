@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -72,13 +72,14 @@ def create_server(
     choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
         "message.list": partial(
             run_tool,
             "message.list",
             inputs.parse_message_list,
             presenters.present_message_many,
-            bind_handler(module, "message_list", "message.list"),
+            functions.bind("message_list", "message.list"),
             tool_names=TOOL_NAMES,
         ),
         "message.read": partial(
@@ -86,7 +87,7 @@ def create_server(
             "message.read",
             inputs.parse_message_read,
             presenters.present_message,
-            bind_handler(module, "message_read", "message.read"),
+            functions.bind("message_read", "message.read"),
             tool_names=TOOL_NAMES,
         ),
         "message.delete": partial(
@@ -94,7 +95,7 @@ def create_server(
             "message.delete",
             inputs.parse_message_delete,
             None,
-            bind_handler(module, "message_delete", "message.delete"),
+            functions.bind("message_delete", "message.delete"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -116,10 +117,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

@@ -22,9 +22,10 @@ from . import inputs, schemas
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
     DEFAULT_STARTS_PER_MINUTE,
+    Handlers,
+    HandlerServer,
     Route,
     as_text_result,
-    bind_handler,
     import_handlers,
     logged_call,
     run_tool,
@@ -111,7 +112,7 @@ WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-class _Server(Server[Any]):
+class _Server(HandlerServer):
     """Advertises tools.listChanged on every transport (the HTTP session manager asks with no options)."""
 
     def create_initialization_options(
@@ -141,6 +142,7 @@ def create_server(
     one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     store = (
         open_store(state_store, namespace=NAME, distribution=DISTRIBUTION)
         if isinstance(state_store, str)
@@ -153,7 +155,7 @@ def create_server(
             "ticket.summary",
             inputs.parse_ticket_summary,
             as_text_result,
-            bind_handler(module, "ticket_summary", "ticket.summary"),
+            functions.bind("ticket_summary", "ticket.summary"),
             errors=frozenset({"NOT_FOUND", "TICKET_ARCHIVED_2024"}),
             tool_names=TOOL_NAMES,
         ),
@@ -162,7 +164,7 @@ def create_server(
             "ticket.close",
             inputs.parse_ticket_close,
             None,
-            bind_handler(module, "ticket_close", "ticket.close"),
+            functions.bind("ticket_close", "ticket.close"),
             errors=frozenset({"CONFLICT"}),
             tool_names=TOOL_NAMES,
         ),
@@ -194,10 +196,12 @@ def create_server(
             return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow, ctx=ctx)
         return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow, ctx=ctx)
 
-    return _Server(
+    server = _Server(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

@@ -16,7 +16,16 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, sent_user_blocks, unknown_tool
+from ._runtime import (
+    Handlers,
+    HandlerServer,
+    Route,
+    import_handlers,
+    logged_call,
+    run_tool,
+    sent_user_blocks,
+    unknown_tool,
+)
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -68,6 +77,7 @@ def create_server(
     `tags` (only tools with one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
         "metric.get": partial(
@@ -75,7 +85,7 @@ def create_server(
             "metric.get",
             inputs.parse_metric_get,
             partial(presenters.present_metric, user=user),
-            bind_handler(module, "metric_get", "metric.get"),
+            functions.bind("metric_get", "metric.get"),
             tool_names=TOOL_NAMES,
         ),
         "metric.list": partial(
@@ -83,7 +93,7 @@ def create_server(
             "metric.list",
             inputs.parse_metric_list,
             partial(presenters.present_metric_many, user=user),
-            bind_handler(module, "metric_list", "metric.list"),
+            functions.bind("metric_list", "metric.list"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -105,10 +115,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

@@ -16,7 +16,16 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, sent_user_blocks, unknown_tool
+from ._runtime import (
+    Handlers,
+    HandlerServer,
+    Route,
+    import_handlers,
+    logged_call,
+    run_tool,
+    sent_user_blocks,
+    unknown_tool,
+)
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -61,6 +70,7 @@ def create_server(
     `tags` (only tools with one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
         "order.get": partial(
@@ -68,7 +78,7 @@ def create_server(
             "order.get",
             inputs.parse_order_get,
             partial(presenters.present_order, user=user),
-            bind_handler(module, "get_order", "order.get"),
+            functions.bind("get_order", "order.get"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -90,10 +100,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

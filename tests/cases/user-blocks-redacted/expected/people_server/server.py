@@ -16,7 +16,16 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import Route, bind_handler, import_handlers, logged_call, run_tool, sent_user_blocks, unknown_tool
+from ._runtime import (
+    Handlers,
+    HandlerServer,
+    Route,
+    import_handlers,
+    logged_call,
+    run_tool,
+    sent_user_blocks,
+    unknown_tool,
+)
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -75,6 +84,7 @@ def create_server(
     `tags` (only tools with one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
         "person.get": partial(
@@ -82,7 +92,7 @@ def create_server(
             "person.get",
             inputs.parse_person_get,
             partial(presenters.present_person, user=user),
-            bind_handler(module, "get_person", "person.get"),
+            functions.bind("get_person", "person.get"),
             tool_names=TOOL_NAMES,
         ),
         "team.list": partial(
@@ -90,7 +100,7 @@ def create_server(
             "team.list",
             inputs.parse_team_list,
             partial(presenters.present_team_many, user=user),
-            bind_handler(module, "list_teams", "team.list"),
+            functions.bind("list_teams", "team.list"),
             tool_names=TOOL_NAMES,
         ),
         "team.get": partial(
@@ -98,7 +108,7 @@ def create_server(
             "team.get",
             inputs.parse_team_get,
             partial(presenters.present_team, user=user),
-            bind_handler(module, "get_team", "team.get"),
+            functions.bind("get_team", "team.get"),
             tool_names=TOOL_NAMES,
         ),
     }
@@ -120,10 +130,12 @@ def create_server(
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 
-    return Server(
+    server = HandlerServer(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server

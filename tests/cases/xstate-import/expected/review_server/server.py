@@ -22,8 +22,9 @@ from . import inputs, schemas
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
     DEFAULT_STARTS_PER_MINUTE,
+    Handlers,
+    HandlerServer,
     Route,
-    bind_handler,
     import_handlers,
     logged_call,
     run_tool,
@@ -140,7 +141,7 @@ WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-class _Server(Server[Any]):
+class _Server(HandlerServer):
     """Advertises tools.listChanged on every transport (the HTTP session manager asks with no options)."""
 
     def create_initialization_options(
@@ -170,6 +171,7 @@ def create_server(
     one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
+    functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     store = (
         open_store(state_store, namespace=NAME, distribution=DISTRIBUTION)
         if isinstance(state_store, str)
@@ -182,7 +184,7 @@ def create_server(
             "doc.submit",
             inputs.parse_doc_submit,
             None,
-            bind_handler(module, "doc_submit", "doc.submit"),
+            functions.bind("doc_submit", "doc.submit"),
             tool_names=TOOL_NAMES,
         ),
         "doc.approve": partial(
@@ -190,7 +192,7 @@ def create_server(
             "doc.approve",
             inputs.parse_doc_approve,
             None,
-            bind_handler(module, "doc_approve", "doc.approve"),
+            functions.bind("doc_approve", "doc.approve"),
             tool_names=TOOL_NAMES,
         ),
         "doc.reject": partial(
@@ -198,7 +200,7 @@ def create_server(
             "doc.reject",
             inputs.parse_doc_reject,
             None,
-            bind_handler(module, "doc_reject", "doc.reject"),
+            functions.bind("doc_reject", "doc.reject"),
             tool_names=TOOL_NAMES,
         ),
         "doc.publish": partial(
@@ -206,7 +208,7 @@ def create_server(
             "doc.publish",
             inputs.parse_doc_publish,
             None,
-            bind_handler(module, "doc_publish", "doc.publish"),
+            functions.bind("doc_publish", "doc.publish"),
             tool_names=TOOL_NAMES,
         ),
         "document.start": partial(gate.start, MACHINES["document"]),
@@ -238,10 +240,12 @@ def create_server(
             return await logged_call(params.name, HANDLE_KEY, arguments, call, workflow, ctx=ctx)
         return await logged_call(params.name, HANDLE_KEY, arguments, partial(route, arguments, ctx), workflow, ctx=ctx)
 
-    return _Server(
+    server = _Server(
         NAME,
         version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.handlers_take_ctx = bool(functions.taking_ctx)
+    return server
