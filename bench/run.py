@@ -59,6 +59,12 @@ def _mcpfusion_http(settings: Settings) -> list[Row]:
     return bench_mcpfusion_http(settings)
 
 
+def _sdk_walls(settings: Settings) -> list[Row]:
+    from bench.sdk_walls import bench_sdk_walls
+
+    return bench_sdk_walls(settings)
+
+
 # (name, what it measures, function). Sections import lazily so --only skips the others' imports.
 SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
     ("toolcall", "in-process tools/call throughput: generated vs MCPServer vs bare Server", _toolcall),
@@ -67,6 +73,7 @@ SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
     ("gating", "per-call workflow gating: compiled table and Gate vs transitions / python-statemachine", _gating),
     ("mcpfusion", "side by side with MCP Fusion 5.0.7 (../shared/bench/mcpfusion): stdio and in-process", _mcpfusion),
     ("mcpfusion_http", "side by side with MCP Fusion 5.0.7 over streamable HTTP: requests/s, latency", _mcpfusion_http),
+    ("sdk_walls", "where the mcp SDK is the wall: its import in our start-up, its SSE response path", _sdk_walls),
 ]
 
 
