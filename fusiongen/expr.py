@@ -36,7 +36,7 @@ import keyword
 import math
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 
@@ -655,12 +655,26 @@ def _closing(text: str, i: int) -> int:
     return next((m.start("op") for m in _TOKEN.finditer(text, i) if m["op"] == "}"), -1)
 
 
-def compile_template(
-    text: str, resolve: Resolver, *, access: Access, collection: bool = False
-) -> Compiled | list[ExprError]:
-    """Compile ``"Invoice {id} is {status}"`` to a str expression; ``{{``/``}}`` are braces."""
-    chk = _Checker(resolve, access, collection)
-    parts: list[str] = []
+@dataclass(frozen=True)
+class _Hole:
+    """A placeholder's expression: `text[start:end]`, between its braces."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class _Stray:
+    """A brace that is neither escaped nor part of a placeholder: `text[start:end]`."""
+
+    start: int
+    end: int
+    message: str
+
+
+def _template_pieces(text: str) -> Iterator[str | _Hole | _Stray]:
+    """A template as compile_template and template_parts both read it: its literal texts (`{{`/`}}` unescaped),
+    its placeholders, and stray braces; an unclosed `{` ends the scan."""
     literal: list[str] = []
     i = 0
     while i < len(text):
@@ -669,24 +683,41 @@ def compile_template(
             literal.append(c)
             j += 1
         elif c == "}":
-            chk.fail((i, j), "single '}' in template; write '}}' for a literal brace")
+            yield _Stray(i, j, "single '}' in template; write '}}' for a literal brace")
         elif c == "{":
             j = _closing(text, i + 1)
             if j < 0:
-                chk.fail((i, i + 1), "'{' is never closed; write '{{' for a literal brace")
+                yield _Stray(i, i + 1, "'{' is never closed; write '{{' for a literal brace")
                 break
-            parts += [repr("".join(literal))] if literal else []
-            literal.clear()
-            inner = text[i + 1 : j]
-            out = chk.run(inner, i + 1) if inner.strip() else chk.fail((i, j + 1), "empty placeholder")
-            parts += [f"_x_fmt({out.src})"] if out else []
+            if literal:
+                yield "".join(literal)
+                literal.clear()
+            yield _Hole(i + 1, j)
             j += 1
         else:
             literal.append(c)
         i = j
-    if literal or not parts:
-        parts.append(repr("".join(literal)))
-    return _result(chk, _Out(" + ".join(parts), _T.STRING))
+    if literal:
+        yield "".join(literal)
+
+
+def compile_template(
+    text: str, resolve: Resolver, *, access: Access, collection: bool = False
+) -> Compiled | list[ExprError]:
+    """Compile ``"Invoice {id} is {status}"`` to a str expression; ``{{``/``}}`` are braces."""
+    chk = _Checker(resolve, access, collection)
+    parts: list[str] = []
+    for piece in _template_pieces(text):
+        if isinstance(piece, str):
+            parts.append(repr(piece))
+        elif isinstance(piece, _Stray):
+            chk.fail((piece.start, piece.end), piece.message)
+        else:
+            inner = text[piece.start : piece.end]
+            whole = (piece.start - 1, piece.end + 1)
+            out = chk.run(inner, piece.start) if inner.strip() else chk.fail(whole, "empty placeholder")
+            parts += [f"_x_fmt({out.src})"] if out else []
+    return _result(chk, _Out(" + ".join(parts or [repr("")]), _T.STRING))
 
 
 # --- the syntax tree, for analyses of expressions that have already compiled --------------------------------
@@ -702,24 +733,8 @@ def parse_expression(text: str) -> ExprNode:
 def template_parts(text: str) -> list[str | ExprNode]:
     """A template that compiled, as its literal texts (braces unescaped) and its placeholders' syntax trees, in
     order: what `compile_template` joins at run time."""
-    parts: list[str | ExprNode] = []
-    literal: list[str] = []
-    i = 0
-    while i < len(text):
-        c, j = text[i], i + 1
-        if c in "{}" and text[j : j + 1] == c:
-            literal.append(c)
-            j += 1
-        elif c == "{":
-            j = _closing(text, i + 1)
-            if literal:
-                parts.append("".join(literal))
-                literal.clear()
-            parts.append(parse_expression(text[i + 1 : j]))
-            j += 1
-        else:
-            literal.append(c)
-        i = j
-    if literal:
-        parts.append("".join(literal))
-    return parts
+    return [
+        piece if isinstance(piece, str) else parse_expression(text[piece.start : piece.end])
+        for piece in _template_pieces(text)
+        if not isinstance(piece, _Stray)  # none in a template that compiled
+    ]
