@@ -506,6 +506,108 @@ async def test_collection_rules_count_and_dedup_across_items(rules: GeneratedSer
     ]
 
 
+FIXED = """
+[models.Part]
+[models.Part.fields]
+sku = { type = "string", description = "Stock keeping unit" }
+
+[models.Order]
+[models.Order.fields]
+id = "string"
+status = "string"
+part = { type = "Part" }
+
+[presenters.PartCard]
+model = "Part"
+rules = ["Parts ship separately."]
+
+[presenters.OrderCard]
+model = "Order"
+embed = { part = "PartCard" }
+rules = ["Amounts are cents."]
+collection_rules = ["Newest first."]
+
+[[presenters.OrderCard.rules_when]]
+when = "status == 'late'"
+rule = "Late orders come first."
+
+[[presenters.OrderCard.suggest]]
+tool = "order.list"
+reason = "See the other orders"
+when = "status == 'late'"
+
+[presenters.CountedCard]
+model = "Order"
+collection_rules = ["{count()} orders."]
+
+[tools."order.get"]
+kind = "query"
+returns = "OrderCard"
+handler = "get_order"
+
+[tools."order.list"]
+kind = "query"
+returns = "OrderCard[]"
+handler = "list_orders"
+
+[tools."order.counted"]
+kind = "query"
+returns = "CountedCard[]"
+handler = "counted_orders"
+"""
+
+
+def order(status: str) -> dict[str, Any]:
+    return {"id": "O-1", "status": status, "part": {"sku": "P<1>"}}
+
+
+async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
+    tmp_path: Path, rules: GeneratedServer
+) -> None:
+    """A presenter whose rules and suggestions are all spec text passes fixed_guidance: each distinct set of
+    its guidance blocks is built once, and reads as the per-call build would. Templates never are."""
+    with build_spec(tmp_path, "pt_fixed", FIXED) as fixed:
+        source = inspect.getsource(fixed.module("presenters"))
+        assert "return presented_result(data, notes, fixed_guidance=True)" in source  # present_order_card
+        assert "return presented_collection(items, total, notes, fixed_guidance=True)" in source  # order.list
+        assert "return presented_collection(items, total, notes)\n" in source  # order.counted: count() is data
+        late, on_time = await call(fixed, "order.get", order("late")), await call(fixed, "order.get", order("ok"))
+        late_again = await call(fixed, "order.get", order("late"))
+        assert tagged(late, "domain_rules") == [
+            rules_block(
+                "sku: Stock keeping unit", "Amounts are cents.", "Parts ship separately.", "Late orders come first."
+            )
+        ]
+        assert tagged(late, "action_suggestions") == [suggestions_block("order.list: See the other orders")]
+        assert tagged(on_time, "domain_rules") == [
+            rules_block("sku: Stock keeping unit", "Amounts are cents.", "Parts ship separately.")
+        ]
+        assert tagged(on_time, "action_suggestions") == []
+        assert texts(late_again) == texts(late)
+        present = fixed.module("presenters").present_order_card
+        first, second = present(order("late")), present(order("late"))
+        assert first.content[1] is second.content[1] and first.content[2] is second.content[2]  # built once
+        assert first.structured_content["rules"] is not second.structured_content["rules"]  # each its own envelope
+        many = await call(fixed, "order.list", [order("ok"), order("late")])
+        assert tagged(many, "domain_rules") == [
+            rules_block(
+                "sku: Stock keeping unit",
+                "Newest first.",
+                "Amounts are cents.",
+                "Parts ship separately.",
+                "Late orders come first.",
+            )
+        ]
+        counted = await call(fixed, "order.counted", [order("ok")] * 3)
+        assert tagged(counted, "domain_rules") == [rules_block("3 orders.")]
+    # The rules fixture's presenter interpolates data into its rules: its blocks are built per call, never kept.
+    assert "fixed_guidance" not in inspect.getsource(rules.module("presenters"))
+    runtime = rules.module("_runtime")
+    runtime._fixed_guidance_blocks.cache_clear()
+    await call(rules, "ship.get", shipment(7))
+    assert runtime._fixed_guidance_blocks.cache_info().currsize == 0
+
+
 # --- redaction, embeds, audiences ------------------------------------------------------------------
 
 REDACT = """

@@ -7,6 +7,7 @@ node that is not the container its path expects stops the call: masking fails cl
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 from fusiongen.codegen.view_shapes import OutputFieldView, ShapeViews
@@ -60,6 +61,11 @@ class PresenterView:
     many: bool  # a tool returns a collection of it
     needed_as_child: bool
     uses_expressions: bool  # calls a helper of _expressions.py
+    # Every rule and suggestion one item (and its embeds) can add is spec text: present_x passes
+    # fixed_guidance=True, and the runtime builds their blocks once. `many_fixed_guidance`: the same for a
+    # collection, whose collection_rules count too.
+    fixed_guidance: bool = False
+    many_fixed_guidance: bool = False
 
 
 class _Trie:
@@ -172,6 +178,24 @@ def _read(path: tuple[str, ...]) -> str:
     return f"data.get({py_string(path[0])})" if len(path) == 1 else f"_x_get(data, {py_literal(path)})"
 
 
+def _spec_text(template: ExprIR) -> bool:
+    """Whether a template compiled to a plain string literal: it reads nothing, so it is the same every call."""
+    try:
+        return isinstance(ast.literal_eval(template.python), str)
+    except (ValueError, SyntaxError):
+        return False
+
+
+def fixed_guidance(server: ServerIR, presenter: PresenterIR) -> bool:
+    """Whether every rule and suggestion an item of `presenter` can add (its own, its embedded presenters') is
+    spec text. Description rules always are; `when` only chooses among them."""
+    return (
+        all(_spec_text(r.text) for r in presenter.rules)
+        and all(_spec_text(s.reason) for s in presenter.suggestions)
+        and all(fixed_guidance(server, server.presenter(child)) for _, child in presenter.embeds)
+    )
+
+
 def _expr(value: ExprIR | None) -> str | None:
     return value.python if value is not None else None
 
@@ -258,6 +282,9 @@ def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str,
                 many=presenter.name in used_many,
                 needed_as_child=presenter.name in children,
                 uses_expressions=any(e.helpers for e in presenter.expressions()),
+                fixed_guidance=fixed_guidance(server, presenter),
+                many_fixed_guidance=fixed_guidance(server, presenter)
+                and all(_spec_text(r.text) for r in presenter.collection_rules),
             )
         )
     return tuple(views)

@@ -26,6 +26,7 @@ class OutputFieldView:
 class ExactFieldView:
     key: str  # the field name as a Python string literal
     type: str  # the one Python type its value is sent as is: str, int or bool
+    local: str  # the local variable holding its value: `name_` cannot shadow anything (as in inputs.py)
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,8 @@ class ShapeView:
     model: str
     description: str
     fields: tuple[OutputFieldView, ...]
-    # Every field a required, non-null str, int or bool sent as is: a dict holding exactly those types is copied
-    # in one expression, before the field-by-field path (empty: the model has no such shortcut).
+    # Every field a required, non-null str, int or bool sent as is: a dict holding exactly those types is read
+    # into locals and copied in one expression, before the field-by-field path (empty: no such shortcut).
     exact: tuple[ExactFieldView, ...] = ()
 
 
@@ -152,7 +153,7 @@ def exact_fields(model: ModelIR) -> tuple[ExactFieldView, ...]:
     inline case of `output_convert`: required, not nullable, no cast), or () when any field needs more."""
     fields = model.visible_fields
     exact = tuple(
-        ExactFieldView(py_string(f.name), _EXACT_TYPES[f.type.kind])
+        ExactFieldView(py_string(f.name), _EXACT_TYPES[f.type.kind], f"{f.name}_")
         for f in fields
         if f.required and not f.nullable and f.cast is None and f.type.kind in _EXACT_TYPES
     )

@@ -31,4 +31,4 @@ def present_expense(raw: object) -> types.CallToolResult:
     data = shapes.shape_expense(raw, "result")
     notes = Notes()
     item_notes_expense(data, notes)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

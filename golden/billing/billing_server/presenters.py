@@ -312,7 +312,7 @@ def present_invoice_admin(raw: object) -> types.CallToolResult:
     notes = Notes()
     item_notes_invoice_admin(data, notes)
     mask_invoice_admin(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def shape_invoice_support(src: object, at: str) -> dict[str, Any]:
@@ -394,4 +394,4 @@ def present_customer_card(raw: object, user: frozenset[str]) -> types.CallToolRe
     item_notes_customer_card(data, notes)
     ui_customer_card(data, notes, user)
     mask_customer_card(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

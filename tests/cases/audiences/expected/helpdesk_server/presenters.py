@@ -64,7 +64,7 @@ def present_ticket(raw: object) -> types.CallToolResult:
     data = shape_ticket(raw, "result")
     notes = Notes()
     item_notes_ticket(data, notes)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_ticket_many(raw: object) -> types.CallToolResult:
@@ -76,7 +76,7 @@ def present_ticket_many(raw: object) -> types.CallToolResult:
         notes.blocks.append(truncation_block(len(items), total - len(items)))
     for data in items:
         item_notes_ticket(data, notes)
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)
 
 
 def shape_ticket_manager(src: object, at: str) -> dict[str, Any]:
@@ -149,7 +149,7 @@ def shape_ticket_agent(src: object, at: str) -> dict[str, Any]:
 def present_ticket_agent(raw: object) -> types.CallToolResult:
     data = shape_ticket_agent(raw, "result")
     notes = Notes()
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_ticket_agent_many(raw: object) -> types.CallToolResult:
@@ -159,4 +159,4 @@ def present_ticket_agent_many(raw: object) -> types.CallToolResult:
     notes = Notes()
     if total > len(items):
         notes.blocks.append(truncation_block(len(items), total - len(items)))
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)

@@ -21,4 +21,4 @@ from ._runtime import (
 def present_note(raw: object) -> types.CallToolResult:
     data = shapes.shape_note(raw, "result")
     notes = Notes()
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

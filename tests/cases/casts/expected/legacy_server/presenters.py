@@ -34,7 +34,7 @@ def present_row(raw: object) -> types.CallToolResult:
     data = shapes.shape_row(raw, "result")
     notes = Notes()
     item_notes_row(data, notes)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_row_many(raw: object) -> types.CallToolResult:
@@ -46,4 +46,4 @@ def present_row_many(raw: object) -> types.CallToolResult:
         notes.blocks.append(truncation_block(len(items), total - len(items)))
     for data in items:
         item_notes_row(data, notes)
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)

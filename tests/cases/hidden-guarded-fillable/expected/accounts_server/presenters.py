@@ -31,4 +31,4 @@ def present_account(raw: object) -> types.CallToolResult:
     data = shapes.shape_account(raw, "result")
     notes = Notes()
     item_notes_account(data, notes)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

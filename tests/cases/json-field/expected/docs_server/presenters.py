@@ -31,4 +31,4 @@ def present_doc(raw: object) -> types.CallToolResult:
     data = shapes.shape_doc(raw, "result")
     notes = Notes()
     item_notes_doc(data, notes)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

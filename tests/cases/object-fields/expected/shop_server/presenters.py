@@ -77,7 +77,7 @@ def present_order_card(raw: object) -> types.CallToolResult:
     notes = Notes()
     item_notes_order_card(data, notes)
     mask_order_card(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def shape_order_summary(src: object, at: str) -> dict[str, Any]:
@@ -98,4 +98,4 @@ def shape_order_summary(src: object, at: str) -> dict[str, Any]:
 def present_order_summary(raw: object) -> types.CallToolResult:
     data = shape_order_summary(raw, "result")
     notes = Notes()
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

@@ -119,4 +119,4 @@ def present_ticket(raw: object) -> types.CallToolResult:
     data = shapes.shape_ticket(raw, "result")
     notes = Notes()
     item_notes_ticket(data, notes)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

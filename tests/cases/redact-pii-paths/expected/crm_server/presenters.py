@@ -214,4 +214,4 @@ def present_person_many(raw: object) -> types.CallToolResult:
         notes.blocks.append(truncation_block(len(items), total - len(items)))
     for data in items:
         mask_person(data)
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)

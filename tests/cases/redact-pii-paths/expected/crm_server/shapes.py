@@ -43,15 +43,12 @@ def shape_card(src: object, at: str) -> dict[str, Any]:
     """A payment card."""
     if type(src) is dict:  # the usual case: every field present with its exact type, taken as is
         try:
-            exact = {
-                "number": src["number"],
-                "holder": src["holder"],
-            }
+            number_, holder_ = src["number"], src["holder"]
         except KeyError:
             pass
         else:
-            if type(exact["number"]) is str and type(exact["holder"]) is str:
-                return exact
+            if type(number_) is str and type(holder_) is str:
+                return {"number": number_, "holder": holder_}
     get = src.get if type(src) is dict else reader(src, at)
     out: dict[str, Any] = {}
     value = get("number", MISSING)

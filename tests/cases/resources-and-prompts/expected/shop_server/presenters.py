@@ -80,4 +80,4 @@ def shape_catalog(src: object, at: str) -> dict[str, Any]:
 def present_catalog(raw: object) -> types.CallToolResult:
     data = shape_catalog(raw, "result")
     notes = Notes()
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

@@ -24,7 +24,7 @@ from ._runtime import (
 def present_record(raw: object) -> types.CallToolResult:
     data = shapes.shape_record(raw, "result")
     notes = Notes()
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_record_many(raw: object) -> types.CallToolResult:
@@ -34,4 +34,4 @@ def present_record_many(raw: object) -> types.CallToolResult:
     notes = Notes()
     if total > len(items):
         notes.blocks.append(truncation_block(len(items), total - len(items)))
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)

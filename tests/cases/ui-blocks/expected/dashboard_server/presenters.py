@@ -135,7 +135,7 @@ def present_metric(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_metric(data, notes, user)
     mask_metric(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_metric_many(raw: object, user: frozenset[str]) -> types.CallToolResult:
@@ -176,4 +176,4 @@ def present_metric_many(raw: object, user: frozenset[str]) -> types.CallToolResu
     notes.blocks.append(Block("code", fenced("", _x_fmt(count)), False))
     for data in items:
         mask_metric(data)
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)

@@ -94,4 +94,4 @@ def present_order(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_order(data, notes, user)
     mask_order(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

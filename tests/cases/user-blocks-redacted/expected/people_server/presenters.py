@@ -83,7 +83,7 @@ def present_person(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_person(data, notes, user)
     mask_person(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def shape_team(src: object, at: str) -> dict[str, Any]:
@@ -150,7 +150,7 @@ def present_team(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_team(data, notes, user)
     mask_team(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_team_many(raw: object, user: frozenset[str]) -> types.CallToolResult:
@@ -165,4 +165,4 @@ def present_team_many(raw: object, user: frozenset[str]) -> types.CallToolResult
         notes.blocks.append(Block("markdown", _x_fmt(count) + " teams", True))
     for data in items:
         mask_team(data)
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)
