@@ -608,6 +608,63 @@ async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
     assert runtime._fixed_guidance_blocks.cache_info().currsize == 0
 
 
+EXACT_LIST = """
+[models.Item]
+[models.Item.fields]
+sku = "string"
+qty = "integer"
+card = "string"
+
+[models.Basket]
+hidden = ["note"]
+[models.Basket.fields]
+id = "string"
+items = { type = "list", items = "Item" }
+note = { type = "string", required = false }
+
+[presenters.BasketView]
+model = "Basket"
+redact_pii = ["items[*].card"]
+
+[tools."basket.get"]
+kind = "query"
+returns = "BasketView"
+handler = "get_basket"
+"""
+
+
+def basket_item(k: int) -> dict[str, Any]:
+    return {"sku": f"S{k}", "qty": k, "card": f"PII-card-{k}", "undeclared": f"PII-extra-{k}"}
+
+
+@pytest.fixture(scope="module")
+def exact_list(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer]:
+    with build_spec(tmp_path_factory.mktemp("exact_list"), "pt_exact_list", EXACT_LIST) as server:
+        yield server
+
+
+async def test_a_list_of_exact_items_is_shaped_inline_like_one_item_at_a_time(exact_list: GeneratedServer) -> None:
+    """shape_item_list: the exact dicts inline, every other container through shape_item, all of them masked
+    and stripped of undeclared keys alike; in the order given."""
+    assert "shapes.shape_item_list(" in inspect.getsource(exact_list.module("presenters"))
+    mixed = [
+        basket_item(0),
+        Plain(basket_item(1)),
+        Registry(basket_item(2)),
+        ReadOnly(basket_item(3)),
+        {**basket_item(4), "qty": 4.5},  # not the exact type: the field-by-field path, which refuses it
+    ]
+    shaped = [{"sku": f"S{k}", "qty": k, "card": "[REDACTED]"} for k in range(4)]
+    result = await call(exact_list, "basket.get", {"id": "B", "items": tuple(mixed[:4]), "note": "PII-note"})
+    assert result.structured_content["data"] == {"id": "B", "items": shaped}
+    assert "PII" not in json.dumps(result.model_dump(mode="json"))
+    refused = await call(exact_list, "basket.get", {"id": "B", "items": mixed})
+    assert refused.is_error and 'code="OUTPUT_INVALID"' in refused.content[0].text
+    assert "result.items[4].qty" in refused.content[0].text  # the failing item's index, as shape_items names it
+    missing = await call(exact_list, "basket.get", {"id": "B", "items": [basket_item(0), {"sku": "S", "qty": 1}]})
+    assert "result.items[1].card" in missing.content[0].text and "PII" not in missing.content[0].text
+
+
 # --- redaction, embeds, audiences ------------------------------------------------------------------
 
 REDACT = """

@@ -7,6 +7,7 @@ Presenters ask for the shapes of the models they nest; `ShapeViews` collects the
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from fusiongen.codegen.constants import ConstantView, enum_constant
@@ -38,6 +39,9 @@ class ShapeView:
     # Every field a required, non-null str, int or bool sent as is: a dict holding exactly those types is read
     # into locals and copied in one expression, before the field-by-field path (empty: no such shortcut).
     exact: tuple[ExactFieldView, ...] = ()
+    # `shape_x_list`, for a model with the exact shortcut that some field holds a list of: its exact items shaped
+    # inline, one call a list rather than one an item (None: no such function).
+    list_function: str | None = None
 
 
 class ShapeViews:
@@ -47,11 +51,19 @@ class ShapeViews:
         self.server = server
         self.output_constants: dict[str, ConstantView] = {}
         self.shape_models: list[str] = []
+        self.list_models: set[str] = set()
 
     def want_shape(self, model: str) -> str:
         if model not in self.shape_models:
             self.shape_models.append(model)
         return f"shape_{self.server.model(model).snake}"
+
+    def want_list_shape(self, model: str) -> str | None:
+        """The list shape of `model` (`shape_x_list`), or None when it has no exact shortcut to inline."""
+        if not exact_fields(self.server.model(model)):
+            return None
+        self.list_models.add(model)
+        return self.want_shape(model) + "_list"
 
     def want_shape_ref(self, model: str) -> str:
         """A model's shape as presenters.py refers to it."""
@@ -96,6 +108,8 @@ class ShapeViews:
             items = f"items_of({value}, at, {name})"
             if type_ir.items.kind == "model":  # the item path is built only if an item fails (shape_items)
                 assert type_ir.items.model is not None
+                if embed is None and (shape_list := self.want_list_shape(type_ir.items.model)) is not None:
+                    return f'{prefix}{shape_list}({items}, at + ".{field.name}")'
                 shape = (
                     f"shape_{self.server.presenter(embed).snake}"
                     if embed is not None
@@ -135,7 +149,11 @@ class ShapeViews:
         found: list[ShapeView] = []
         while len(found) < len(self.shape_models):
             found.append(self.shape(self.server.model(self.shape_models[len(found)])))
-        return tuple(found)
+        listed = self.list_models
+        return tuple(
+            dataclasses.replace(shape, list_function=f"{shape.function}_list") if shape.model in listed else shape
+            for shape in found
+        )
 
 
 def _what(model: ModelIR) -> str:

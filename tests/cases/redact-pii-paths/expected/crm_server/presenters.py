@@ -77,7 +77,7 @@ def shape_client(src: object, at: str) -> dict[str, Any]:
     value = get("cards", MISSING)
     if value is MISSING:
         raise OutputError(at, "cards", "a value (the field is required)")
-    out["cards"] = shape_items(items_of(value, at, "cards"), shapes.shape_card, at + ".cards")
+    out["cards"] = shapes.shape_card_list(items_of(value, at, "cards"), at + ".cards")
     value = get("orders", MISSING)
     if value is MISSING:
         raise OutputError(at, "orders", "a value (the field is required)")
@@ -188,7 +188,7 @@ def shape_person(src: object, at: str) -> dict[str, Any]:
     value = get("cards", MISSING)
     if value is MISSING:
         raise OutputError(at, "cards", "a value (the field is required)")
-    out["cards"] = shape_items(items_of(value, at, "cards"), shapes.shape_card, at + ".cards")
+    out["cards"] = shapes.shape_card_list(items_of(value, at, "cards"), at + ".cards")
     return out
 
 

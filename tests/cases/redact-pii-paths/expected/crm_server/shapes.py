@@ -16,11 +16,13 @@ from ._runtime import (
     items_of,
     out_string,
     reader,
+    shape_items,
 )
 
 __all__ = [
     "shape_contact",
     "shape_card",
+    "shape_card_list",
     "shape_order",
 ]
 
@@ -60,6 +62,27 @@ def shape_card(src: object, at: str) -> dict[str, Any]:
         raise OutputError(at, "holder", "a value (the field is required)")
     out["holder"] = value if type(value) is str else out_string(value, at, "holder")
     return out
+
+
+def shape_card_list(items: list[Any] | tuple[Any, ...], at: str) -> list[dict[str, Any]]:
+    """A list of Card: each item as shape_card shapes it, the usual (exact) ones inline: one call a list."""
+    shaped: list[dict[str, Any]] = []
+    try:
+        for src in items:
+            if type(src) is dict:
+                try:
+                    number_, holder_ = src["number"], src["holder"]
+                except KeyError:
+                    pass
+                else:
+                    if type(number_) is str and type(holder_) is str:
+                        shaped.append({"number": number_, "holder": holder_})
+                        continue
+            shaped.append(shape_card(src, at))
+    except OutputError:
+        shape_items(items, shape_card, at)  # raises again, with the failing item's index in its path
+        raise
+    return shaped
 
 
 def shape_order(src: object, at: str) -> dict[str, Any]:
