@@ -626,10 +626,25 @@ note = { type = "string", required = false }
 model = "Basket"
 redact_pii = ["items[*].card"]
 
+[presenters.BasketPeek]
+model = "Basket"
+redact_pii = ["items[*].card"]
+user_blocks = "send"
+
+[[presenters.BasketPeek.ui]]
+type = "list"
+audience = "user"
+items = ["{items}"]
+
 [tools."basket.get"]
 kind = "query"
 returns = "BasketView"
 handler = "get_basket"
+
+[tools."basket.peek"]
+kind = "query"
+returns = "BasketPeek"
+handler = "peek_basket"
 """
 
 
@@ -643,10 +658,18 @@ def exact_list(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedSe
         yield server
 
 
-async def test_a_list_of_exact_items_is_shaped_inline_like_one_item_at_a_time(exact_list: GeneratedServer) -> None:
-    """shape_item_list: the exact dicts inline, every other container through shape_item, all of them masked
-    and stripped of undeclared keys alike; in the order given."""
-    assert "shapes.shape_item_list(" in inspect.getsource(exact_list.module("presenters"))
+@pytest.mark.parametrize("tool", ["basket.get", "basket.peek"])
+async def test_a_list_of_exact_items_is_shaped_inline_like_one_item_at_a_time(
+    exact_list: GeneratedServer, tool: str
+) -> None:
+    """Lists of exact items: the exact dicts inline, every other container through shape_item, all of them
+    masked and stripped of undeclared keys alike, in the order given. BasketView reads nothing of its items, so
+    they are redacted as they are shaped (its mask has nothing left to do); BasketPeek's user-only block reads
+    them, so they go through shape_list_of_item and are masked after its UI, as any other path."""
+    source = inspect.getsource(exact_list.module("presenters"))
+    assert 'out["items"] = _shape_basket_view_items(items_of(' in source
+    assert "def mask_basket_view" not in source and "mask_basket_peek(data)" in source
+    assert 'out["items"] = shapes.shape_list_of_item(items_of(' in source
     mixed = [
         basket_item(0),
         Plain(basket_item(1)),
@@ -655,13 +678,17 @@ async def test_a_list_of_exact_items_is_shaped_inline_like_one_item_at_a_time(ex
         {**basket_item(4), "qty": 4.5},  # not the exact type: the field-by-field path, which refuses it
     ]
     shaped = [{"sku": f"S{k}", "qty": k, "card": "[REDACTED]"} for k in range(4)]
-    result = await call(exact_list, "basket.get", {"id": "B", "items": tuple(mixed[:4]), "note": "PII-note"})
+    result = await call(exact_list, tool, {"id": "B", "items": tuple(mixed[:4]), "note": "PII-note"})
     assert result.structured_content["data"] == {"id": "B", "items": shaped}
-    assert "PII" not in json.dumps(result.model_dump(mode="json"))
-    refused = await call(exact_list, "basket.get", {"id": "B", "items": mixed})
+    model_facing = [b for b in result.content if not for_user(b)]
+    assert "PII" not in json.dumps([b.model_dump(mode="json") for b in model_facing] + [result.structured_content])
+    if tool == "basket.peek":  # its user-only block read the values before the mask
+        (user_block,) = [b.text for b in result.content if for_user(b)]
+        assert "PII-card-0" in user_block and "PII-card-3" in user_block and "PII-extra" not in user_block
+    refused = await call(exact_list, tool, {"id": "B", "items": mixed})
     assert refused.is_error and 'code="OUTPUT_INVALID"' in refused.content[0].text
     assert "result.items[4].qty" in refused.content[0].text  # the failing item's index, as shape_items names it
-    missing = await call(exact_list, "basket.get", {"id": "B", "items": [basket_item(0), {"sku": "S", "qty": 1}]})
+    missing = await call(exact_list, tool, {"id": "B", "items": [basket_item(0), {"sku": "S", "qty": 1}]})
     assert "result.items[1].card" in missing.content[0].text and "PII" not in missing.content[0].text
 
 

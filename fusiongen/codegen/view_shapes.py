@@ -39,7 +39,7 @@ class ShapeView:
     # Every field a required, non-null str, int or bool sent as is: a dict holding exactly those types is read
     # into locals and copied in one expression, before the field-by-field path (empty: no such shortcut).
     exact: tuple[ExactFieldView, ...] = ()
-    # `shape_x_list`, for a model with the exact shortcut that some field holds a list of: its exact items shaped
+    # `shape_list_of_x`, for a model with the exact shortcut that some field holds a list of: its exact items shaped
     # inline, one call a list rather than one an item (None: no such function).
     list_function: str | None = None
 
@@ -59,11 +59,12 @@ class ShapeViews:
         return f"shape_{self.server.model(model).snake}"
 
     def want_list_shape(self, model: str) -> str | None:
-        """The list shape of `model` (`shape_x_list`), or None when it has no exact shortcut to inline."""
+        """The list shape of `model` (`shape_list_of_x`), or None when it has no exact shortcut to inline."""
         if not exact_fields(self.server.model(model)):
             return None
         self.list_models.add(model)
-        return self.want_shape(model) + "_list"
+        self.want_shape(model)
+        return list_shape_name(self.server.model(model))
 
     def want_shape_ref(self, model: str) -> str:
         """A model's shape as presenters.py refers to it."""
@@ -151,9 +152,16 @@ class ShapeViews:
             found.append(self.shape(self.server.model(self.shape_models[len(found)])))
         listed = self.list_models
         return tuple(
-            dataclasses.replace(shape, list_function=f"{shape.function}_list") if shape.model in listed else shape
+            dataclasses.replace(shape, list_function=list_shape_name(self.server.model(shape.model)))
+            if shape.model in listed
+            else shape
             for shape in found
         )
+
+
+def list_shape_name(model: ModelIR) -> str:
+    """The list shape's name (lower/generated_names.py reserves it for every model)."""
+    return f"shape_list_of_{model.snake}"
 
 
 def _what(model: ModelIR) -> str:

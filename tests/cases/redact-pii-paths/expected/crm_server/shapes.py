@@ -16,29 +16,13 @@ from ._runtime import (
     items_of,
     out_string,
     reader,
-    shape_items,
 )
 
 __all__ = [
-    "shape_contact",
     "shape_card",
-    "shape_card_list",
+    "shape_contact",
     "shape_order",
 ]
-
-
-def shape_contact(src: object, at: str) -> dict[str, Any]:
-    """How to reach someone."""
-    get = src.get if type(src) is dict else reader(src, at)
-    out: dict[str, Any] = {}
-    value = get("email", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "email", "a value (the field is required)")
-    out["email"] = value if type(value) is str else out_string(value, at, "email")
-    value = get("phone", MISSING)
-    if value is not MISSING:
-        out["phone"] = None if value is None else value if type(value) is str else out_string(value, at, "phone")
-    return out
 
 
 def shape_card(src: object, at: str) -> dict[str, Any]:
@@ -64,25 +48,18 @@ def shape_card(src: object, at: str) -> dict[str, Any]:
     return out
 
 
-def shape_card_list(items: list[Any] | tuple[Any, ...], at: str) -> list[dict[str, Any]]:
-    """A list of Card: each item as shape_card shapes it, the usual (exact) ones inline: one call a list."""
-    shaped: list[dict[str, Any]] = []
-    try:
-        for src in items:
-            if type(src) is dict:
-                try:
-                    number_, holder_ = src["number"], src["holder"]
-                except KeyError:
-                    pass
-                else:
-                    if type(number_) is str and type(holder_) is str:
-                        shaped.append({"number": number_, "holder": holder_})
-                        continue
-            shaped.append(shape_card(src, at))
-    except OutputError:
-        shape_items(items, shape_card, at)  # raises again, with the failing item's index in its path
-        raise
-    return shaped
+def shape_contact(src: object, at: str) -> dict[str, Any]:
+    """How to reach someone."""
+    get = src.get if type(src) is dict else reader(src, at)
+    out: dict[str, Any] = {}
+    value = get("email", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "email", "a value (the field is required)")
+    out["email"] = value if type(value) is str else out_string(value, at, "email")
+    value = get("phone", MISSING)
+    if value is not MISSING:
+        out["phone"] = None if value is None else value if type(value) is str else out_string(value, at, "phone")
+    return out
 
 
 def shape_order(src: object, at: str) -> dict[str, Any]:
