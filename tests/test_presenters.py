@@ -506,6 +506,192 @@ async def test_collection_rules_count_and_dedup_across_items(rules: GeneratedSer
     ]
 
 
+FIXED = """
+[models.Part]
+[models.Part.fields]
+sku = { type = "string", description = "Stock keeping unit" }
+
+[models.Order]
+[models.Order.fields]
+id = "string"
+status = "string"
+part = { type = "Part" }
+
+[presenters.PartCard]
+model = "Part"
+rules = ["Parts ship separately."]
+
+[presenters.OrderCard]
+model = "Order"
+embed = { part = "PartCard" }
+rules = ["Amounts are cents."]
+collection_rules = ["Newest first."]
+
+[[presenters.OrderCard.rules_when]]
+when = "status == 'late'"
+rule = "Late orders come first."
+
+[[presenters.OrderCard.suggest]]
+tool = "order.list"
+reason = "See the other orders"
+when = "status == 'late'"
+
+[presenters.CountedCard]
+model = "Order"
+collection_rules = ["{count()} orders."]
+
+[tools."order.get"]
+kind = "query"
+returns = "OrderCard"
+handler = "get_order"
+
+[tools."order.list"]
+kind = "query"
+returns = "OrderCard[]"
+handler = "list_orders"
+
+[tools."order.counted"]
+kind = "query"
+returns = "CountedCard[]"
+handler = "counted_orders"
+"""
+
+
+def order(status: str) -> dict[str, Any]:
+    return {"id": "O-1", "status": status, "part": {"sku": "P<1>"}}
+
+
+async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
+    tmp_path: Path, rules: GeneratedServer
+) -> None:
+    """A presenter whose rules and suggestions are all spec text passes fixed_guidance: each distinct set of
+    its guidance blocks is built once, and reads as the per-call build would. Templates never are."""
+    with build_spec(tmp_path, "pt_fixed", FIXED) as fixed:
+        source = inspect.getsource(fixed.module("presenters"))
+        assert "return presented_result(data, notes, fixed_guidance=True)" in source  # present_order_card
+        assert "return presented_collection(items, total, notes, fixed_guidance=True)" in source  # order.list
+        assert "return presented_collection(items, total, notes)\n" in source  # order.counted: count() is data
+        late, on_time = await call(fixed, "order.get", order("late")), await call(fixed, "order.get", order("ok"))
+        late_again = await call(fixed, "order.get", order("late"))
+        assert tagged(late, "domain_rules") == [
+            rules_block(
+                "sku: Stock keeping unit", "Amounts are cents.", "Parts ship separately.", "Late orders come first."
+            )
+        ]
+        assert tagged(late, "action_suggestions") == [suggestions_block("order.list: See the other orders")]
+        assert tagged(on_time, "domain_rules") == [
+            rules_block("sku: Stock keeping unit", "Amounts are cents.", "Parts ship separately.")
+        ]
+        assert tagged(on_time, "action_suggestions") == []
+        assert texts(late_again) == texts(late)
+        present = fixed.module("presenters").present_order_card
+        first, second = present(order("late")), present(order("late"))
+        assert first.content[1] is second.content[1] and first.content[2] is second.content[2]  # built once
+        assert first.structured_content["rules"] is not second.structured_content["rules"]  # each its own envelope
+        many = await call(fixed, "order.list", [order("ok"), order("late")])
+        assert tagged(many, "domain_rules") == [
+            rules_block(
+                "sku: Stock keeping unit",
+                "Newest first.",
+                "Amounts are cents.",
+                "Parts ship separately.",
+                "Late orders come first.",
+            )
+        ]
+        counted = await call(fixed, "order.counted", [order("ok")] * 3)
+        assert tagged(counted, "domain_rules") == [rules_block("3 orders.")]
+    # The rules fixture's presenter interpolates data into its rules: its blocks are built per call, never kept.
+    assert "fixed_guidance" not in inspect.getsource(rules.module("presenters"))
+    runtime = rules.module("_runtime")
+    runtime._fixed_guidance_blocks.cache_clear()
+    await call(rules, "ship.get", shipment(7))
+    assert runtime._fixed_guidance_blocks.cache_info().currsize == 0
+
+
+EXACT_LIST = """
+[models.Item]
+[models.Item.fields]
+sku = "string"
+qty = "integer"
+card = "string"
+
+[models.Basket]
+hidden = ["note"]
+[models.Basket.fields]
+id = "string"
+items = { type = "list", items = "Item" }
+note = { type = "string", required = false }
+
+[presenters.BasketView]
+model = "Basket"
+redact_pii = ["items[*].card"]
+
+[presenters.BasketPeek]
+model = "Basket"
+redact_pii = ["items[*].card"]
+user_blocks = "send"
+
+[[presenters.BasketPeek.ui]]
+type = "list"
+audience = "user"
+items = ["{items}"]
+
+[tools."basket.get"]
+kind = "query"
+returns = "BasketView"
+handler = "get_basket"
+
+[tools."basket.peek"]
+kind = "query"
+returns = "BasketPeek"
+handler = "peek_basket"
+"""
+
+
+def basket_item(k: int) -> dict[str, Any]:
+    return {"sku": f"S{k}", "qty": k, "card": f"PII-card-{k}", "undeclared": f"PII-extra-{k}"}
+
+
+@pytest.fixture(scope="module")
+def exact_list(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer]:
+    with build_spec(tmp_path_factory.mktemp("exact_list"), "pt_exact_list", EXACT_LIST) as server:
+        yield server
+
+
+@pytest.mark.parametrize("tool", ["basket.get", "basket.peek"])
+async def test_a_list_of_exact_items_is_shaped_inline_like_one_item_at_a_time(
+    exact_list: GeneratedServer, tool: str
+) -> None:
+    """Lists of exact items: the exact dicts inline, every other container through shape_item, all of them
+    masked and stripped of undeclared keys alike, in the order given. BasketView reads nothing of its items, so
+    they are redacted as they are shaped (its mask has nothing left to do); BasketPeek's user-only block reads
+    them, so they go through shape_list_of_item and are masked after its UI, as any other path."""
+    source = inspect.getsource(exact_list.module("presenters"))
+    assert 'out["items"] = _shape_basket_view_items(items_of(' in source
+    assert "def mask_basket_view" not in source and "mask_basket_peek(data)" in source
+    assert 'out["items"] = shapes.shape_list_of_item(items_of(' in source
+    mixed = [
+        basket_item(0),
+        Plain(basket_item(1)),
+        Registry(basket_item(2)),
+        ReadOnly(basket_item(3)),
+        {**basket_item(4), "qty": 4.5},  # not the exact type: the field-by-field path, which refuses it
+    ]
+    shaped = [{"sku": f"S{k}", "qty": k, "card": "[REDACTED]"} for k in range(4)]
+    result = await call(exact_list, tool, {"id": "B", "items": tuple(mixed[:4]), "note": "PII-note"})
+    assert result.structured_content["data"] == {"id": "B", "items": shaped}
+    model_facing = [b for b in result.content if not for_user(b)]
+    assert "PII" not in json.dumps([b.model_dump(mode="json") for b in model_facing] + [result.structured_content])
+    if tool == "basket.peek":  # its user-only block read the values before the mask
+        (user_block,) = [b.text for b in result.content if for_user(b)]
+        assert "PII-card-0" in user_block and "PII-card-3" in user_block and "PII-extra" not in user_block
+    refused = await call(exact_list, tool, {"id": "B", "items": mixed})
+    assert refused.is_error and 'code="OUTPUT_INVALID"' in refused.content[0].text
+    assert "result.items[4].qty" in refused.content[0].text  # the failing item's index, as shape_items names it
+    missing = await call(exact_list, tool, {"id": "B", "items": [basket_item(0), {"sku": "S", "qty": 1}]})
+    assert "result.items[1].card" in missing.content[0].text and "PII" not in missing.content[0].text
+
+
 # --- redaction, embeds, audiences ------------------------------------------------------------------
 
 REDACT = """

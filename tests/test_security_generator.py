@@ -391,6 +391,15 @@ COLLISIONS = {
         '[models.Items]\nfields = { id = "string" }\n',
         'model "Items" generates "shape_items" in shapes.py, a name that module already imports or defines',
     ),
+    "a model's list shape and another model's shape": (
+        '[models.Line]\nfields = { id = "string" }\n[models.ListOfLine]\nfields = { id = "string" }\n',
+        'model "Line" and model "ListOfLine" both generate "shape_list_of_line" in shapes.py',
+    ),
+    "a presenter's redacting list shapes": (
+        '[models.Box]\nfields = { a_b = { type = "list", items = "Note" }, b = { type = "list", items = "Note" } }\n'
+        '[presenters.P]\nmodel = "Box"\n[presenters.P_a]\nmodel = "Box"\n',
+        'presenter "P" and presenter "P_a" both generate "_shape_p_a_b" in presenters.py',
+    ),
     "a presenter shadows a runtime helper": (
         '[presenters.Items]\nmodel = "Note"\n',
         'presenter "Items" generates "shape_items" in presenters.py, a name that module already imports or defines',
@@ -432,7 +441,7 @@ def test_generated_names_that_collide_are_a_diagnostic_naming_both(tmp_path: Pat
 
 
 SPEC_DERIVED = re.compile(
-    r"(shape|item_notes|ui|mask|present|parse)_.*"
+    r"_?(shape|item_notes|ui|mask|present|parse)_.*"
     r"|_?[A-Z0-9_]+_(KEYS|GUARDED|FIELDS|INPUTS|CENSOR|RULES|MACHINE|INPUT|OUTPUT|DEFINITION|COLUMNS_[0-9]+)"
     r"|.*Input"
 )

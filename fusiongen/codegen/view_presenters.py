@@ -7,10 +7,11 @@ node that is not the container its path expects stops the call: masking fails cl
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
-from fusiongen.codegen.view_shapes import OutputFieldView, ShapeViews
-from fusiongen.ir import ExprIR, PresenterIR, RedactionPath, ServerIR, UIBlockIR
+from fusiongen.codegen.view_shapes import ExactFieldView, OutputFieldView, ShapeViews, exact_fields
+from fusiongen.ir import ExprIR, FieldIR, PresenterIR, RedactionPath, ServerIR, UIBlockIR
 from fusiongen.pyliteral import docstring_text, py_literal, py_string
 
 
@@ -28,6 +29,19 @@ class ChildView:
     is_list: bool
     function: str
     takes_user: bool = False  # its UI function takes the set of presenters whose user-only blocks are sent
+
+
+@dataclass(frozen=True)
+class RedactingListView:
+    """A list field whose items are redacted as they are shaped, instead of by the mask after notes and UI:
+    `function` shapes the list as `item_shape` would and writes the censor into the `censored` fields."""
+
+    function: str
+    field: str
+    paths: str  # the redaction paths it applies, as written (for its docstring)
+    item_shape: str
+    exact: tuple[ExactFieldView, ...]
+    censored: frozenset[str]  # the redacted fields' names as Python string literals
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,12 @@ class PresenterView:
     many: bool  # a tool returns a collection of it
     needed_as_child: bool
     uses_expressions: bool  # calls a helper of _expressions.py
+    # Every rule and suggestion one item (and its embeds) can add is spec text: present_x passes
+    # fixed_guidance=True, and the runtime builds their blocks once. `many_fixed_guidance`: the same for a
+    # collection, whose collection_rules count too.
+    fixed_guidance: bool = False
+    many_fixed_guidance: bool = False
+    redacting_lists: tuple[RedactingListView, ...] = ()
 
 
 class _Trie:
@@ -118,6 +138,71 @@ def _mask_lines(trie: _Trie, censor: str) -> list[str]:
     return lines
 
 
+def _reads(presenter: PresenterIR) -> set[tuple[str, ...]]:
+    """Every path an expression or a json block of the presenter reads (`()`: the whole item)."""
+    reads = {path for expression in presenter.expressions() for path in expression.paths}
+    return reads | {block.path for block in (*presenter.ui, *presenter.collection_ui) if block.type == "json"}
+
+
+def redacting_lists(
+    server: ServerIR, shaping: ShapeViews, presenter: PresenterIR, is_child: bool
+) -> dict[str, RedactingListView]:
+    """The list fields of a presenter whose redaction can happen while their items are shaped, by field name.
+
+    The mask runs after notes and UI because a user-only block may show a redacted value. A list field is
+    redacted as it is shaped only when nothing could read it before the mask: no expression or json block of
+    the presenter reads it or the whole item, the presenter is no embedded child (whose parent's blocks read
+    its data), and the field is neither embedded nor masked by more than `field[*].leaf` paths. Its items are
+    a model with the exact shortcut, the usual case being the one worth the inline code. A wrong "yes" here
+    could only redact a value a block reads earlier than the mask would, never send one the mask redacts."""
+    if presenter.implicit or is_child:
+        return {}
+    reads = _reads(presenter)
+    if () in reads:
+        return {}
+    leaves: dict[str, list[str]] = {}
+    others: set[str] = set()
+    for path in presenter.redactions:
+        if len(path) == 3 and path[1] == "[*]":
+            leaves.setdefault(path[0], []).append(path[2])
+        else:
+            others.add(path[0])
+    found = {}
+    embedded = dict(presenter.embeds)
+    for field in presenter.fields:
+        names = leaves.get(field.name)
+        item_model = _exact_item_model(server, field)
+        if not names or field.name in others or field.name in embedded or item_model is None:
+            continue
+        exact = exact_fields(server.model(item_model))
+        censored = frozenset(py_string(name) for name in names)
+        if any(read[:1] == (field.name,) for read in reads) or not censored <= {f.key for f in exact}:
+            continue
+        found[field.name] = RedactingListView(
+            function=f"_shape_{presenter.snake}_{field.name}",
+            field=field.name,
+            paths=", ".join(f"{field.name}[*].{name}" for name in names),
+            item_shape=shaping.want_shape_ref(item_model),
+            exact=exact,
+            censored=censored,
+        )
+    return found
+
+
+def _exact_item_model(server: ServerIR, field: FieldIR) -> str | None:
+    """The model of a list field's items when that model has the exact shortcut, else None."""
+    items = field.type.items if field.type.kind == "list" and field.cast is None else None
+    if items is None or items.kind != "model" or items.model is None:
+        return None
+    return items.model if exact_fields(server.model(items.model)) else None
+
+
+def _redacting_field(field: FieldIR, view: RedactingListView) -> OutputFieldView:
+    key = py_string(field.name)
+    convert = f'{view.function}(items_of(value, at, {key}), at + ".{field.name}")'
+    return OutputFieldView(key=key, required=field.required, nullable=field.nullable, convert=convert)
+
+
 def user_blocks_in(server: ServerIR, presenter: PresenterIR, collection: bool) -> bool:
     """Whether presenting one item (or a collection) of `presenter` can add a user-only block: then its
     functions take `user`, the presenters whose user-only blocks this server sends (chosen at start-up)."""
@@ -172,6 +257,24 @@ def _read(path: tuple[str, ...]) -> str:
     return f"data.get({py_string(path[0])})" if len(path) == 1 else f"_x_get(data, {py_literal(path)})"
 
 
+def _spec_text(template: ExprIR) -> bool:
+    """Whether a template compiled to a plain string literal: it reads nothing, so it is the same every call."""
+    try:
+        return isinstance(ast.literal_eval(template.python), str)
+    except (ValueError, SyntaxError):
+        return False
+
+
+def fixed_guidance(server: ServerIR, presenter: PresenterIR) -> bool:
+    """Whether every rule and suggestion an item of `presenter` can add (its own, its embedded presenters') is
+    spec text. Description rules always are; `when` only chooses among them."""
+    return (
+        all(_spec_text(r.text) for r in presenter.rules)
+        and all(_spec_text(s.reason) for s in presenter.suggestions)
+        and all(fixed_guidance(server, server.presenter(child)) for _, child in presenter.embeds)
+    )
+
+
 def _expr(value: ExprIR | None) -> str | None:
     return value.python if value is not None else None
 
@@ -198,7 +301,15 @@ def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str,
         snake = presenter.snake
         own = not presenter.implicit
         embeds = dict(presenter.embeds)
-        fields = tuple(shaping.output_field(f, embeds) for f in presenter.fields) if own else ()
+        redacting = redacting_lists(server, shaping, presenter, presenter.name in children)
+        fields = (
+            tuple(
+                _redacting_field(f, redacting[f.name]) if f.name in redacting else shaping.output_field(f, embeds)
+                for f in presenter.fields
+            )
+            if own
+            else ()
+        )
         description_constant = None
         if presenter.description_rules:
             description_constant = f"_{snake.upper()}_DESCRIPTION_RULES"
@@ -221,7 +332,8 @@ def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str,
 
         trie = _Trie()
         for path in presenter.redactions:
-            trie.add(path)
+            if path[0] not in redacting:  # redacted as shaped
+                trie.add(path)
         for child in kids("mask", "mask"):
             node = trie.children.setdefault(child.key[1:-1], _Trie())
             node.child_mask = (child.function, child.is_list)
@@ -249,7 +361,7 @@ def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str,
                 has_ui=flag(presenter)["ui"],
                 takes_user=user_blocks_in(server, presenter, False),
                 many_takes_user=user_blocks_in(server, presenter, True),
-                has_mask=flag(presenter)["mask"],
+                has_mask=flag(presenter)["mask"] and bool(trie.children),
                 mask_lines=tuple(_mask_lines(trie, censor_constant)),
                 censor_constant=censor_constant,
                 censor_literal=py_string(presenter.censor),
@@ -258,6 +370,10 @@ def build_presenters(server: ServerIR, shaping: ShapeViews, constants: dict[str,
                 many=presenter.name in used_many,
                 needed_as_child=presenter.name in children,
                 uses_expressions=any(e.helpers for e in presenter.expressions()),
+                fixed_guidance=fixed_guidance(server, presenter),
+                many_fixed_guidance=fixed_guidance(server, presenter)
+                and all(_spec_text(r.text) for r in presenter.collection_rules),
+                redacting_lists=tuple(redacting.values()),
             )
         )
     return tuple(views)

@@ -7,6 +7,7 @@ Presenters ask for the shapes of the models they nest; `ShapeViews` collects the
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from fusiongen.codegen.constants import ConstantView, enum_constant
@@ -26,6 +27,7 @@ class OutputFieldView:
 class ExactFieldView:
     key: str  # the field name as a Python string literal
     type: str  # the one Python type its value is sent as is: str, int or bool
+    local: str  # the local variable holding its value: `name_` cannot shadow anything (as in inputs.py)
 
 
 @dataclass(frozen=True)
@@ -34,9 +36,12 @@ class ShapeView:
     model: str
     description: str
     fields: tuple[OutputFieldView, ...]
-    # Every field a required, non-null str, int or bool sent as is: a dict holding exactly those types is copied
-    # in one expression, before the field-by-field path (empty: the model has no such shortcut).
+    # Every field a required, non-null str, int or bool sent as is: a dict holding exactly those types is read
+    # into locals and copied in one expression, before the field-by-field path (empty: no such shortcut).
     exact: tuple[ExactFieldView, ...] = ()
+    # `shape_list_of_x`, for a model with the exact shortcut that some field holds a list of: its exact items shaped
+    # inline, one call a list rather than one an item (None: no such function).
+    list_function: str | None = None
 
 
 class ShapeViews:
@@ -46,11 +51,20 @@ class ShapeViews:
         self.server = server
         self.output_constants: dict[str, ConstantView] = {}
         self.shape_models: list[str] = []
+        self.list_models: set[str] = set()
 
     def want_shape(self, model: str) -> str:
         if model not in self.shape_models:
             self.shape_models.append(model)
         return f"shape_{self.server.model(model).snake}"
+
+    def want_list_shape(self, model: str) -> str | None:
+        """The list shape of `model` (`shape_list_of_x`), or None when it has no exact shortcut to inline."""
+        if not exact_fields(self.server.model(model)):
+            return None
+        self.list_models.add(model)
+        self.want_shape(model)
+        return list_shape_name(self.server.model(model))
 
     def want_shape_ref(self, model: str) -> str:
         """A model's shape as presenters.py refers to it."""
@@ -95,6 +109,8 @@ class ShapeViews:
             items = f"items_of({value}, at, {name})"
             if type_ir.items.kind == "model":  # the item path is built only if an item fails (shape_items)
                 assert type_ir.items.model is not None
+                if embed is None and (shape_list := self.want_list_shape(type_ir.items.model)) is not None:
+                    return f'{prefix}{shape_list}({items}, at + ".{field.name}")'
                 shape = (
                     f"shape_{self.server.presenter(embed).snake}"
                     if embed is not None
@@ -134,7 +150,18 @@ class ShapeViews:
         found: list[ShapeView] = []
         while len(found) < len(self.shape_models):
             found.append(self.shape(self.server.model(self.shape_models[len(found)])))
-        return tuple(found)
+        listed = self.list_models
+        return tuple(
+            dataclasses.replace(shape, list_function=list_shape_name(self.server.model(shape.model)))
+            if shape.model in listed
+            else shape
+            for shape in found
+        )
+
+
+def list_shape_name(model: ModelIR) -> str:
+    """The list shape's name (lower/generated_names.py reserves it for every model)."""
+    return f"shape_list_of_{model.snake}"
 
 
 def _what(model: ModelIR) -> str:
@@ -152,7 +179,7 @@ def exact_fields(model: ModelIR) -> tuple[ExactFieldView, ...]:
     inline case of `output_convert`: required, not nullable, no cast), or () when any field needs more."""
     fields = model.visible_fields
     exact = tuple(
-        ExactFieldView(py_string(f.name), _EXACT_TYPES[f.type.kind])
+        ExactFieldView(py_string(f.name), _EXACT_TYPES[f.type.kind], f"{f.name}_")
         for f in fields
         if f.required and not f.nullable and f.cast is None and f.type.kind in _EXACT_TYPES
     )

@@ -136,6 +136,7 @@ def check_generated_names(
         for name in (f"parse_{model.snake}_fields", f"_{upper}_FIELDS", f"_{upper}_GUARDED"):
             names.add("inputs", name, owner)
         names.add("shapes", f"shape_{model.snake}", owner)
+        names.add("shapes", f"shape_list_of_{model.snake}", owner)  # its list shape (when it has the exact shortcut)
         names.add("schemas", f"{upper}_INPUT_DEFINITION", owner)
         names.add("schemas", f"{upper}_OUTPUT_DEFINITION", owner)
     for presenter in presenters:
@@ -151,6 +152,8 @@ def check_generated_names(
         functions = [f"item_notes_{snake}", f"ui_{snake}", f"mask_{snake}", f"present_{snake}", f"present_{snake}_many"]
         if not presenter.implicit:
             functions.append(f"shape_{snake}")
+            # A list field's items redacted as they are shaped (view_presenters.redacting_lists).
+            functions += [f"_shape_{snake}_{f.name}" for f in presenter.fields if f.type.kind == "list"]
         constants = [f"_{upper}_DESCRIPTION_RULES", f"_{upper}_CENSOR"]
         constants += [f"_{upper}_COLUMNS_{i}" for i, block in enumerate(presenter.ui) if block.type == "table"]
         many_ui = presenter.collection_ui

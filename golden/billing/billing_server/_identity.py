@@ -43,6 +43,8 @@ class IdentifiedToken(AccessToken):
 def identity_of(ctx: Any) -> Identity | None:
     """The identity the current request authenticated as, or None (stdio, or HTTP without --auth)."""
     request = getattr(ctx, "request", None)
+    if request is None:  # stdio and in-process calls: no HTTP request, so no token
+        return None
     scope = getattr(request, "scope", None)
     user = scope.get("user") if isinstance(scope, Mapping) else None
     token = getattr(user, "access_token", None)
@@ -88,7 +90,10 @@ def presenting_for(identity: Identity | None) -> Iterator[None]:
 
 def presented_as(identity: Identity | None, present: Callable[[object], _Presented], raw: object) -> _Presented:
     """`present(raw)` with `identity` as the caller being presented: `presenting_for` without its generator, for
-    the hot path (run_tool, once a call)."""
+    the hot path (run_tool, once a call). Without identity in a context that has none (stdio, in-process, HTTP
+    without --auth: the usual call) there is nothing to set: `presented_identity()` reads None either way."""
+    if identity is None and _PRESENTING_FOR.get() is None:
+        return present(raw)
     token = _PRESENTING_FOR.set(identity)
     try:
         return present(raw)

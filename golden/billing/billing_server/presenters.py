@@ -5,6 +5,7 @@ Pipeline per call: truncate a collection to its limit, shape each item to the pr
 compute rules, UI blocks and suggestions from the shaped data, redact PII paths in place just before
 serialization, then serialize. Masking is straight-line code over dicts the shape functions just
 built; if anything along a path is not what the schema says, the call fails closed with no data.
+A list field that nothing in its presenter reads is redacted as its items are shaped instead.
 """
 
 from __future__ import annotations
@@ -312,7 +313,7 @@ def present_invoice_admin(raw: object) -> types.CallToolResult:
     notes = Notes()
     item_notes_invoice_admin(data, notes)
     mask_invoice_admin(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def shape_invoice_support(src: object, at: str) -> dict[str, Any]:
@@ -394,4 +395,4 @@ def present_customer_card(raw: object, user: frozenset[str]) -> types.CallToolRe
     item_notes_customer_card(data, notes)
     ui_customer_card(data, notes, user)
     mask_customer_card(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

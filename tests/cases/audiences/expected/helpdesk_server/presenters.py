@@ -5,6 +5,7 @@ Pipeline per call: truncate a collection to its limit, shape each item to the pr
 compute rules, UI blocks and suggestions from the shaped data, redact PII paths in place just before
 serialization, then serialize. Masking is straight-line code over dicts the shape functions just
 built; if anything along a path is not what the schema says, the call fails closed with no data.
+A list field that nothing in its presenter reads is redacted as its items are shaped instead.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def present_ticket(raw: object) -> types.CallToolResult:
     data = shape_ticket(raw, "result")
     notes = Notes()
     item_notes_ticket(data, notes)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_ticket_many(raw: object) -> types.CallToolResult:
@@ -76,7 +77,7 @@ def present_ticket_many(raw: object) -> types.CallToolResult:
         notes.blocks.append(truncation_block(len(items), total - len(items)))
     for data in items:
         item_notes_ticket(data, notes)
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)
 
 
 def shape_ticket_manager(src: object, at: str) -> dict[str, Any]:
@@ -149,7 +150,7 @@ def shape_ticket_agent(src: object, at: str) -> dict[str, Any]:
 def present_ticket_agent(raw: object) -> types.CallToolResult:
     data = shape_ticket_agent(raw, "result")
     notes = Notes()
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_ticket_agent_many(raw: object) -> types.CallToolResult:
@@ -159,4 +160,4 @@ def present_ticket_agent_many(raw: object) -> types.CallToolResult:
     notes = Notes()
     if total > len(items):
         notes.blocks.append(truncation_block(len(items), total - len(items)))
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)

@@ -5,6 +5,7 @@ Pipeline per call: truncate a collection to its limit, shape each item to the pr
 compute rules, UI blocks and suggestions from the shaped data, redact PII paths in place just before
 serialization, then serialize. Masking is straight-line code over dicts the shape functions just
 built; if anything along a path is not what the schema says, the call fails closed with no data.
+A list field that nothing in its presenter reads is redacted as its items are shaped instead.
 """
 
 from __future__ import annotations
@@ -21,4 +22,4 @@ from ._runtime import (
 def present_note(raw: object) -> types.CallToolResult:
     data = shapes.shape_note(raw, "result")
     notes = Notes()
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

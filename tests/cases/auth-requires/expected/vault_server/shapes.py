@@ -26,16 +26,12 @@ def shape_note(src: object, at: str) -> dict[str, Any]:
     """A note."""
     if type(src) is dict:  # the usual case: every field present with its exact type, taken as is
         try:
-            exact = {
-                "id": src["id"],
-                "text": src["text"],
-                "owner": src["owner"],
-            }
+            id_, text_, owner_ = src["id"], src["text"], src["owner"]
         except KeyError:
             pass
         else:
-            if type(exact["id"]) is str and type(exact["text"]) is str and type(exact["owner"]) is str:
-                return exact
+            if type(id_) is str and type(text_) is str and type(owner_) is str:
+                return {"id": id_, "text": text_, "owner": owner_}
     get = src.get if type(src) is dict else reader(src, at)
     out: dict[str, Any] = {}
     value = get("id", MISSING)

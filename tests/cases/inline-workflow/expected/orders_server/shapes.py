@@ -26,15 +26,12 @@ def shape_order(src: object, at: str) -> dict[str, Any]:
     """An order."""
     if type(src) is dict:  # the usual case: every field present with its exact type, taken as is
         try:
-            exact = {
-                "id": src["id"],
-                "state": src["state"],
-            }
+            id_, state_ = src["id"], src["state"]
         except KeyError:
             pass
         else:
-            if type(exact["id"]) is str and type(exact["state"]) is str:
-                return exact
+            if type(id_) is str and type(state_) is str:
+                return {"id": id_, "state": state_}
     get = src.get if type(src) is dict else reader(src, at)
     out: dict[str, Any] = {}
     value = get("id", MISSING)

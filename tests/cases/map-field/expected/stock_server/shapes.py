@@ -46,14 +46,12 @@ def shape_bin(src: object, at: str) -> dict[str, Any]:
     """A Bin."""
     if type(src) is dict:  # the usual case: every field present with its exact type, taken as is
         try:
-            exact = {
-                "count": src["count"],
-            }
+            count_ = src["count"]
         except KeyError:
             pass
         else:
-            if type(exact["count"]) is int:
-                return exact
+            if type(count_) is int:
+                return {"count": count_}
     get = src.get if type(src) is dict else reader(src, at)
     out: dict[str, Any] = {}
     value = get("count", MISSING)

@@ -5,6 +5,7 @@ Pipeline per call: truncate a collection to its limit, shape each item to the pr
 compute rules, UI blocks and suggestions from the shaped data, redact PII paths in place just before
 serialization, then serialize. Masking is straight-line code over dicts the shape functions just
 built; if anything along a path is not what the schema says, the call fails closed with no data.
+A list field that nothing in its presenter reads is redacted as its items are shaped instead.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def present_order_card(raw: object) -> types.CallToolResult:
     notes = Notes()
     item_notes_order_card(data, notes)
     mask_order_card(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def shape_order_summary(src: object, at: str) -> dict[str, Any]:
@@ -98,4 +99,4 @@ def shape_order_summary(src: object, at: str) -> dict[str, Any]:
 def present_order_summary(raw: object) -> types.CallToolResult:
     data = shape_order_summary(raw, "result")
     notes = Notes()
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

@@ -5,6 +5,7 @@ Pipeline per call: truncate a collection to its limit, shape each item to the pr
 compute rules, UI blocks and suggestions from the shaped data, redact PII paths in place just before
 serialization, then serialize. Masking is straight-line code over dicts the shape functions just
 built; if anything along a path is not what the schema says, the call fails closed with no data.
+A list field that nothing in its presenter reads is redacted as its items are shaped instead.
 """
 
 from __future__ import annotations
@@ -119,4 +120,4 @@ def present_ticket(raw: object) -> types.CallToolResult:
     data = shapes.shape_ticket(raw, "result")
     notes = Notes()
     item_notes_ticket(data, notes)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)

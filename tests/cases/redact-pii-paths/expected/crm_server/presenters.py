@@ -5,6 +5,7 @@ Pipeline per call: truncate a collection to its limit, shape each item to the pr
 compute rules, UI blocks and suggestions from the shaped data, redact PII paths in place just before
 serialization, then serialize. Masking is straight-line code over dicts the shape functions just
 built; if anything along a path is not what the schema says, the call fails closed with no data.
+A list field that nothing in its presenter reads is redacted as its items are shaped instead.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def shape_client(src: object, at: str) -> dict[str, Any]:
     value = get("cards", MISSING)
     if value is MISSING:
         raise OutputError(at, "cards", "a value (the field is required)")
-    out["cards"] = shape_items(items_of(value, at, "cards"), shapes.shape_card, at + ".cards")
+    out["cards"] = _shape_client_cards(items_of(value, at, "cards"), at + ".cards")
     value = get("orders", MISSING)
     if value is MISSING:
         raise OutputError(at, "orders", "a value (the field is required)")
@@ -86,6 +87,31 @@ def shape_client(src: object, at: str) -> dict[str, Any]:
     if value is not MISSING:
         out["address"] = None if value is None else shapes.shape_contact(value, at + ".address")
     return out
+
+
+def _shape_client_cards(items: list[Any] | tuple[Any, ...], at: str) -> list[dict[str, Any]]:
+    """Client's cards: each item shaped as shapes.shape_card shapes it and redacted right away
+    (cards[*].number): nothing in the presenter reads cards, so nothing needs the values before the mask."""
+    shaped: list[dict[str, Any]] = []
+    try:
+        for src in items:
+            if type(src) is dict:
+                try:
+                    number_, holder_ = src["number"], src["holder"]
+                except KeyError:
+                    pass
+                else:
+                    if type(number_) is str and type(holder_) is str:
+                        shaped.append({"number": _CLIENT_CENSOR, "holder": holder_})
+                        continue
+            item = shapes.shape_card(src, at)
+            if item.get("number") is not None:
+                item["number"] = _CLIENT_CENSOR
+            shaped.append(item)
+    except OutputError:
+        shape_items(items, shapes.shape_card, at)  # raises again, with the failing item's index in its path
+        raise
+    return shaped
 
 
 def item_notes_client(data: dict[str, Any], notes: Notes) -> None:
@@ -109,7 +135,7 @@ def ui_client(data: dict[str, Any], notes: Notes, user: frozenset[str]) -> None:
 
 
 def mask_client(data: dict[str, Any]) -> None:
-    """Replace the Client presenter's PII paths with its censor, in place."""
+    """Replace the Client presenter's PII paths with its censor, in place (cards[*].number: as shaped)."""
     if data.get("ssn") is not None:
         data["ssn"] = _CLIENT_CENSOR
     node_1 = data.get("contact")
@@ -133,35 +159,28 @@ def mask_client(data: dict[str, Any]) -> None:
             node_3["email"] = _CLIENT_CENSOR
         if node_3.get("phone") is not None:
             node_3["phone"] = _CLIENT_CENSOR
-    node_4 = data.get("cards")
+    node_4 = data.get("address")
     if node_4 is not None:
-        for item_5 in expect_list(node_4, "cards"):
-            if type(item_5) is not dict:
-                raise MaskError("cards[*]")
-            if item_5.get("number") is not None:
-                item_5["number"] = _CLIENT_CENSOR
-    node_6 = data.get("address")
-    if node_6 is not None:
-        if type(node_6) is not dict:
+        if type(node_4) is not dict:
             raise MaskError("address")
-        if node_6.get("phone") is not None:
-            node_6["phone"] = _CLIENT_CENSOR
-    node_7 = data.get("orders")
-    if node_7 is not None:
-        for item_8 in expect_list(node_7, "orders"):
-            if type(item_8) is not dict:
+        if node_4.get("phone") is not None:
+            node_4["phone"] = _CLIENT_CENSOR
+    node_5 = data.get("orders")
+    if node_5 is not None:
+        for item_6 in expect_list(node_5, "orders"):
+            if type(item_6) is not dict:
                 raise MaskError("orders[*]")
-            node_9 = item_8.get("card")
-            if node_9 is not None:
-                if type(node_9) is not dict:
+            node_7 = item_6.get("card")
+            if node_7 is not None:
+                if type(node_7) is not dict:
                     raise MaskError("orders[*].card")
-                if node_9.get("number") is not None:
-                    node_9["number"] = _CLIENT_CENSOR
-                if node_9.get("holder") is not None:
-                    node_9["holder"] = _CLIENT_CENSOR
-            node_10 = item_8.get("notes")
-            if node_10 is not None:
-                node_10[:] = [None if v is None else _CLIENT_CENSOR for v in expect_list(node_10, "orders[*].notes")]
+                if node_7.get("number") is not None:
+                    node_7["number"] = _CLIENT_CENSOR
+                if node_7.get("holder") is not None:
+                    node_7["holder"] = _CLIENT_CENSOR
+            node_8 = item_6.get("notes")
+            if node_8 is not None:
+                node_8[:] = [None if v is None else _CLIENT_CENSOR for v in expect_list(node_8, "orders[*].notes")]
 
 
 def present_client(raw: object, user: frozenset[str]) -> types.CallToolResult:
@@ -188,21 +207,35 @@ def shape_person(src: object, at: str) -> dict[str, Any]:
     value = get("cards", MISSING)
     if value is MISSING:
         raise OutputError(at, "cards", "a value (the field is required)")
-    out["cards"] = shape_items(items_of(value, at, "cards"), shapes.shape_card, at + ".cards")
+    out["cards"] = _shape_person_cards(items_of(value, at, "cards"), at + ".cards")
     return out
 
 
-def mask_person(data: dict[str, Any]) -> None:
-    """Replace the Person presenter's PII paths with its censor, in place."""
-    node_1 = data.get("cards")
-    if node_1 is not None:
-        for item_2 in expect_list(node_1, "cards"):
-            if type(item_2) is not dict:
-                raise MaskError("cards[*]")
-            if item_2.get("number") is not None:
-                item_2["number"] = _PERSON_CENSOR
-            if item_2.get("holder") is not None:
-                item_2["holder"] = _PERSON_CENSOR
+def _shape_person_cards(items: list[Any] | tuple[Any, ...], at: str) -> list[dict[str, Any]]:
+    """Person's cards: each item shaped as shapes.shape_card shapes it and redacted right away
+    (cards[*].number, cards[*].holder): nothing in the presenter reads cards, so nothing needs the values before the mask."""
+    shaped: list[dict[str, Any]] = []
+    try:
+        for src in items:
+            if type(src) is dict:
+                try:
+                    number_, holder_ = src["number"], src["holder"]
+                except KeyError:
+                    pass
+                else:
+                    if type(number_) is str and type(holder_) is str:
+                        shaped.append({"number": _PERSON_CENSOR, "holder": _PERSON_CENSOR})
+                        continue
+            item = shapes.shape_card(src, at)
+            if item.get("holder") is not None:
+                item["holder"] = _PERSON_CENSOR
+            if item.get("number") is not None:
+                item["number"] = _PERSON_CENSOR
+            shaped.append(item)
+    except OutputError:
+        shape_items(items, shapes.shape_card, at)  # raises again, with the failing item's index in its path
+        raise
+    return shaped
 
 
 def present_person_many(raw: object) -> types.CallToolResult:
@@ -212,6 +245,4 @@ def present_person_many(raw: object) -> types.CallToolResult:
     notes = Notes()
     if total > len(items):
         notes.blocks.append(truncation_block(len(items), total - len(items)))
-    for data in items:
-        mask_person(data)
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)

@@ -19,10 +19,33 @@ from ._runtime import (
 )
 
 __all__ = [
-    "shape_contact",
     "shape_card",
+    "shape_contact",
     "shape_order",
 ]
+
+
+def shape_card(src: object, at: str) -> dict[str, Any]:
+    """A payment card."""
+    if type(src) is dict:  # the usual case: every field present with its exact type, taken as is
+        try:
+            number_, holder_ = src["number"], src["holder"]
+        except KeyError:
+            pass
+        else:
+            if type(number_) is str and type(holder_) is str:
+                return {"number": number_, "holder": holder_}
+    get = src.get if type(src) is dict else reader(src, at)
+    out: dict[str, Any] = {}
+    value = get("number", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "number", "a value (the field is required)")
+    out["number"] = value if type(value) is str else out_string(value, at, "number")
+    value = get("holder", MISSING)
+    if value is MISSING:
+        raise OutputError(at, "holder", "a value (the field is required)")
+    out["holder"] = value if type(value) is str else out_string(value, at, "holder")
+    return out
 
 
 def shape_contact(src: object, at: str) -> dict[str, Any]:
@@ -36,32 +59,6 @@ def shape_contact(src: object, at: str) -> dict[str, Any]:
     value = get("phone", MISSING)
     if value is not MISSING:
         out["phone"] = None if value is None else value if type(value) is str else out_string(value, at, "phone")
-    return out
-
-
-def shape_card(src: object, at: str) -> dict[str, Any]:
-    """A payment card."""
-    if type(src) is dict:  # the usual case: every field present with its exact type, taken as is
-        try:
-            exact = {
-                "number": src["number"],
-                "holder": src["holder"],
-            }
-        except KeyError:
-            pass
-        else:
-            if type(exact["number"]) is str and type(exact["holder"]) is str:
-                return exact
-    get = src.get if type(src) is dict else reader(src, at)
-    out: dict[str, Any] = {}
-    value = get("number", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "number", "a value (the field is required)")
-    out["number"] = value if type(value) is str else out_string(value, at, "number")
-    value = get("holder", MISSING)
-    if value is MISSING:
-        raise OutputError(at, "holder", "a value (the field is required)")
-    out["holder"] = value if type(value) is str else out_string(value, at, "holder")
     return out
 
 

@@ -5,6 +5,7 @@ Pipeline per call: truncate a collection to its limit, shape each item to the pr
 compute rules, UI blocks and suggestions from the shaped data, redact PII paths in place just before
 serialization, then serialize. Masking is straight-line code over dicts the shape functions just
 built; if anything along a path is not what the schema says, the call fails closed with no data.
+A list field that nothing in its presenter reads is redacted as its items are shaped instead.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def present_metric(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_metric(data, notes, user)
     mask_metric(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_metric_many(raw: object, user: frozenset[str]) -> types.CallToolResult:
@@ -176,4 +177,4 @@ def present_metric_many(raw: object, user: frozenset[str]) -> types.CallToolResu
     notes.blocks.append(Block("code", fenced("", _x_fmt(count)), False))
     for data in items:
         mask_metric(data)
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)

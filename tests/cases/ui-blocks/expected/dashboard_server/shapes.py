@@ -27,15 +27,12 @@ def shape_meta(src: object, at: str) -> dict[str, Any]:
     """Where a metric comes from."""
     if type(src) is dict:  # the usual case: every field present with its exact type, taken as is
         try:
-            exact = {
-                "source": src["source"],
-                "sampled": src["sampled"],
-            }
+            source_, sampled_ = src["source"], src["sampled"]
         except KeyError:
             pass
         else:
-            if type(exact["source"]) is str and type(exact["sampled"]) is bool:
-                return exact
+            if type(source_) is str and type(sampled_) is bool:
+                return {"source": source_, "sampled": sampled_}
     get = src.get if type(src) is dict else reader(src, at)
     out: dict[str, Any] = {}
     value = get("source", MISSING)

@@ -5,6 +5,7 @@ Pipeline per call: truncate a collection to its limit, shape each item to the pr
 compute rules, UI blocks and suggestions from the shaped data, redact PII paths in place just before
 serialization, then serialize. Masking is straight-line code over dicts the shape functions just
 built; if anything along a path is not what the schema says, the call fails closed with no data.
+A list field that nothing in its presenter reads is redacted as its items are shaped instead.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def present_person(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_person(data, notes, user)
     mask_person(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def shape_team(src: object, at: str) -> dict[str, Any]:
@@ -150,7 +151,7 @@ def present_team(raw: object, user: frozenset[str]) -> types.CallToolResult:
     notes = Notes()
     ui_team(data, notes, user)
     mask_team(data)
-    return presented_result(data, notes)
+    return presented_result(data, notes, fixed_guidance=True)
 
 
 def present_team_many(raw: object, user: frozenset[str]) -> types.CallToolResult:
@@ -165,4 +166,4 @@ def present_team_many(raw: object, user: frozenset[str]) -> types.CallToolResult
         notes.blocks.append(Block("markdown", _x_fmt(count) + " teams", True))
     for data in items:
         mask_team(data)
-    return presented_collection(items, total, notes)
+    return presented_collection(items, total, notes, fixed_guidance=True)
