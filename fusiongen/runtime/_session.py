@@ -299,9 +299,11 @@ class LaneCall:
 
     The SDK runs a request in a cancel scope and cancels the scope; the lane cancels the call's task instead
     (entering and leaving an anyio scope cost a call 3%), with the same effect on the handler: it is interrupted
-    where it waits, or at its first wait if it had not begun, and the call is not answered. Only a cancellation
-    the lane delivered itself (`interrupted`) is taken back; the session's end cancels the task too, and that one
-    goes on (the call is answered CONNECTION_CLOSED, unless the client had cancelled it)."""
+    where it waits, or at its first wait if it had not begun, and the call is not answered. One difference: the
+    task is interrupted once, where a cancelled scope interrupts every later wait too, so a handler that catches
+    the cancellation and waits again (a clean-up) finishes that wait; it is not answered either way. Only a
+    cancellation the lane delivered itself (`interrupted`) is taken back; the session's end cancels the task too,
+    and that one goes on (the call is answered CONNECTION_CLOSED, unless the client had cancelled it)."""
 
     __slots__ = ("context", "interrupted", "running", "task")
 
