@@ -151,3 +151,39 @@ def test_the_check_sees_what_auth_imports(plain: Path, sdk: set[str], tmp_path: 
     modules = imported_modules(log.read_bytes())
     assert "plain_server._auth" in modules
     assert "tomllib" in beyond_the_sdk(modules, sdk)
+
+
+# --- the cyclic collector during start-up (the generated __init__) ---------------------------------------------
+
+GC_REPORT = 'import atexit, gc, sys\natexit.register(lambda: print("gc", gc.isenabled(), gc.get_freeze_count() > 0))\n'
+
+
+def test_started_with_dash_m_the_start_up_objects_are_frozen_and_collection_goes_on(
+    plain: Path, tmp_path: Path
+) -> None:
+    """`python -m` pauses the collector for the package's imports and freezes what they made; after, it runs."""
+    (tmp_path / "sitecustomize.py").write_text(GC_REPORT, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "plain_server", "--help"],
+        cwd=plain,
+        env=server_env(plain, plain.parent, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "gc True True"
+
+
+def test_imported_the_package_leaves_the_collector_alone(plain: Path, tmp_path: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text(GC_REPORT, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", "import plain_server"],
+        cwd=plain,
+        env=server_env(plain, plain.parent, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "gc True False"

@@ -10,6 +10,7 @@ pass or a failure: every wait is for a file or a line, bounded only so that a br
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import queue
@@ -24,7 +25,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from fusiongen.runtime._stdio import parsed_lines
+from fusiongen.runtime._stdio import EarlyRoute, LineReader, parsed_lines
 from tests.support.build import SPECS, build
 from tests.support.processes import server_env
 
@@ -226,6 +227,108 @@ def test_lines_are_framed_as_the_sdk_frames_them(data: bytes) -> None:
     *complete, rest = data.split(b"\n")
     lines = [line + b"\n" for line in complete] + ([rest] if rest else [])
     assert framed([item for line in lines for item in parsed_lines(line)]) == sdk_framing(data)
+
+
+# --- the early route: whole lines offered to the bypass as they arrive ----------------------------------------
+
+
+class PipeStub:
+    """What LineReader needs of its read transport: pause and resume, counted."""
+
+    def __init__(self) -> None:
+        self.paused = 0
+
+    def pause_reading(self) -> None:
+        self.paused += 1
+
+    def resume_reading(self) -> None:
+        self.paused -= 1
+
+
+def odd_requests(seen: list[tuple[str, str]]) -> Any:
+    """An early route's `taken` that takes the requests with an odd integer id, and records what it takes."""
+
+    def taken(item: Any) -> bool:
+        message = getattr(item, "message", None)
+        if isinstance(message, types.JSONRPCRequest) and isinstance(message.id, int) and message.id % 2:
+            seen.append(("early", framed([item])[0]))
+            return True
+        return False
+
+    return taken
+
+
+async def read_through(data: bytes, chunk: int, max_line: int = 1 << 20) -> list[tuple[str, str]]:
+    """Feed `data` to a LineReader `chunk` bytes at a time (the reading task runs between some chunks and not
+    others); every item in the order it was handled, by the early route or by the reading task."""
+    seen: list[tuple[str, str]] = []
+    early = EarlyRoute()
+    early.taken = odd_requests(seen)
+    reader = LineReader(max_line, early)
+    reader.connection_made(PipeStub())  # type: ignore[arg-type]
+
+    async def read() -> None:
+        while (items := await reader.next_items()) is not None:
+            seen.extend(("read", text) for text in framed(items))
+
+    task = asyncio.create_task(read())
+    await asyncio.sleep(0)  # the reading task waits for bytes
+    for index, start in enumerate(range(0, len(data), chunk)):
+        reader.data_received(data[start : start + chunk])
+        if index % 3 != 1:  # let the reading task catch up (it is then waiting for bytes again)
+            await asyncio.sleep(0)
+    reader.eof_received()
+    await asyncio.wait_for(task, WAIT)
+    return seen
+
+
+PIPELINED = b"".join(
+    json.dumps(request(n, "ping")).encode() + end
+    for n, end in zip(range(1, 9), [b"\n", b"\r\n", b"\n", b"\r", b"\n", b"\n", b"\n", b"\n"], strict=True)
+)
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 47, 1 << 16])
+@pytest.mark.parametrize("data", [*FRAMING_CASES, PIPELINED, b"not json\n" + PIPELINED + b"[]\n" + PIPELINED])
+def test_the_early_route_keeps_the_order_and_the_framing(data: bytes, chunk: int) -> None:
+    seen = asyncio.run(read_through(data, chunk))
+    assert [text for _, text in seen] == sdk_framing(data)
+    if data.startswith(PIPELINED):  # id 1 arrived while the reader waited
+        assert seen[0][0] == "early"
+
+
+def test_the_early_route_takes_requests_only_while_the_reader_waits() -> None:
+    """Lines that arrive while the reading task has items to handle are left to it: nothing overtakes them."""
+    seen = asyncio.run(read_through(PIPELINED, len(PIPELINED)))
+    assert seen[0][0] == "early"  # id 1, taken as it arrived
+    assert [how for how, _ in seen[1:]] == ["read"] * 7  # id 2 was not taken: it and all behind it are the reader's
+
+
+def test_a_line_over_the_limit_is_left_to_the_reader(caplog: pytest.LogCaptureFixture) -> None:
+    long = json.dumps(request(3, "ping", {"pad": "x" * 200})).encode() + b"\n"
+    data = json.dumps(request(1, "ping")).encode() + b"\n" + long + json.dumps(request(5, "ping")).encode() + b"\n"
+    seen = asyncio.run(read_through(data, len(data), max_line=100))
+    assert [(how, json.loads(text)["id"]) for how, text in seen] == [("early", 1), ("read", 5)]
+    assert "skipped a line longer than 100 bytes" in caplog.text
+
+
+def test_a_failure_of_the_early_route_is_raised_by_the_reading_task() -> None:
+    async def scenario() -> None:
+        early = EarlyRoute()
+
+        def taken(item: Any) -> bool:
+            raise RuntimeError("the bypass broke")
+
+        early.taken = taken
+        reader = LineReader(1 << 20, early)
+        reader.connection_made(PipeStub())  # type: ignore[arg-type]
+        task = asyncio.create_task(reader.next_items())
+        await asyncio.sleep(0)
+        reader.data_received(json.dumps(request(1, "ping")).encode() + b"\n")
+        with pytest.raises(RuntimeError, match="the bypass broke"):
+            await asyncio.wait_for(task, WAIT)
+
+    asyncio.run(scenario())
 
 
 # --- backpressure --------------------------------------------------------------------------------------

@@ -465,6 +465,67 @@ async def test_a_slow_call_blocks_no_other_and_a_cancelled_one_is_not_answered(b
     assert wire.taken == 4
 
 
+def read_back_to_back(wire: Wire, *messages: dict[str, Any]) -> None:
+    """Hand `messages` to the transport's admission as one read does: in one step, before any call's task begins
+    (the lane's way in; the SDK's dispatcher always lets a request's task begin before it reads on)."""
+    for message in messages:
+        item = SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
+        if isinstance(item.message, types.JSONRPCRequest):
+            item = wire.gate.admitted(item, item.message.id)
+        assert wire.bypass.passes(item) == (not isinstance(item.message, types.JSONRPCRequest))
+
+
+async def test_a_call_cancelled_before_its_task_begins_runs_to_its_first_wait_and_is_not_answered(
+    billing: GeneratedServer,
+) -> None:
+    """As in a cancelled scope: the handler begins, is interrupted where it first waits, and nothing is answered;
+    a call that never waits runs to its end, unanswered. Neither cancellation reaches the calls after them."""
+    slow = Slow(billing)
+    server = billing.create_server(slow())
+    billing.module("_serving").serving_middleware(server, traced=False)
+    async with Wire(billing, server, lane=True) as wire:
+        await handshake(wire, "2025-11-25")
+        read_back_to_back(wire, call(1, "customer.get", {"id": "c-1"}), cancel(1))
+        read_back_to_back(wire, call(2, "invoice.get", {"id": "inv-1"}), cancel(2))
+        await wire.send(call(3, "invoice.get", {"id": "inv-1"}))
+        lines = await wire.answer(3)
+        slow.release.set()
+        await wire.send(call(4, "customer.get", {"id": "c-1"}))
+        lines += await wire.answer(4)
+        assert wire.gate.count == 0  # both cancelled calls freed their slots
+    assert [json.loads(line)["id"] for line in lines] == [3, 4]
+    assert all(b'"result"' in line for line in lines)
+    assert slow.cancelled == 1  # call 1, in its wait; call 2 never waited
+
+
+async def test_a_handler_that_swallows_the_cancellation_is_still_not_answered(billing: GeneratedServer) -> None:
+    slow = Slow(billing)
+    stubborn = slow()
+    waiting = stubborn.get_customer
+
+    async def swallowing(args: Any, ctx: Any) -> Any:
+        try:
+            return await waiting(args, ctx)
+        except anyio.get_cancelled_exc_class():
+            return None  # carries on as if it had not been cancelled
+
+    stubborn.get_customer = swallowing
+
+    async def script(wire: Wire) -> list[bytes]:
+        await handshake(wire, "2025-11-25")
+        await wire.send(call(1, "customer.get", {"id": "c-1"}))
+        await anyio.wait_all_tasks_blocked()
+        await wire.send(cancel(1))
+        await wire.send(call(2, "invoice.get", {"id": "inv-1"}))
+        lines = await wire.answer(2)
+        assert wire.gate.count == 0
+        return lines
+
+    sdk, (lane, wire) = await both(billing, script, handlers=lambda: stubborn)
+    assert lane == sdk and wire.taken == 2
+    assert [json.loads(line)["id"] for line in lane] == [2]
+
+
 async def test_progress_notifications_and_the_callers_identity_through_the_lane(billing: GeneratedServer) -> None:
     async def script(wire: Wire) -> list[bytes]:
         await handshake(wire, "2025-11-25")
