@@ -187,3 +187,34 @@ def test_imported_the_package_leaves_the_collector_alone(plain: Path, tmp_path: 
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == "gc True False"
+
+
+# What pip writes for a `[project.scripts]` entry (its launcher template): the package is imported while
+# sys.argv[0] is still the script's path.
+CONSOLE_SCRIPT = """import re
+import sys
+from plain_server.__main__ import main
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(("script", "frozen"), [("plain-server", True), ("other-server", False)])
+def test_the_console_script_freezes_as_python_m_does(plain: Path, tmp_path: Path, script: str, frozen: bool) -> None:
+    """Installed, the server starts as its console script (`plain-server`, the distribution's name): the same
+    pause and freeze as `python -m`. A script of another name importing the package is a host: left alone."""
+    (tmp_path / "sitecustomize.py").write_text(GC_REPORT, encoding="utf-8")
+    launcher = tmp_path / "bin" / script
+    launcher.parent.mkdir()
+    launcher.write_text(CONSOLE_SCRIPT, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(launcher), "--help"],
+        cwd=plain,
+        env=server_env(plain, plain.parent, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == f"gc True {frozen}"

@@ -6,14 +6,17 @@ Handlers raise `ToolError` for a domain error the agent can act on (docs: the sp
 """
 
 import gc
+import os
 import sys
 
-# Started as the program, `python -m desk_server`
-# (Python sets sys.argv[0] to "-m" only while it locates the module to run): the imports below make most of the
-# objects start-up makes, all kept for the life of the process, and the cyclic collector scanning them again and
-# again as they grew took a seventh of the time to the first answer (measured). It is paused for them and they
-# are frozen after (never scanned again). Imported any other way, nothing changes.
-_STARTING = sys.argv[:1] == ["-m"] and gc.isenabled()
+# Started as the program: `python -m desk_server` (Python sets sys.argv[0] to "-m" only while it locates the
+# module to run) or the `desk-server` console script pip installs (its launcher imports the package
+# under the script's own name). The imports below make most of the objects start-up makes, all kept for the life
+# of the process, and the cyclic collector scanning them again and again as they grew took a seventh of the time
+# to the first answer (measured). It is paused for them and they are frozen after (never scanned again).
+# Imported any other way, nothing changes.
+_PROGRAM = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv else ""))[0].removesuffix("-script")
+_STARTING = _PROGRAM in ("-m", "desk-server") and gc.isenabled()
 if _STARTING:
     gc.disable()
 
