@@ -334,7 +334,7 @@ class ServerIR:
     tools: tuple[ToolIR, ...]
     workflows: tuple[WorkflowIR, ...] = ()
     state_handle_key: str = "workflow_id"
-    tool_names: str = "dotted"  # [server] tool_names: how spec tool names become the names the model sees
+    tool_names: str = "snake"  # [server] tool_names: how spec tool names become the names the model sees
     auth: AuthIR | None = None
     resources: tuple[ResourceIR, ...] = ()
     prompts: tuple[PromptIR, ...] = ()

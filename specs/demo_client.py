@@ -7,7 +7,7 @@ they appear, marked "[for the user only]". It runs the server twice: once in the
 list follows the session's workflow state, and once in the 2026-07-28 era, with state handles; then it reads
 a resource and gets a prompt. Last, one entity for two audiences: the server over streamable HTTP with
 `--auth tokens` (two static tokens, written to a temporary directory) and `--audit-log`, where an admin and a
-support agent call the same `invoice.get` and each sees its own presenter (returns_for_role), side by side.
+support agent call the same `invoice_get` and each sees its own presenter (returns_for_role), side by side.
 Usage: python specs/demo_client.py OUT   (OUT: where `fusiongen build` wrote billing_server/)
 """
 
@@ -84,10 +84,10 @@ async def handshake_era(params: StdioServerParameters) -> None:
         )
         show("tools/list (workflow in state draft)", await tool_names(client))
         listed = {t.name: t for t in (await client.list_tools()).tools}
-        show("invoice.get's description: it lists the errors its handler declares", listed["invoice.get"].description)
+        show("invoice_get's description: it lists the errors its handler declares", listed["invoice_get"].description)
         got = await call(
             client,
-            "invoice.get",
+            "invoice_get",
             {"id": "inv-1"},
             "presenter: hidden fields gone, PII redacted, table/summary/mermaid, rules, suggestions",
         )
@@ -97,32 +97,32 @@ async def handshake_era(params: StdioServerParameters) -> None:
             "(for clients that hand the model only structuredContent)",
             json.dumps(guidance, indent=2, ensure_ascii=False),
         )
-        await call(client, "invoice.list", {}, "collection: limit 3 of 5, truncation notice, collection table")
-        await call(client, "customer.get", {"id": "c-1"}, "another presenter with its own censor")
+        await call(client, "invoice_list", {}, "collection: limit 3 of 5, truncation notice, collection table")
+        await call(client, "customer_get", {"id": "c-1"}, "another presenter with its own censor")
         await call(
             client,
-            "invoice.create",
+            "invoice_create",
             {"customer_id": 7, "amount_cents": 1, "due_date": "tomorrow", "id": "mine"},
             "bad arguments: each named, guarded id refused",
         )
         await call(
             client,
-            "invoice.get",
+            "invoice_get",
             {"id": "inv-404"},
             "a domain error: the handler raises ToolError NOT_FOUND, with its recovery and a tool to call next",
         )
         await call(
             client,
-            "customer.get",
+            "customer_get",
             {"id": "c-404"},
             "a handler exception: the agent gets a generic error (the server logs the ERROR line below on stderr)",
         )
-        await call(client, "invoice.discharge", {"invoice_id": "inv-4"}, "out of order: FORBIDDEN")
-        await call(client, "invoice.submit", {"invoice_id": "inv-4"}, "draft → review")
+        await call(client, "invoice_discharge", {"invoice_id": "inv-4"}, "out of order: FORBIDDEN")
+        await call(client, "invoice_submit", {"invoice_id": "inv-4"}, "draft → review")
         show("tools/list after the transition", await tool_names(client))
-        await call(client, "invoice.approve", {"invoice_id": "inv-4"}, "review → approved")
+        await call(client, "invoice_approve", {"invoice_id": "inv-4"}, "review → approved")
         show("tools/list after the transition", await tool_names(client))
-        await call(client, "invoice.discharge", {"invoice_id": "inv-4"}, "approved → discharged (final)")
+        await call(client, "invoice_discharge", {"invoice_id": "inv-4"}, "approved → discharged (final)")
         show("tools/list in the final state", await tool_names(client))
         show("notifications received", "\n".join(notifications))
 
@@ -132,16 +132,16 @@ async def modern_era(params: StdioServerParameters) -> None:
         print(
             f"\n##### 2026-07-28: protocol {client.protocol_version}: one stable list, state handles\n"
             "(no per-connection state: every client sees every tool, and a workflow's state travels as a handle\n"
-            "that invoice.start mints and each bound call passes back)"
+            "that invoice_start mints and each bound call passes back)"
         )
         show("tools/list (stable)", await tool_names(client))
-        await call(client, "invoice.submit", {"invoice_id": "inv-2"}, "no handle: refused, names invoice.start")
-        started = await call(client, "invoice.start", {}, "mint a handle")
+        await call(client, "invoice_submit", {"invoice_id": "inv-2"}, "no handle: refused, names invoice_start")
+        started = await call(client, "invoice_start", {}, "mint a handle")
         handle = started.structured_content["workflow_id"]
-        await call(client, "invoice.approve", {"invoice_id": "inv-2", "workflow_id": handle}, "out of order")
-        await call(client, "invoice.submit", {"invoice_id": "inv-2", "workflow_id": handle}, "draft → review")
-        await call(client, "invoice.status", {"workflow_id": handle}, "where the workflow is now")
-        await call(client, "invoice.submit", {"invoice_id": "inv-2", "workflow_id": "forged"}, "unknown handle")
+        await call(client, "invoice_approve", {"invoice_id": "inv-2", "workflow_id": handle}, "out of order")
+        await call(client, "invoice_submit", {"invoice_id": "inv-2", "workflow_id": handle}, "draft → review")
+        await call(client, "invoice_status", {"workflow_id": handle}, "where the workflow is now")
+        await call(client, "invoice_submit", {"invoice_id": "inv-2", "workflow_id": "forged"}, "unknown handle")
         show("tools/list (unchanged)", await tool_names(client))
         await resources_and_prompts(client)
 
@@ -224,16 +224,16 @@ def outcome(result: Any) -> str:
 async def as_caller(url: str, token: str) -> tuple[Any, Any]:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=60))
     async with http, Client(streamable_http_client(url, http_client=http), mode="2026-07-28", cache=None) as client:
-        got = await client.call_tool("invoice.get", {"id": "inv-1"})
-        update = await client.call_tool("invoice.update", {"id": "inv-2", "status": "review"})
+        got = await client.call_tool("invoice_get", {"id": "inv-1"})
+        update = await client.call_tool("invoice_update", {"id": "inv-2", "status": "review"})
     return got, update
 
 
 async def audiences(env: dict[str, str]) -> None:
     print(
         "\n##### one entity, two audiences: streamable HTTP with --auth tokens and --audit-log\n"
-        '(invoice.get has returns_for_role = { admin = "InvoiceAdmin", support = "InvoiceSupport" }: the same call,\n'
-        "the same handler data, a presenter chosen per caller; invoice.update requires the invoices:write scope)"
+        '(invoice_get has returns_for_role = { admin = "InvoiceAdmin", support = "InvoiceSupport" }: the same call,\n'
+        "the same handler data, a presenter chosen per caller; invoice_update requires the invoices:write scope)"
     )
     with tempfile.TemporaryDirectory() as directory:
         tokens = tokens_file(Path(directory))
@@ -243,14 +243,14 @@ async def audiences(env: dict[str, str]) -> None:
             seen = {name: await as_caller(url, token) for name, (token, *_) in AUDIENCES.items()}
         (admin, admin_update), (support, support_update) = seen["admin"], seen["support"]
         show(
-            "tools/call invoice.get {'id': 'inv-1'} — as ada (roles admin) | as sam (roles support): structuredContent",
+            "tools/call invoice_get {'id': 'inv-1'} — as ada (roles admin) | as sam (roles support): structuredContent",
             side_by_side(
                 json.dumps(admin.structured_content, indent=1, ensure_ascii=False),
                 json.dumps(support.structured_content, indent=1, ensure_ascii=False),
             ),
         )
         show(
-            "tools/call invoice.update {'id': 'inv-2', 'status': 'review'} — as ada | as sam (no invoices:write)",
+            "tools/call invoice_update {'id': 'inv-2', 'status': 'review'} — as ada | as sam (no invoices:write)",
             side_by_side(
                 outcome(admin_update) + "\n" + json.dumps(admin_update.structured_content["data"]["status"]),
                 outcome(support_update) + "\n" + textwrap.fill(blocks(support_update), 56),

@@ -67,9 +67,9 @@ def everything_sent(result: Any) -> str:
 async def get_invoice(url: str, token: str, mode: str = LEGACY) -> tuple[Any, dict[str, Any]]:
     async with bearer_client(url, token, mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        result = await client.call_tool("invoice.get", {"id": "inv-1"})
+        result = await client.call_tool("invoice_get", {"id": "inv-1"})
     assert not result.is_error, result
-    schema = tools["invoice.get"].output_schema
+    schema = tools["invoice_get"].output_schema
     assert schema is not None
     return result, schema
 
@@ -153,7 +153,7 @@ async def test_without_identity_the_default_presenter_and_empty_ctx(tmp_path: Pa
     # In-process (as over stdio): no identity, so `returns`, and no rule conditioned on ctx.roles.
     with built_server(SPECS / "billing.toml", tmp_path / "out") as server:
         async with connect(server.create_server(), LEGACY) as client:
-            result = await client.call_tool("invoice.get", {"id": "inv-1"})
+            result = await client.call_tool("invoice_get", {"id": "inv-1"})
     assert set(data_of(result)) == DEFAULT_FIELDS
     assert not any("administrator" in rule for rule in result.structured_content["rules"])
 
@@ -173,14 +173,14 @@ async def test_the_audit_log_names_callers_and_outcomes_never_values(
     secret_id = "inv-secret-4242"
     update = {"id": "inv-2", "status": "review", "due_date": "2031-01-02"}
     async with bearer_client(server, issuer.mint(sub="auditee", roles=["support"], scope="invoices:read")) as client:
-        missing = await client.call_tool("invoice.get", {"id": secret_id})
-        refused = await client.call_tool("invoice.update", update)
+        missing = await client.call_tool("invoice_get", {"id": secret_id})
+        refused = await client.call_tool("invoice_update", update)
     assert missing.is_error and refused.is_error
     lines = [json.loads(line) for line in audit_path.read_text(encoding="utf-8").splitlines()]
     mine = [line for line in lines if line["subject"] == "auditee"]
     assert [(line["tool"], line["outcome"]) for line in mine] == [
-        ("invoice.get", "NOT_FOUND"),
-        ("invoice.update", "FORBIDDEN"),
+        ("invoice_get", "NOT_FOUND"),
+        ("invoice_update", "FORBIDDEN"),
     ]
     assert mine[0]["arguments_sha256"] == canonical_digest({"id": secret_id})
     assert mine[1]["arguments_sha256"] == canonical_digest(update)
@@ -194,12 +194,12 @@ async def test_the_audit_log_names_callers_and_outcomes_never_values(
 async def test_over_stdio_the_audit_log_has_no_caller(built: Path, tmp_path: Path) -> None:
     path = tmp_path / "stdio.jsonl"
     async with stdio(built, MODERN, "--audit-log", str(path)) as client:
-        await client.call_tool("invoice.get", {"id": "inv-2"})
-        await client.call_tool("invoice.update", {"id": "inv-2", "status": "nonsense"})
+        await client.call_tool("invoice_get", {"id": "inv-2"})
+        await client.call_tool("invoice_update", {"id": "inv-2", "status": "nonsense"})
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert [(line["subject"], line["tool"], line["outcome"]) for line in lines] == [
-        (None, "invoice.get", "ok"),
-        (None, "invoice.update", "VALIDATION_ERROR"),
+        (None, "invoice_get", "ok"),
+        (None, "invoice_update", "VALIDATION_ERROR"),
     ]
     assert "nonsense" not in path.read_text(encoding="utf-8")
 
@@ -230,7 +230,7 @@ for (const token of tokens) {
   const headers = { Authorization: `Bearer ${token}` };
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   await client.listTools();  // the client caches each tool's output validator from the listing
-  report.push(await client.callTool({ name: "invoice.get", arguments: { id: "inv-1" } }));
+  report.push(await client.callTool({ name: "invoice_get", arguments: { id: "inv-1" } }));
   await client.close();
 }
 console.log(JSON.stringify(report));
@@ -280,11 +280,11 @@ async def test_collections_choose_per_caller_and_expressions_read_the_tenant(tmp
     )
     with http_server(out, "--auth", "tokens", "--auth-tokens-file", str(path), package="helpdesk_server") as url:
         async with bearer_client(url, "tok-lead") as client:
-            lead = await client.call_tool("ticket.get", {"id": "t-1"})
-            lead_list = await client.call_tool("ticket.list", {})
+            lead = await client.call_tool("ticket_get", {"id": "t-1"})
+            lead_list = await client.call_tool("ticket_list", {})
         async with bearer_client(url, "tok-agent") as client:
-            agent = await client.call_tool("ticket.get", {"id": "t-1"})
-            agent_list = await client.call_tool("ticket.list", {})
+            agent = await client.call_tool("ticket_get", {"id": "t-1"})
+            agent_list = await client.call_tool("ticket_list", {})
             listed = {t.name: t for t in (await client.list_tools()).tools}
     # lead: TicketManager (the table's second role), every visible field, the email redacted
     assert data_of(lead) == {"id": "t-1", "subject": "Printer", "requester_email": "[REDACTED]", "priority": 3}
@@ -296,10 +296,10 @@ async def test_collections_choose_per_caller_and_expressions_read_the_tenant(tmp
     assert data_of(agent_list) == [{"id": "t-1", "subject": "Printer"}]
     assert not any("Shown without a caller" in rule for rule in lead_list.structured_content["rules"])
     for result, tool in (
-        (lead, "ticket.get"),
-        (agent, "ticket.get"),
-        (lead_list, "ticket.list"),
-        (agent_list, "ticket.list"),
+        (lead, "ticket_get"),
+        (agent, "ticket_get"),
+        (lead_list, "ticket_list"),
+        (agent_list, "ticket_list"),
     ):
         jsonschema.validate(result.structured_content, listed[tool].output_schema)
         assert "internal_notes" not in everything_sent(result) and "a@example.com" not in everything_sent(result)
@@ -308,7 +308,7 @@ async def test_collections_choose_per_caller_and_expressions_read_the_tenant(tmp
 async def test_without_identity_ctx_is_empty_and_conditions_on_it_false(tmp_path: Path) -> None:
     with built_server(CASES / "audiences" / "spec.toml", tmp_path / "out") as server:
         async with connect(server.create_server(), MODERN) as client:
-            result = await client.call_tool("ticket.list", {})
+            result = await client.call_tool("ticket_list", {})
     assert "Shown without a caller: the local user." in result.structured_content["rules"]  # ctx.subject == null
     assert data_of(result) == [{"id": "t-1", "subject": "Printer", "priority": 3}]
 

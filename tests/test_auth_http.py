@@ -182,8 +182,8 @@ def test_protected_resource_metadata_names_the_servers(jwt_server: str, path: st
 async def test_a_valid_token_calls_tools(jwt_server: str, issuer: Issuer, kid: str, mode: str) -> None:
     async with bearer_client(jwt_server, issuer.mint(kid), mode) as client:
         names = [t.name for t in (await client.list_tools()).tools]
-        result = await client.call_tool("invoice.get", {"id": "inv-1"})
-    assert "invoice.get" in names
+        result = await client.call_tool("invoice_get", {"id": "inv-1"})
+    assert "invoice_get" in names
     assert not result.is_error, result
 
 
@@ -264,7 +264,7 @@ def test_a_session_belongs_to_the_principal_that_opened_it(jwt_server: str, issu
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
     hijack = httpx.post(jwt_server, json=listing, headers=headers, timeout=30)
     assert hijack.status_code in (403, 404), (hijack.status_code, hijack.text)
-    assert "invoice.get" not in hijack.text
+    assert "invoice_get" not in hijack.text
 
 
 def test_a_required_scope_missing_is_403(built: Path, issuer: Issuer) -> None:
@@ -346,7 +346,7 @@ async def test_static_tokens(built: Path, tmp_path: Path) -> None:
         assert_unauthorized(post_initialize(url, "s3cret-carol"), url)
         assert_unauthorized(post_initialize(url, "s3cret-alic"), url)
         async with bearer_client(url, "s3cret-bob") as client:
-            result = await client.call_tool("invoice.get", {"id": "inv-1"})
+            result = await client.call_tool("invoice_get", {"id": "inv-1"})
     assert not result.is_error, result
     assert "s3cret" not in path.read_text()  # the file holds digests only
 
@@ -466,15 +466,15 @@ async def test_handshake_listing_shows_only_what_the_caller_may_call(vault_serve
     no_role = issuer.mint(scope="notes:read notes:write", groups=["guest"])
     async with bearer_client(vault_server, no_role) as client:
         roleless = [t.name for t in (await client.list_tools()).tools]
-    assert reader == ["note.get", "note.count"]
-    assert writer == ["note.get", "note.delete", "note.count"]
-    assert roleless == ["note.get", "note.count"]  # the scope without one of the roles is not enough
+    assert reader == ["note_get", "note_count"]
+    assert writer == ["note_get", "note_delete", "note_count"]
+    assert roleless == ["note_get", "note_count"]  # the scope without one of the roles is not enough
 
 
 async def test_a_call_without_the_scope_is_forbidden_naming_it(vault_server: str, issuer: Issuer) -> None:
     async with bearer_client(vault_server, issuer.mint(scope="notes:write", groups=["admin"])) as client:
-        refused = await client.call_tool("note.get", {"id": "n-1"})
-        counted = await client.call_tool("note.count", {})
+        refused = await client.call_tool("note_get", {"id": "n-1"})
+        counted = await client.call_tool("note_count", {})
     assert refused.is_error and tool_error_code(refused) == "FORBIDDEN"
     text = refused.content[0].text
     assert '"notes:read"' in text and "buy milk" not in text and refused.structured_content is None
@@ -496,8 +496,8 @@ async def test_modern_lists_every_tool_and_refuses_on_call(
 ) -> None:
     async with bearer_client(vault_server, issuer.mint(**claims), MODERN) as client:
         names = [t.name for t in (await client.list_tools()).tools]
-        result = await client.call_tool("note.delete", {"id": "n-missing"})
-    assert names == ["note.get", "note.delete", "note.count"]  # stable, whoever asks
+        result = await client.call_tool("note_delete", {"id": "n-missing"})
+    assert names == ["note_get", "note_delete", "note_count"]  # stable, whoever asks
     assert result.is_error is not allowed, result
     if not allowed:
         assert tool_error_code(result) == "FORBIDDEN"
@@ -507,8 +507,8 @@ async def test_without_auth_over_http_a_required_tool_is_refused(vault: Path) ->
     with http_server(vault, package="vault_server") as url:
         async with connect(url, LEGACY) as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            result = await client.call_tool("note.get", {"id": "n-1"})
-    assert names == ["note.count"]
+            result = await client.call_tool("note_get", {"id": "n-1"})
+    assert names == ["note_count"]
     assert tool_error_code(result) == "FORBIDDEN" and "without authentication" in result.content[0].text
 
 
@@ -516,8 +516,8 @@ async def test_in_process_the_local_user_may_call_everything(tmp_path: Path) -> 
     with built_server(CASES / "auth-requires" / "spec.toml", tmp_path / "out") as built:
         async with connect(built.create_server(), LEGACY) as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            result = await client.call_tool("note.get", {"id": "n-1"})
-    assert names == ["note.get", "note.delete", "note.count"]
+            result = await client.call_tool("note_get", {"id": "n-1"})
+    assert names == ["note_get", "note_delete", "note_count"]
     assert not result.is_error, result
 
 
@@ -548,16 +548,16 @@ def test_a_token_without_the_tenant_claim_is_refused(desk_server: str, issuer: I
 async def test_tenant_b_cannot_use_tenant_as_handle(desk_server: str, issuer: Issuer) -> None:
     alice, mallory = issuer.mint(sub="alice", org_id="acme"), issuer.mint(sub="mallory", org_id="globex")
     async with bearer_client(desk_server, alice, MODERN) as client:
-        started = await client.call_tool("ticket.start", {})
+        started = await client.call_tool("ticket_start", {})
         handle = started.structured_content["workflow_id"]
     async with bearer_client(desk_server, mallory, MODERN) as client:
-        peeked = await client.call_tool("ticket.status", {"workflow_id": handle})
-        closed = await client.call_tool("ticket.close", {"workflow_id": handle})
-        unknown = await client.call_tool("ticket.status", {"workflow_id": "no-such-handle-at-all"})
+        peeked = await client.call_tool("ticket_status", {"workflow_id": handle})
+        closed = await client.call_tool("ticket_close", {"workflow_id": handle})
+        unknown = await client.call_tool("ticket_status", {"workflow_id": "no-such-handle-at-all"})
     same_tenant_other_user = issuer.mint(sub="bob", org_id="acme")
     async with bearer_client(desk_server, same_tenant_other_user, MODERN) as client:
-        status = await client.call_tool("ticket.status", {"workflow_id": handle})
-        closing = await client.call_tool("ticket.close", {"workflow_id": handle})
+        status = await client.call_tool("ticket_status", {"workflow_id": handle})
+        closing = await client.call_tool("ticket_close", {"workflow_id": handle})
     # Tenant B gets exactly what a handle that never existed gets: nothing says the handle is real.
     assert peeked.is_error and closed.is_error
     assert peeked.content[0].text == unknown.content[0].text
@@ -588,8 +588,8 @@ const client = new Client({ name: "reader", version: "1.0.0" });
 const headers = { Authorization: `Bearer ${token}` };
 await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
 report.tools = (await client.listTools()).tools.map((tool) => tool.name);
-report.get = await client.callTool({ name: "note.get", arguments: { id: "n-1" } });
-report.delete = await client.callTool({ name: "note.delete", arguments: { id: "n-1" } });
+report.get = await client.callTool({ name: "note_get", arguments: { id: "n-1" } });
+report.delete = await client.callTool({ name: "note_delete", arguments: { id: "n-1" } });
 await client.close();
 console.log(JSON.stringify(report));
 """
@@ -615,7 +615,7 @@ def test_the_typescript_sdk_client_with_and_without_a_token(vault_server: str, i
     assert "invalid_token" in report["anonymous"]["message"]
     assert report["metadata"]["resource"] == vault_server
     assert report["metadata"]["scopes_supported"] == ["notes:read", "notes:write"]
-    assert report["tools"] == ["note.get", "note.count"]
+    assert report["tools"] == ["note_get", "note_count"]
     assert report["get"]["isError"] is False
     assert report["get"]["structuredContent"]["data"]["text"] == "buy milk"  # on main: ["data"]["text"] (the envelope)
     assert report["delete"]["isError"] is True and 'code="FORBIDDEN"' in report["delete"]["content"][0]["text"]

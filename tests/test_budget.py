@@ -127,7 +127,7 @@ def _real_sizes(spec: Path, out: Path) -> dict[tuple[str, str], int]:
         with built_server(spec, out) as server:
             for mode in (LEGACY, MODERN):
                 async with connect(server.create_server(), mode) as client:
-                    for tool, arguments in (("invoice.get", {"id": "inv-1"}), ("invoice.list", {})):
+                    for tool, arguments in (("invoice_get", {"id": "inv-1"}), ("invoice_list", {})):
                         result = await client.call_tool(tool, arguments)
                         assert not result.is_error, result.content
                         wire = result.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -157,7 +157,7 @@ def test_the_worst_case_bounds_the_largest_real_results_and_is_close(tmp_path: P
 def test_returns_for_role_counts_the_largest_audience() -> None:
     _, ir, _ = validate(BOUNDED / "bounded.toml")
     tool = next(t for t in ir.tools if t.name == "invoice.get")
-    budget = next(b for b in result_budgets(ir) if b.tool == "invoice.get")
+    budget = next(b for b in result_budgets(ir) if b.tool == "invoice_get")
     sizes = {
         name: len(
             json.dumps(
@@ -248,14 +248,14 @@ def test_bounded_values_count_at_their_widest_and_a_redaction_at_its_censor() ->
 def test_max_result_tokens_errors_over_it_and_warns_without_a_bound(tmp_path: Path) -> None:
     _, ir, _ = validate(BOUNDED / "bounded.toml")
     sizes = {b.tool: b for b in result_budgets(ir)}
-    limit = sizes["invoice.list"].result_tokens
+    limit = sizes["invoice_list"].result_tokens
     assert limit is not None
     spec = _bounded_spec(tmp_path, f"max_result_tokens = {limit - 1}")
     with pytest.raises(SpecError) as raised:
         validate(spec)
     (error,) = [d for d in raised.value.diagnostics if d.is_error]
     assert error.code == "FG501"
-    assert f'"invoice.list" is about {limit} tokens ({sizes["invoice.list"].result_bytes} bytes / 4)' in error.message
+    assert f'"invoice_list" is about {limit} tokens ({sizes["invoice_list"].result_bytes} bytes / 4)' in error.message
     spec = _bounded_spec(tmp_path, f"max_result_tokens = {limit}")
     assert [w for w in validate(spec)[2] if w.code.startswith("FG5")] == []  # both bounded and within it
     text = spec.read_text(encoding="utf-8").replace('sku = { type = "string", max_length = 8 }', 'sku = "string"')
@@ -265,7 +265,7 @@ def test_max_result_tokens_errors_over_it_and_warns_without_a_bound(tmp_path: Pa
     assert "data.lines[*].sku (string without max_length)" in warnings[0].message
     table = run("build", "bounded.toml", "-o", "out", "--budget", cwd=tmp_path)
     assert table.code == 0, table.stderr
-    assert "unbounded: invoice.list → data[*].lines[*].sku (string without max_length)" in table.stdout
+    assert "unbounded: invoice_list → data[*].lines[*].sku (string without max_length)" in table.stdout
 
 
 def validate_text(text: str) -> ServerIR:

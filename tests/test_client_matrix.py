@@ -60,11 +60,11 @@ RULES = (
     "Address customers by name; never ask them for their email here.",
     "Invoice inv-1 is overdue: offer a reminder before anything else.",
 )
-SUGGESTION = ("billing.remind", "Send a payment reminder for inv-1")
+SUGGESTION = ("billing_remind", "Send a payment reminder for inv-1")
 NOTICE = "Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results."
-VALIDATION_ERROR = '<validation_error tool="invoice.get"><field name="idx">unknown field.'
+VALIDATION_ERROR = '<validation_error tool="invoice_get"><field name="idx">unknown field.'
 # The workflow's draft state allows invoice.submit; its transition (SUBMIT) leads to review.
-DRAFT_ONLY, REVIEW_ONLY = "invoice.submit", "invoice.approve"
+DRAFT_ONLY, REVIEW_ONLY = "invoice_submit", "invoice_approve"
 
 
 def assert_perceived(handed: str, *, collection: bool = False) -> None:
@@ -117,7 +117,7 @@ def output_schemas(built: Path) -> dict[str, Any]:
             return {tool.name: tool.output_schema for tool in await client.list_tools()}
 
     schemas = anyio.run(listed)
-    assert schemas["invoice.get"] and schemas["invoice.list"]
+    assert schemas["invoice_get"] and schemas["invoice_list"]
     return schemas
 
 
@@ -202,19 +202,19 @@ def handed_text(part: ToolReturnPart) -> str:
 async def test_pydantic_ai_hands_the_model_the_presented_result(
     transport: ClientTransport, mode: str, output_schemas: dict[str, Any]
 ) -> None:
-    steps = [[("invoice.get", {"id": "inv-1"}), ("invoice.list", {}), ("invoice.get", {"idx": "inv-1"})]]
+    steps = [[("invoice_get", {"id": "inv-1"}), ("invoice_list", {}), ("invoice_get", {"idx": "inv-1"})]]
     model = await run_agent(transport, mode, steps)
     # pydantic-ai's own client negotiates 2026-07-28 with a generated server.
     assert (model.protocol_version == MODERN) is (mode != LEGACY), model.protocol_version
-    assert {"invoice.get", "invoice.list", "customer.get", "billing.remind"} <= set(model.offered[0])
+    assert {"invoice_get", "invoice_list", "customer_get", "billing_remind"} <= set(model.offered[0])
     # The handshake era lists only what the session's (draft) state allows; 2026-07-28 lists every tool.
     assert (REVIEW_ONLY in model.offered[0]) is (mode != LEGACY)
     get, listed, invalid = model.handed[0]
     assert get.outcome == "success" and listed.outcome == "success"
     # pydantic-ai hands the model structuredContent when every block is text: the envelope carries the guidance.
     assert get.content["rules"] and get.content["data"]["customer"]["email"] == "[REDACTED]"
-    assert_valid(get.content, output_schemas["invoice.get"])
-    assert_valid(listed.content, output_schemas["invoice.list"])
+    assert_valid(get.content, output_schemas["invoice_get"])
+    assert_valid(listed.content, output_schemas["invoice_list"])
     assert_perceived(handed_text(get))
     assert_perceived(handed_text(listed), collection=True)
     assert listed.content["truncated"] is True and listed.content["shown"] == 3 and listed.content["total"] == 5
@@ -261,22 +261,22 @@ async def test_fastmcp_client_calls_and_validates(transport: ClientTransport, mo
         listed = json.dumps([tool.model_dump(mode="json") for tool in tools.values()])
         for secret in HIDDEN:  # hidden fields are in no schema either
             assert secret not in listed
-        result = await client.call_tool("invoice.get", {"id": "inv-1"})
+        result = await client.call_tool("invoice_get", {"id": "inv-1"})
         assert result.is_error is False
-        assert_envelope(result.structured_content, tools["invoice.get"].output_schema)
+        assert_envelope(result.structured_content, tools["invoice_get"].output_schema)
         # `.data` is the structured content parsed into the type fastmcp builds from the outputSchema.
         assert result.data is not None and result.data.data.customer.email == "[REDACTED]"
         assert list(result.data.rules) == result.structured_content["rules"]
         assert_perceived(json.dumps(result.structured_content))
         assert_perceived("\n".join(block.text for block in result.content if isinstance(block, types.TextContent)))
-        collection = await client.call_tool("invoice.list", {})
-        validator = jsonschema.Draft202012Validator(tools["invoice.list"].output_schema, format_checker=CHECKER)
+        collection = await client.call_tool("invoice_list", {})
+        validator = jsonschema.Draft202012Validator(tools["invoice_list"].output_schema, format_checker=CHECKER)
         validator.validate(collection.structured_content)
         assert_perceived(json.dumps(collection.structured_content), collection=True)
         # isError: raised as ToolError by default, returned with raise_on_error=False.
         with pytest.raises(ToolError, match="validation_error"):
-            await client.call_tool("invoice.get", {"idx": "inv-1"})
-        failed = await client.call_tool("invoice.get", {"idx": "inv-1"}, raise_on_error=False)
+            await client.call_tool("invoice_get", {"idx": "inv-1"})
+        failed = await client.call_tool("invoice_get", {"idx": "inv-1"}, raise_on_error=False)
         assert failed.is_error is True and failed.content[0].text.startswith(VALIDATION_ERROR)
 
 
@@ -325,9 +325,9 @@ def test_langchain_hands_the_model_the_text_blocks(
     request: pytest.FixtureRequest, built: Path, kind: str, output_schemas: dict[str, Any]
 ) -> None:
     target = ["http", request.getfixturevalue("http_url")] if kind == "http" else langchain_stdio(built)
-    calls = [("invoice.get", {"id": "inv-1"}), ("invoice.list", {}), ("invoice.get", {"idx": "inv-1"})]
+    calls = [("invoice_get", {"id": "inv-1"}), ("invoice_list", {}), ("invoice_get", {"idx": "inv-1"})]
     report = langchain(target, calls)
-    assert {"invoice.get", "invoice.list", DRAFT_ONLY} <= set(report["tools"])
+    assert {"invoice_get", "invoice_list", DRAFT_ONLY} <= set(report["tools"])
     assert REVIEW_ONLY not in report["tools"]  # mcp 1.x: the handshake era
     get, listed, invalid = report["calls"]
     # langchain hands the model every content block (the artifact, structuredContent, stays with the program).
@@ -335,8 +335,8 @@ def test_langchain_hands_the_model_the_text_blocks(
     assert_perceived(content_text(get["content"]))
     assert_perceived(content_text(listed["content"]), collection=True)
     assert get["artifact"]["structured_content"]["data"]["id"] == "inv-1"
-    assert_valid(get["artifact"]["structured_content"], output_schemas["invoice.get"])
-    assert_valid(listed["artifact"]["structured_content"], output_schemas["invoice.list"])
+    assert_valid(get["artifact"]["structured_content"], output_schemas["invoice_get"])
+    assert_valid(listed["artifact"]["structured_content"], output_schemas["invoice_list"])
     # isError: a ToolMessage with status "error" and the server's explanation, which the agent can act on.
     assert invalid["status"] == "error" and content_text(invalid["content"]).startswith(VALIDATION_ERROR)
 
@@ -344,9 +344,9 @@ def test_langchain_hands_the_model_the_text_blocks(
 def test_langchain_hands_the_model_user_only_blocks_when_sent(built: Path) -> None:
     """Why `user_blocks = "omit"` is the default: langchain ignores `annotations.audience`, so a user-only block
     that is sent reaches the model, real email included (billing's `audience = "user"` list)."""
-    omitted = langchain(langchain_stdio(built), [("invoice.get", {"id": "inv-1"})])["calls"][0]
+    omitted = langchain(langchain_stdio(built), [("invoice_get", {"id": "inv-1"})])["calls"][0]
     assert "ada@example.com" not in content_text(omitted["content"])
-    sent = langchain(langchain_stdio(built, "--user-blocks", "send"), [("invoice.get", {"id": "inv-1"})])["calls"][0]
+    sent = langchain(langchain_stdio(built, "--user-blocks", "send"), [("invoice_get", {"id": "inv-1"})])["calls"][0]
     handed = content_text(sent["content"])
     assert "Contact: ada@example.com" in handed
     assert len(sent["content"]) == len(omitted["content"]) + 1

@@ -64,14 +64,14 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 async def call(shop: GeneratedServer, arguments: dict[str, Any], mode: str = "legacy") -> tuple[bool, str]:
     async with Client(shop.create_server(), mode=mode, cache=None) as client:
-        result = await client.call_tool("order.place", arguments)
+        result = await client.call_tool("order_place", arguments)
     return bool(result.is_error), "".join(getattr(b, "text", "") for b in result.content)
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_schema_advertises_the_constraints_the_title_and_the_icons(shop: GeneratedServer, mode: str) -> None:
     async with Client(shop.create_server(), mode=mode, cache=None) as client:
-        tool = next(t for t in (await client.list_tools()).tools if t.name == "order.place")
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "order_place")
     assert tool.title == "Place an order"
     assert tool.icons is not None
     assert [i.model_dump(by_alias=True) for i in tool.icons] == [
@@ -141,7 +141,7 @@ async def test_each_broken_constraint_is_named_with_what_was_expected(
 ) -> None:
     shop.handlers.RECEIVED.clear()
     is_error, text = await call(shop, {**VALID, **change})
-    assert is_error and text.startswith('<validation_error tool="order.place">')
+    assert is_error and text.startswith('<validation_error tool="order_place">')
     assert f'<field name="{field}">' in text and message in text.replace("&quot;", '"')
     assert text.count("<field ") == 1
     assert shop.handlers.RECEIVED == []

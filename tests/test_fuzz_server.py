@@ -73,21 +73,21 @@ CUSTOMER_IDS = ("c-1", "c-2", "c-404")
 
 # tool → its declared arguments and what a plausible value looks like
 TOOLS: dict[str, dict[str, str]] = {
-    "invoice.get": {"id": "invoice_id"},
-    "invoice.list": {"status": "status", "limit": "integer"},
-    "invoice.create": {"customer_id": "customer_id", "amount_cents": "integer", "due_date": "date"},
-    "invoice.update": {"id": "invoice_id", "status": "status", "due_date": "date"},
-    "customer.get": {"id": "customer_id"},
-    "billing.remind": {"invoice_id": "invoice_id"},
-    "invoice.submit": {"invoice_id": "invoice_id", "workflow_id": "handle"},
-    "invoice.approve": {"invoice_id": "invoice_id", "workflow_id": "handle"},
-    "invoice.reject": {"invoice_id": "invoice_id", "reason": "text", "workflow_id": "handle"},
-    "invoice.discharge": {"invoice_id": "invoice_id", "workflow_id": "handle"},
-    "invoice.start": {},
-    "invoice.status": {"workflow_id": "handle"},
-    "invoice.resolve": {"workflow_id": "handle", "outcome": "outcome"},
+    "invoice_get": {"id": "invoice_id"},
+    "invoice_list": {"status": "status", "limit": "integer"},
+    "invoice_create": {"customer_id": "customer_id", "amount_cents": "integer", "due_date": "date"},
+    "invoice_update": {"id": "invoice_id", "status": "status", "due_date": "date"},
+    "customer_get": {"id": "customer_id"},
+    "billing_remind": {"invoice_id": "invoice_id"},
+    "invoice_submit": {"invoice_id": "invoice_id", "workflow_id": "handle"},
+    "invoice_approve": {"invoice_id": "invoice_id", "workflow_id": "handle"},
+    "invoice_reject": {"invoice_id": "invoice_id", "reason": "text", "workflow_id": "handle"},
+    "invoice_discharge": {"invoice_id": "invoice_id", "workflow_id": "handle"},
+    "invoice_start": {},
+    "invoice_status": {"workflow_id": "handle"},
+    "invoice_resolve": {"workflow_id": "handle", "outcome": "outcome"},
 }
-BOUND = ("invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge")
+BOUND = ("invoice_submit", "invoice_approve", "invoice_reject", "invoice_discharge")
 
 STATS: Counter[str] = Counter()
 
@@ -291,12 +291,12 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
             assert {t.name for t in listed.tools} <= set(tools)
             state = Session(portal, entered, server, tools)
             for _ in range(3):
-                started = portal.call(call_tool, state, "invoice.start", {}, False)
+                started = portal.call(call_tool, state, "invoice_start", {}, False)
                 assert isinstance(started, types.CallToolResult) and not started.is_error
                 state.handles.append(started.structured_content["workflow_id"])
             yield state
             # still serving after everything the properties sent
-            final = portal.call(call_tool, state, "invoice.get", {"id": "inv-2"}, False)
+            final = portal.call(call_tool, state, "invoice_get", {"id": "inv-2"}, False)
             assert isinstance(final, types.CallToolResult) and not final.is_error
     print(f"\nserver fuzzing: {state.calls} calls;", dict(sorted(STATS.items())))
 
@@ -385,7 +385,7 @@ def run(session: Session, name: str, arguments: Any, raw: bool | None = None) ->
     result = session.portal.call(call_tool, session, name, arguments, raw)
     label = check_result(session, name, arguments, result)
     STATS[f"{name}: {label}"] += 1
-    if name == "invoice.start" and label == "ok" and isinstance(result, types.CallToolResult):
+    if name == "invoice_start" and label == "ok" and isinstance(result, types.CallToolResult):
         session.handles.append(result.structured_content["workflow_id"])  # fresh handles, in the initial state
     return label
 
@@ -411,26 +411,26 @@ def test_every_tool_answers_hostile_arguments_with_a_result(session: Session, da
         STATS[f"known: {bug}"] += 1
         return
     label = run(session, name, arguments, raw=data.draw(st.integers(0, 4)) == 0)
-    if name == "invoice.create":
+    if name == "invoice_create":
         assert label != "INTERNAL_ERROR"  # its handler cannot fail: only the presenter could have
 
 
 @settings(max_examples=200, deadline=None, phases=PHASES, suppress_health_check=SLOW_OK)
 @given(data=st.data())
 def test_workflow_handles_and_junk_handles(session: Session, data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from((*BOUND, "invoice.status", "invoice.start", "invoice.resolve")))
+    name = data.draw(st.sampled_from((*BOUND, "invoice_status", "invoice_start", "invoice_resolve")))
     handle = data.draw(
         st.one_of(minted(session), PLAUSIBLE["handle"], HOSTILE, st.just(deep_list(1000)), st.just(deep_object(1000)))
     )
     arguments: dict[str, Any] = {"workflow_id": handle}
     if name in BOUND:
         arguments["invoice_id"] = data.draw(PLAUSIBLE["invoice_id"])
-        if name == "invoice.reject":
+        if name == "invoice_reject":
             arguments["reason"] = "fuzz"
     label = run(session, name, arguments)
-    if name == "invoice.start":
+    if name == "invoice_start":
         assert label == "VALIDATION"  # it takes no arguments
-    if isinstance(handle, str) and handle not in session.handles and name != "invoice.start":
+    if isinstance(handle, str) and handle not in session.handles and name != "invoice_start":
         assert label in ("FORBIDDEN", "VALIDATION"), label
 
 
@@ -451,7 +451,7 @@ def test_unknown_tools_are_protocol_errors_and_the_server_keeps_serving(session:
     assert isinstance(result, MCPError) and result.error.code == -32602, result
     assert "Unknown tool" in result.error.message
     STATS["unknown tool: -32602"] += 1
-    assert run(session, "customer.get", {"id": "c-1"}) == "ok"
+    assert run(session, "customer_get", {"id": "c-1"}) == "ok"
 
 
 # --- huge and deep arguments: fast, and still a result --------------------------------------------------
@@ -477,16 +477,16 @@ def first_field(name: str) -> str:
 def test_huge_arguments_are_answered_quickly(session: Session, name: str, case: str) -> None:
     arguments = HUGE_ARGUMENTS[case](first_field(name))
     run(session, name, arguments, raw=True)  # checks the answer's contract
-    assert run(session, "customer.get", {"id": "c-1"}) == "ok", f"not serving after {name} with {case}"
+    assert run(session, "customer_get", {"id": "c-1"}) == "ok", f"not serving after {name} with {case}"
 
 
 @pytest.mark.timeout(HUGE_TIMEOUT)
 @pytest.mark.parametrize("depth", [200, 900])
-@pytest.mark.parametrize("name", sorted(n for n in TOOLS if n != "invoice.start"))
+@pytest.mark.parametrize("name", sorted(n for n in TOOLS if n != "invoice_start"))
 def test_deep_arguments_are_answered_quickly(session: Session, name: str, depth: int) -> None:
     for value in (deep_list(depth), deep_object(depth)):
         label = run(session, name, {first_field(name): value}, raw=True)
-        assert run(session, "customer.get", {"id": "c-1"}) == "ok", f"not serving after {name} at depth {depth}"
+        assert run(session, "customer_get", {"id": "c-1"}) == "ok", f"not serving after {name} at depth {depth}"
         assert label in ("VALIDATION", "FORBIDDEN")  # the gate runs first: a bound tool may be refused before
 
 
@@ -496,15 +496,15 @@ def test_deep_arguments_are_answered_quickly(session: Session, name: str, depth:
     ids=["empty list", "list of objects", "string", "number", "boolean"],
 )
 def test_arguments_that_are_not_an_object_are_refused_by_the_protocol(session: Session, arguments: Any) -> None:
-    result = session.portal.call(call_tool, session, "invoice.get", arguments, True)
+    result = session.portal.call(call_tool, session, "invoice_get", arguments, True)
     # The SDK validates `params` before the server runs: -32602 Invalid params, and the session goes on.
     assert isinstance(result, MCPError) and result.error.code == -32602
-    assert run(session, "invoice.get", {"id": "inv-1"}) == "ok"
+    assert run(session, "invoice_get", {"id": "inv-1"}) == "ok"
 
 
 def test_null_arguments_mean_no_arguments(session: Session) -> None:
-    assert run(session, "invoice.list", None, raw=True) == "ok"
-    assert run(session, "invoice.get", None, raw=True) == "VALIDATION"
+    assert run(session, "invoice_list", None, raw=True) == "ok"
+    assert run(session, "invoice_get", None, raw=True) == "VALIDATION"
 
 
 def test_guarded_and_hidden_fields_are_refused_without_echoing_them(session: Session) -> None:
@@ -517,8 +517,8 @@ def test_guarded_and_hidden_fields_are_refused_without_echoing_them(session: Ses
         "internal_notes": "NOTE-VALUE",
         "cost_basis": 12345.678,
     }
-    result = session.portal.call(call_tool, session, "invoice.create", arguments, False)
-    assert run(session, "invoice.create", arguments) == "VALIDATION"
+    result = session.portal.call(call_tool, session, "invoice_create", arguments, False)
+    assert run(session, "invoice_create", arguments) == "VALIDATION"
     assert isinstance(result, types.CallToolResult)
     text = result.content[0].text
     assert text.count("guarded") == 2 and "NOTE-VALUE" not in text and "12345.678" not in text
@@ -532,7 +532,7 @@ def test_fixed_deeply_nested_declared_argument_is_a_validation_error(session: Se
     """A declared argument nested 1000 levels deep was echoed back into the validation error, which broke; the
     answer is the VALIDATION error now."""
     nested = deep_list(1000) if value == "list" else deep_object(1000)
-    assert run(session, "invoice.get", {"id": nested}, raw=True) == "VALIDATION"
+    assert run(session, "invoice_get", {"id": nested}, raw=True) == "VALIDATION"
 
 
 def test_fixed_integer_too_large_for_the_number_cast_is_output_invalid(billing: GeneratedServer) -> None:
@@ -542,7 +542,7 @@ def test_fixed_integer_too_large_for_the_number_cast_is_output_invalid(billing: 
     async def create() -> types.CallToolResult:
         async with connect(billing.create_server()) as client:
             return await client.call_tool(
-                "invoice.create", {"customer_id": "c-1", "amount_cents": 10**400, "due_date": "2026-01-01"}
+                "invoice_create", {"customer_id": "c-1", "amount_cents": 10**400, "due_date": "2026-01-01"}
             )
 
     result = anyio.run(create)

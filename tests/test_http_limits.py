@@ -53,7 +53,7 @@ async def test_max_sessions_refuses_the_session_beyond_the_limit(built: Path) ->
         # Closing a session frees its slot for a new client.
         assert httpx.delete(url, headers=session, timeout=30).status_code in (200, 204)
         async with connect(url, LEGACY) as client:
-            assert "invoice.get" in [t.name for t in (await client.list_tools()).tools]
+            assert "invoice_get" in [t.name for t in (await client.list_tools()).tools]
 
 
 def test_max_request_body_refuses_larger_bodies(built: Path) -> None:

@@ -94,7 +94,7 @@ def test_each_request_is_answered_in_the_resolved_content_type(served: tuple[str
         session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-11-25"}
         http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**HEADERS, **session})
         call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
-        call["params"] = {"name": "invoice.get", "arguments": {"id": "inv-1"}}
+        call["params"] = {"name": "invoice_get", "arguments": {"id": "inv-1"}}
         answer = http.post(url, json=call, headers={**HEADERS, **session})
     assert opened.headers["content-type"].startswith(expected)
     assert answer.status_code == 200 and answer.headers["content-type"].startswith(expected)
@@ -108,8 +108,8 @@ def test_each_request_is_answered_in_the_resolved_content_type(served: tuple[str
 async def test_tools_answer_the_same_in_both_modes_and_eras(served: tuple[str, str, Path], era: str) -> None:
     _, url, _ = served
     async with connect(url, era) as client:
-        result = await client.call_tool("invoice.list", {"status": "overdue"})
-        bad = await client.call_tool("invoice.get", {"id": 1})
+        result = await client.call_tool("invoice_list", {"status": "overdue"})
+        bad = await client.call_tool("invoice_get", {"id": 1})
     assert [i["id"] for i in result.structured_content["data"]] == ["inv-1"]
     assert bad.is_error
 
@@ -126,7 +126,7 @@ async def test_a_workflow_step_still_notifies_tools_list_changed(served: tuple[s
 
     async with connect(url, LEGACY, message_handler=record) as client:
         before = [t.name for t in (await client.list_tools()).tools]
-        submitted = await client.call_tool("invoice.submit", {"invoice_id": "inv-1"})  # draft -> review
+        submitted = await client.call_tool("invoice_submit", {"invoice_id": "inv-1"})  # draft -> review
         with anyio.fail_after(NOTIFIED_TIMEOUT):
             while changed() < 1:
                 await anyio.sleep(0.02)
@@ -150,7 +150,7 @@ async def test_under_auto_the_progress_a_handler_reports_arrives(reporting: str,
         reported.append((done, total, message))
 
     async with connect(reporting, era) as client:
-        result = await client.call_tool("billing.remind", {"invoice_id": "inv-1"}, progress_callback=progress)
+        result = await client.call_tool("billing_remind", {"invoice_id": "inv-1"}, progress_callback=progress)
     assert not result.is_error
     assert reported == [(1, 2, "half way")]
 

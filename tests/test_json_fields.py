@@ -70,7 +70,7 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.mark.parametrize("mode", MODES)
 async def test_schemas_declare_any_json(docs: GeneratedServer, mode: str) -> None:
     async with Client(docs.create_server(), mode=mode, cache=None) as client:
-        tool = next(t for t in (await client.list_tools()).tools if t.name == "doc.put")
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "doc_put")
     every_type = ["object", "array", "string", "number", "boolean"]
     assert tool.input_schema["properties"]["meta"] == {"type": every_type, "examples": [{"tags": ["a"]}]}
     assert tool.output_schema is not None
@@ -82,8 +82,8 @@ async def test_schemas_declare_any_json(docs: GeneratedServer, mode: str) -> Non
 @pytest.mark.parametrize("meta", [{"tags": ["a", 1, None, {"deep": True}]}, [1, 2.5], "text", 0, False])
 async def test_any_json_value_goes_through(docs: GeneratedServer, meta: Any) -> None:
     async with Client(docs.create_server(), mode="legacy", cache=None) as client:
-        tool = next(t for t in (await client.list_tools()).tools if t.name == "doc.put")
-        result = await client.call_tool("doc.put", {"id": "d1", "meta": meta})
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "doc_put")
+        result = await client.call_tool("doc_put", {"id": "d1", "meta": meta})
     assert not result.is_error, result.content
     assert result.structured_content is not None
     assert data_of(result.structured_content)["meta"] == meta
@@ -93,7 +93,7 @@ async def test_any_json_value_goes_through(docs: GeneratedServer, meta: Any) -> 
 
 async def test_null_needs_nullable(docs: GeneratedServer) -> None:
     async with Client(docs.create_server(), mode="legacy", cache=None) as client:
-        result = await client.call_tool("doc.put", {"id": "d1", "meta": None})
+        result = await client.call_tool("doc_put", {"id": "d1", "meta": None})
     assert result.is_error
     text = result.content[0].text  # type: ignore[union-attr]
     assert '<field name="meta">expected a JSON value other than null, NaN or Infinity; you sent null.</field>' in text
@@ -102,7 +102,7 @@ async def test_null_needs_nullable(docs: GeneratedServer) -> None:
 @pytest.mark.parametrize("shape", ["object", "nan"])
 async def test_output_that_is_not_plain_json_is_refused_not_serialized(docs: GeneratedServer, shape: str) -> None:
     async with Client(docs.create_server(), mode="legacy", cache=None) as client:
-        result = await client.call_tool("doc.put", {"id": "d1", "meta": {}, "shape": shape})
+        result = await client.call_tool("doc_put", {"id": "d1", "meta": {}, "shape": shape})
     assert result.is_error
     text = "".join(getattr(b, "text", "") for b in result.content)
     assert "OUTPUT_INVALID" in text and "meta" in text

@@ -68,7 +68,7 @@ def stock(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 async def call(stock: GeneratedServer, arguments: dict[str, Any], mode: str = "legacy") -> Any:
     async with Client(stock.create_server(), mode=mode, cache=None) as client:
-        return await client.call_tool("stock.set", arguments)
+        return await client.call_tool("stock_set", arguments)
 
 
 def text_of(result: Any) -> str:
@@ -78,7 +78,7 @@ def text_of(result: Any) -> str:
 @pytest.mark.parametrize("mode", MODES)
 async def test_schemas_say_object_of_values(stock: GeneratedServer, mode: str) -> None:
     async with Client(stock.create_server(), mode=mode, cache=None) as client:
-        tool = next(t for t in (await client.list_tools()).tools if t.name == "stock.set")
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "stock_set")
     properties = tool.input_schema["properties"]
     assert properties["prices"] == {"type": "object", "additionalProperties": {"type": "number"}, "default": {}}
     assert properties["bins"] == {"type": "object", "additionalProperties": {"$ref": "#/$defs/Bin"}}
@@ -98,7 +98,7 @@ async def test_values_are_checked_and_hidden_fields_stay_in(stock: GeneratedServ
     assert data_of(result.structured_content) == {"prices": {"apple": 1.5, "pear": 2}, "bins": {"a1": {"count": 3}}}
     assert "B-17" not in text_of(result)
     async with Client(stock.create_server(), mode=mode, cache=None) as client:
-        tool = next(t for t in (await client.list_tools()).tools if t.name == "stock.set")
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "stock_set")
     assert tool.output_schema is not None
     jsonschema.validate(result.structured_content, tool.output_schema)
 

@@ -105,12 +105,12 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 async def listed_tool(ledger: GeneratedServer, mode: str) -> Any:
     async with Client(ledger.create_server(), mode=mode, cache=None) as client:
-        return next(t for t in (await client.list_tools()).tools if t.name == "invoice.create")
+        return next(t for t in (await client.list_tools()).tools if t.name == "invoice_create")
 
 
 async def call(ledger: GeneratedServer, arguments: dict[str, Any], mode: str = "legacy") -> Any:
     async with Client(ledger.create_server(), mode=mode, cache=None) as client:
-        return await client.call_tool("invoice.create", arguments)
+        return await client.call_tool("invoice_create", arguments)
 
 
 def text_of(result: Any) -> str:
@@ -188,7 +188,7 @@ async def test_inner_constraints_are_checked_with_the_dotted_path(ledger: Genera
     result = await call(ledger, bad, mode)
     assert result.is_error
     text = text_of(result)
-    assert text.startswith('<validation_error tool="invoice.create">')
+    assert text.startswith('<validation_error tool="invoice_create">')
     assert '<field name="address.city">expected a string of at most 20 characters;' in text
     assert '<field name="address.zip">expected a string; you sent an integer.</field>' in text  # hidden: not echoed
     assert '<field name="lines[1].qty">expected an integer that is at least 1; you sent 0.</field>' in text
@@ -219,9 +219,9 @@ const client = new Client({ name: "fusiongen-tests", version: "1.0.0" });
 const env = { PYTHONPATH: cwd };
 await client.connect(new StdioClientTransport({ command: python, args: ["-m", "ledger_server"], cwd, env }));
 await client.listTools();  // the client caches a validator per outputSchema, and throws if a result fails it
-const good = await client.callTool({ name: "invoice.create", arguments: JSON.parse(args) });
+const good = await client.callTool({ name: "invoice_create", arguments: JSON.parse(args) });
 const bad = await client.callTool({
-  name: "invoice.create",
+  name: "invoice_create",
   arguments: { address: { street: "x", city: "a city name far too long", zip: "z" } },
 });
 await client.close();

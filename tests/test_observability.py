@@ -136,35 +136,35 @@ async def test_a_tool_call_span_carries_the_fusiongen_attributes(
     minted) and the workflow, also with info logging off (the default): the two reports are independent."""
     caplog.set_level("WARNING", logger="traced_server")
     async with connect(server.create_server()) as client:
-        started = await client.call_tool("flow.start", {})
+        started = await client.call_tool("flow_start", {})
         handle = started.structured_content["workflow_id"]  # type: ignore[index]
-        await client.call_tool("flow.go", {"workflow_id": handle})
-        await client.call_tool("flow.go", {"workflow_id": handle})
+        await client.call_tool("flow_go", {"workflow_id": handle})
+        await client.call_tool("flow_go", {"workflow_id": handle})
         await client.call_tool("echo", {"text": "hello"})
         await client.call_tool("echo", {"text": 7})
     assert [(s.name, fusiongen_attributes(s)) for s in tool_spans(spans)] == [
         (
-            "tools/call flow.start",
+            "tools/call flow_start",
             {
-                "fusiongen.tool": "flow.start",
+                "fusiongen.tool": "flow_start",
                 "fusiongen.outcome": "ok",
                 "fusiongen.handle": digest(handle),
                 "fusiongen.workflow": "flow",
             },
         ),
         (
-            "tools/call flow.go",
+            "tools/call flow_go",
             {
-                "fusiongen.tool": "flow.go",
+                "fusiongen.tool": "flow_go",
                 "fusiongen.outcome": "ok",
                 "fusiongen.handle": digest(handle),
                 "fusiongen.workflow": "flow",
             },
         ),
         (
-            "tools/call flow.go",
+            "tools/call flow_go",
             {
-                "fusiongen.tool": "flow.go",
+                "fusiongen.tool": "flow_go",
                 "fusiongen.outcome": "FORBIDDEN",
                 "fusiongen.handle": digest(handle),
                 "fusiongen.workflow": "flow",
@@ -182,14 +182,14 @@ async def test_no_span_carries_a_value_sent_returned_or_raised(
     """Secret-looking values as arguments (valid and invalid), as a result, and in a handler's exception message,
     and a workflow handle: none of them is in any span's name, attributes, status, events or links."""
     async with connect(server.create_server()) as client:
-        started = await client.call_tool("flow.start", {})
+        started = await client.call_tool("flow_start", {})
         handle = started.structured_content["workflow_id"]  # type: ignore[index]
         results = [
             await client.call_tool("echo", {"text": SECRET}),
             await client.call_tool("echo", {"text": {"nested": SECRET}}),
             await client.call_tool("explode", {"text": SECRET}),
-            await client.call_tool("flow.go", {"workflow_id": handle, "note": SECRET}),
-            await client.call_tool("flow.status", {"workflow_id": handle}),
+            await client.call_tool("flow_go", {"workflow_id": handle, "note": SECRET}),
+            await client.call_tool("flow_status", {"workflow_id": handle}),
         ]
     # The values did reach the server and come back where they should (so their absence below means something).
     assert results[0].structured_content["data"] == {"text": SECRET}
@@ -357,7 +357,7 @@ def test_otel_on_stdio_exports_the_call_spans_when_sigterm_ends_it(
     server = StdioServer(out, otel_env(out, receiver), log, "--otel")
     try:
         server.initialize()
-        started = server.request("tools/call", {"name": "flow.start", "arguments": {}})
+        started = server.request("tools/call", {"name": "flow_start", "arguments": {}})
         handle = started["result"]["structuredContent"]["workflow_id"]
         echoed = server.request("tools/call", {"name": "echo", "arguments": {"text": SECRET}})
         assert echoed["result"]["structuredContent"]["data"] == {"text": SECRET}
@@ -366,9 +366,9 @@ def test_otel_on_stdio_exports_the_call_spans_when_sigterm_ends_it(
     finally:
         server.close()
     received = receiver.spans()
-    assert ("traced", "tools/call flow.start") in [(service, name) for service, name, _ in received], log.read_text()
+    assert ("traced", "tools/call flow_start") in [(service, name) for service, name, _ in received], log.read_text()
     calls = {name: attributes for _, name, attributes in received if name.startswith("tools/call ")}
-    assert calls["tools/call flow.start"]["fusiongen.handle"] == digest(handle)
+    assert calls["tools/call flow_start"]["fusiongen.handle"] == digest(handle)
     assert calls["tools/call echo"]["fusiongen.outcome"] == "ok"
     body = b"".join(receiver.raw)
     assert SECRET.encode() not in body and handle.encode() not in body

@@ -137,9 +137,9 @@ def test_inspector_lists_tools(built: Path, era: str, tool_count: int) -> None:
     tools = {tool["name"]: tool for tool in result["tools"]}
     # The modern era (2026-07-28) also lists the workflow tools that the legacy era leaves out.
     assert len(tools) == tool_count, sorted(tools)
-    assert {"invoice.get", "invoice.list", "customer.get", "billing.remind"} <= tools.keys()
-    assert ("invoice.approve" in tools) is (era == "modern")
-    get = tools["invoice.get"]
+    assert {"invoice_get", "invoice_list", "customer_get", "billing_remind"} <= tools.keys()
+    assert ("invoice_approve" in tools) is (era == "modern")
+    get = tools["invoice_get"]
     assert get["inputSchema"]["required"] == ["id"]
     assert get["annotations"]["readOnlyHint"] is True
     default = get["outputSchema"]["properties"]["data"]["anyOf"][0]  # returns_for_role: `returns` first
@@ -159,7 +159,7 @@ def test_inspector_calls_invoice_get(built: Path, era: str, user_blocks: str) ->
         "--method",
         "tools/call",
         "--tool-name",
-        "invoice.get",
+        "invoice_get",
         "--tool-args-json",
         json.dumps({"id": "inv-1"}),
         server_args=("--user-blocks", user_blocks),
@@ -190,14 +190,14 @@ def test_inspector_gets_a_domain_error_and_sees_the_declared_codes(built: Path, 
     """billing's get_invoice raises ToolError NOT_FOUND: the TS client takes the error result of a tool with an
     outputSchema (no structuredContent) as the tool's answer, and the tool list tells the model the code."""
     listed = inspect(built, era, "--method", "tools/list")["result"]["tools"]
-    description = next(tool["description"] for tool in listed if tool["name"] == "invoice.get")
+    description = next(tool["description"] for tool in listed if tool["name"] == "invoice_get")
     assert description.endswith("\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No invoice has that id")
-    call = ("--method", "tools/call", "--tool-name", "invoice.get", "--tool-args-json", json.dumps({"id": "inv-9"}))
+    call = ("--method", "tools/call", "--tool-name", "invoice_get", "--tool-args-json", json.dumps({"id": "inv-9"}))
     result = inspect(built, era, *call, exit_code=5)["result"]
     assert result["isError"] is True and "structuredContent" not in result
     assert [block["text"] for block in result["content"]] == [
-        '<tool_error tool="invoice.get" code="NOT_FOUND" severity="error"><message>No invoice inv-9.</message>'
-        "<recovery>List the invoices to find the right id.</recovery><available_actions><action>invoice.list"
+        '<tool_error tool="invoice_get" code="NOT_FOUND" severity="error"><message>No invoice inv-9.</message>'
+        "<recovery>List the invoices to find the right id.</recovery><available_actions><action>invoice_list"
         "</action></available_actions></tool_error>"
     ]
 
@@ -245,10 +245,10 @@ const client = new Client({ name: "fusiongen-tests", version: "1.0.0" });
 const env = { PYTHONPATH: cwd };
 await client.connect(new StdioClientTransport({ command: python, args: ["-m", "stamps_server"], cwd, env }));
 const { tools } = await client.listTools();
-const schema = tools.find((tool) => tool.name === "stamp.get").outputSchema;
+const schema = tools.find((tool) => tool.name === "stamp_get").outputSchema;
 const naive = { at: "2026-11-29T17:30", seen: "2026-11-29T17:30:00Z" };
 const refusesNaive = !new AjvJsonSchemaValidator().getValidator(schema)(naive).valid;
-const result = await client.callTool({ name: "stamp.get", arguments: {} });
+const result = await client.callTool({ name: "stamp_get", arguments: {} });
 await client.close();
 console.log(JSON.stringify({ refusesNaive, result }));
 """

@@ -180,7 +180,7 @@ def test_the_format_checker_refuses_what_it_must(value: str, form: str) -> None:
 
 async def test_the_advertised_schema_declares_the_formats(server: GeneratedServer) -> None:
     async with Client(server.create_server(handlers(server, None)), mode="legacy", cache=None) as client:
-        schema = {t.name: t.output_schema for t in (await client.list_tools()).tools}["event.get"]
+        schema = {t.name: t.output_schema for t in (await client.list_tools()).tools}["event_get"]
     bad = {"id": UID, "day": "2026-11-29", "at": "2026-11-29T17:30", "times": [], "days": [], "ids": []}
     bad["slot"] = {"start": "x"}
     envelope = {"data": bad, "rules": [], "suggestions": []}
@@ -210,7 +210,7 @@ async def test_the_advertised_schema_declares_the_formats(server: GeneratedServe
     ],
 )
 async def test_datetime_forms_are_sent_as_rfc3339(server: GeneratedServer, value: object, sent: str) -> None:
-    data = await emitted(server, "event.get", event(at=value, ended=value, times=[value, value], slot={"start": value}))
+    data = await emitted(server, "event_get", event(at=value, ended=value, times=[value, value], slot={"start": value}))
     assert data["at"] == data["ended"] == data["slot"]["start"] == sent
     assert data["times"] == [sent, sent]
 
@@ -229,14 +229,14 @@ async def test_datetime_forms_are_sent_as_rfc3339(server: GeneratedServer, value
     ],
 )
 async def test_other_datetimes_are_output_invalid_naming_the_field(server: GeneratedServer, value: object) -> None:
-    assert "at result.at (expected an ISO 8601 date-time)" in await refused_at(server, "event.get", event(at=value))
-    listed = await refused_at(server, "event.list", [event(), event(times=["2026-11-29T17:30:00Z", value])])
+    assert "at result.at (expected an ISO 8601 date-time)" in await refused_at(server, "event_get", event(at=value))
+    listed = await refused_at(server, "event_list", [event(), event(times=["2026-11-29T17:30:00Z", value])])
     assert "at result[1].times[1] (expected an ISO 8601 date-time)" in listed
 
 
 async def test_a_datetime_beyond_year_9999_in_utc_is_output_invalid(server: GeneratedServer) -> None:
     far = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.timezone(-datetime.timedelta(seconds=30)))
-    text = await refused_at(server, "event.get", event(slot={"start": far}))
+    text = await refused_at(server, "event_get", event(slot={"start": far}))
     assert "at result.slot.start (expected a date-time whose UTC time is within years 1 to 9999)" in text
 
 
@@ -245,11 +245,11 @@ async def test_a_datetime_beyond_year_9999_in_utc_is_output_invalid(server: Gene
     [("2026-11-29T17:30", "2026-11-29T17:30:00+00:00"), ("2026-11-29T17:30:00+02:00", "2026-11-29T17:30:00+02:00")],
 )
 async def test_an_input_datetime_echoed_back_validates(server: GeneratedServer, sent: str, echoed: str) -> None:
-    assert await emitted(server, "event.echo", None, {"start": sent}) == {"start": echoed}
+    assert await emitted(server, "event_echo", None, {"start": sent}) == {"start": echoed}
 
 
 async def test_presented_values_validate_too(server: GeneratedServer) -> None:
-    result = await call(server, "event.card", event(at=datetime.datetime(2026, 11, 29, 17, 30)))
+    result = await call(server, "event_card", event(at=datetime.datetime(2026, 11, 29, 17, 30)))
     assert not result.is_error
     assert result.structured_content["data"]["at"] == "2026-11-29T17:30:00+00:00"
 
@@ -262,7 +262,7 @@ async def test_presented_values_validate_too(server: GeneratedServer) -> None:
     [(datetime.date(2026, 11, 29), "2026-11-29"), (datetime.date(1, 1, 1), "0001-01-01"), ("2024-02-29", "2024-02-29")],
 )
 async def test_date_forms_are_sent_as_full_dates(server: GeneratedServer, value: object, sent: str) -> None:
-    data = await emitted(server, "event.get", event(day=value, days=[value]))
+    data = await emitted(server, "event_get", event(day=value, days=[value]))
     assert data["day"] == sent and data["days"] == [sent]
 
 
@@ -279,7 +279,7 @@ async def test_date_forms_are_sent_as_full_dates(server: GeneratedServer, value:
     ],
 )
 async def test_other_date_values_are_output_invalid_naming_the_field(server: GeneratedServer, value: object) -> None:
-    text = await refused_at(server, "event.get", event(days=["2026-11-29", value]))
+    text = await refused_at(server, "event_get", event(days=["2026-11-29", value]))
     assert "at result.days[1] (expected a date (YYYY-MM-DD))" in text
 
 
@@ -291,13 +291,13 @@ async def test_other_date_values_are_output_invalid_naming_the_field(server: Gen
     [uuid.UUID(UID), UID, UID.upper(), "{" + UID + "}", "urn:uuid:" + UID, UID.replace("-", "")],
 )
 async def test_uuid_forms_are_sent_canonical(server: GeneratedServer, value: object) -> None:
-    data = await emitted(server, "event.get", event(id=value, ids=[value]))
+    data = await emitted(server, "event_get", event(id=value, ids=[value]))
     assert data["id"] == UID and data["ids"] == [UID]
 
 
 @pytest.mark.parametrize("value", ["not-a-uuid", UID[:-1], 12345678, uuid.UUID(UID).bytes, None])
 async def test_other_uuid_values_are_output_invalid_naming_the_field(server: GeneratedServer, value: object) -> None:
-    assert "at result.id (expected a UUID)" in await refused_at(server, "event.get", event(id=value))
+    assert "at result.id (expected a UUID)" in await refused_at(server, "event_get", event(id=value))
 
 
 # --- casts --------------------------------------------------------------------------------------------
@@ -317,4 +317,4 @@ async def test_other_uuid_values_are_output_invalid_naming_the_field(server: Gen
     ],
 )
 async def test_cast_values_validate(server: GeneratedServer, row: dict[str, Any], sent: dict[str, Any]) -> None:
-    assert await emitted(server, "legacy.get", row) == sent
+    assert await emitted(server, "legacy_get", row) == sent

@@ -200,8 +200,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         yield Built(
             server,
             server.module("presenters"),
-            validator(advertised["account.get"]),
-            validator(advertised["account.list"]),
+            validator(advertised["account_get"]),
+            validator(advertised["account_list"]),
         )
 
 
@@ -378,12 +378,12 @@ async def through_client(built: Built, tool: str, payload: Any) -> tuple[list[An
 @given(payload=handed_over())
 def test_the_same_holds_through_a_real_client(built: Built, payload: tuple[list[dict[str, Any]], Any]) -> None:
     accounts, handed = payload
-    (legacy, modern), schema = anyio.run(through_client, built, "account.get", handed[0])
+    (legacy, modern), schema = anyio.run(through_client, built, "account_get", handed[0])
     assert schema == built.single.schema  # what is advertised is what the property checks against
     for result in (legacy, modern):
         check_single(result, built.single)
     same(legacy, modern)
-    (legacy, modern), schema = anyio.run(through_client, built, "account.list", handed)
+    (legacy, modern), schema = anyio.run(through_client, built, "account_list", handed)
     assert schema == built.many.schema
     for result in (legacy, modern):
         check_many(result, built.many, len(accounts))

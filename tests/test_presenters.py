@@ -221,7 +221,7 @@ def blocks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_each_block_type_renders_exactly(blocks: GeneratedServer, mode: str) -> None:
-    result = await call(blocks, "ticket.get", ticket(1), mode)
+    result = await call(blocks, "ticket_get", ticket(1), mode)
     assert not result.is_error, result.content[0].text
     shaped = {
         "id": "T-1",
@@ -247,7 +247,7 @@ async def test_each_block_type_renders_exactly(blocks: GeneratedServer, mode: st
 
 
 async def test_blocks_whose_when_is_false_are_left_out(blocks: GeneratedServer) -> None:
-    result = await call(blocks, "ticket.get", ticket(2, status="closed", priority=1, owner="ana", tags=[]))
+    result = await call(blocks, "ticket_get", ticket(2, status="closed", priority=1, owner="ana", tags=[]))
     types_shown = [b.text.split('"')[1] for b in result.content[1:]]
     assert types_shown == ["table", "markdown", "list", "json", "code", "json"]  # no mermaid, no summary
     assert ui("list", "- Owner: ana\n- ana\n- Tags: 0") in texts(result)
@@ -257,7 +257,7 @@ async def test_blocks_whose_when_is_false_are_left_out(blocks: GeneratedServer) 
 
 
 async def test_table_cells_escape_pipes_and_newlines(blocks: GeneratedServer) -> None:
-    result = await call(blocks, "ticket.get", ticket(3, tags=["a|b", "c\nd"]))
+    result = await call(blocks, "ticket_get", ticket(3, tags=["a|b", "c\nd"]))
     assert texts(result)[1] == ui(
         "table", "| Field | Value |\n| --- | --- |\n| Ticket | T-3 |\n| Priority | 70% |\n| Tags | a\\|b, c d |"
     )
@@ -265,7 +265,7 @@ async def test_table_cells_escape_pipes_and_newlines(blocks: GeneratedServer) ->
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: GeneratedServer, mode: str) -> None:
-    result = await call(blocks, "ticket.list", [ticket(1), ticket(2, status="closed")], mode)
+    result = await call(blocks, "ticket_list", [ticket(1), ticket(2, status="closed")], mode)
     assert result.structured_content == {
         "data": [
             {
@@ -306,7 +306,7 @@ async def test_collection_blocks_render_one_row_or_entry_per_shown_item(blocks: 
 @pytest.mark.parametrize("container", [list, tuple])
 async def test_truncation_notice_facts_and_limit(blocks: GeneratedServer, mode: str, container: type) -> None:
     found = container(ticket(n) for n in range(1, 6))
-    result = await call(blocks, "ticket.list", found, mode)
+    result = await call(blocks, "ticket_list", found, mode)
     data = result.structured_content
     assert [i["id"] for i in data["data"]] == ["T-1", "T-2"]  # limit = 2, never exceeded
     assert (data["total"], data["shown"], data["truncated"]) == (5, 2, True)  # total counts every item found
@@ -324,14 +324,14 @@ async def test_truncation_notice_facts_and_limit(blocks: GeneratedServer, mode: 
 
 async def test_items_beyond_the_limit_are_never_read(blocks: GeneratedServer) -> None:
     # Truncation comes first: a malformed item after the limit is counted but never shaped.
-    result = await call(blocks, "ticket.list", [ticket(1), ticket(2), {"id": 3}, "not even an object"])
+    result = await call(blocks, "ticket_list", [ticket(1), ticket(2), {"id": 3}, "not even an object"])
     assert not result.is_error, result.content[0].text
     assert (result.structured_content["total"], result.structured_content["shown"]) == (4, 2)
 
 
 @pytest.mark.parametrize("size", [0, 1, 2])
 async def test_no_truncation_up_to_the_limit(blocks: GeneratedServer, size: int) -> None:
-    result = await call(blocks, "ticket.list", [ticket(n) for n in range(size)])
+    result = await call(blocks, "ticket_list", [ticket(n) for n in range(size)])
     assert {k: v for k, v in result.structured_content.items() if k not in ("data", "rules", "suggestions")} == {
         "total": size,
         "shown": size,
@@ -433,7 +433,7 @@ def rules(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedServer]
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_rule_kinds_order_dedup_and_escaping(rules: GeneratedServer, mode: str) -> None:
-    result = await call(rules, "ship.get", shipment(1), mode)
+    result = await call(rules, "ship_get", shipment(1), mode)
     assert tagged(result, "domain_rules") == [
         rules_block(
             "carrier: Carrier &lt;code> &amp; name",  # field descriptions first, the embedded presenter's too
@@ -448,14 +448,14 @@ async def test_rule_kinds_order_dedup_and_escaping(rules: GeneratedServer, mode:
     ]
     assert tagged(result, "ui_passthrough") == [ui("markdown", "DHL &lt;late> &amp; co")]
     assert texts(result)[-1] == suggestions_block(
-        "ship.track: Track S-1 with DHL",  # interpolated; the same suggestion from a second `when` is dropped
-        "ship.list: See all &lt;open> &amp; late shipments",
+        "ship_track: Track S-1 with DHL",  # interpolated; the same suggestion from a second `when` is dropped
+        "ship_list: See all &lt;open> &amp; late shipments",
     )
     assert [b.text[:2] for b in result.content] == ["{\n", "<u", "<d", "<a"]  # data, UI, rules, suggestions
 
 
 async def test_conditional_rules_and_suggestions_follow_the_data(rules: GeneratedServer) -> None:
-    result = await call(rules, "ship.get", shipment(2, status="delivered", fragile=False, receiver=None))
+    result = await call(rules, "ship_get", shipment(2, status="delivered", fragile=False, receiver=None))
     assert tagged(result, "domain_rules") == [
         rules_block(
             "carrier: Carrier &lt;code> &amp; name",
@@ -465,14 +465,14 @@ async def test_conditional_rules_and_suggestions_follow_the_data(rules: Generate
         )
     ]  # no receiver, no child's
     assert tagged(result, "action_suggestions") == [
-        suggestions_block("ship.list: See all &lt;open> &amp; late shipments")
+        suggestions_block("ship_list: See all &lt;open> &amp; late shipments")
     ]
-    fragile_only = await call(rules, "ship.get", shipment(3, status="delivered", weight_kg=0.3))
+    fragile_only = await call(rules, "ship_get", shipment(3, status="delivered", weight_kg=0.3))
     rules_text = tagged(fragile_only, "domain_rules")[0]
     assert "- Shipment S-3 is fragile: carry &lt; 0.2 kg at a time.\n" in rules_text
     assert tagged(fragile_only, "action_suggestions") == [
         suggestions_block(  # in the spec's order
-            "ship.list: See all &lt;open> &amp; late shipments", "ship.track: Track S-3 with DHL"
+            "ship_list: See all &lt;open> &amp; late shipments", "ship_track: Track S-3 with DHL"
         )
     ]
 
@@ -480,7 +480,7 @@ async def test_conditional_rules_and_suggestions_follow_the_data(rules: Generate
 async def test_collection_rules_count_and_dedup_across_items(rules: GeneratedServer) -> None:
     result = await call(
         rules,
-        "ship.list",
+        "ship_list",
         [shipment(1), shipment(2, status="delivered", fragile=False), shipment(3, fragile=False, receiver=None)],
     )
     assert tagged(result, "domain_rules") == [
@@ -499,9 +499,9 @@ async def test_collection_rules_count_and_dedup_across_items(rules: GeneratedSer
     ]
     assert tagged(result, "action_suggestions") == [
         suggestions_block(
-            "ship.track: Track S-1 with DHL",
-            "ship.list: See all &lt;open> &amp; late shipments",
-            "ship.track: Track S-3 with DHL",
+            "ship_track: Track S-1 with DHL",
+            "ship_list: See all &lt;open> &amp; late shipments",
+            "ship_track: Track S-3 with DHL",
         )
     ]
 
@@ -571,14 +571,14 @@ async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
         assert "return presented_result(data, notes, fixed_guidance=True)" in source  # present_order_card
         assert "return presented_collection(items, total, notes, fixed_guidance=True)" in source  # order.list
         assert "return presented_collection(items, total, notes)\n" in source  # order.counted: count() is data
-        late, on_time = await call(fixed, "order.get", order("late")), await call(fixed, "order.get", order("ok"))
-        late_again = await call(fixed, "order.get", order("late"))
+        late, on_time = await call(fixed, "order_get", order("late")), await call(fixed, "order_get", order("ok"))
+        late_again = await call(fixed, "order_get", order("late"))
         assert tagged(late, "domain_rules") == [
             rules_block(
                 "sku: Stock keeping unit", "Amounts are cents.", "Parts ship separately.", "Late orders come first."
             )
         ]
-        assert tagged(late, "action_suggestions") == [suggestions_block("order.list: See the other orders")]
+        assert tagged(late, "action_suggestions") == [suggestions_block("order_list: See the other orders")]
         assert tagged(on_time, "domain_rules") == [
             rules_block("sku: Stock keeping unit", "Amounts are cents.", "Parts ship separately.")
         ]
@@ -588,7 +588,7 @@ async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
         first, second = present(order("late")), present(order("late"))
         assert first.content[1] is second.content[1] and first.content[2] is second.content[2]  # built once
         assert first.structured_content["rules"] is not second.structured_content["rules"]  # each its own envelope
-        many = await call(fixed, "order.list", [order("ok"), order("late")])
+        many = await call(fixed, "order_list", [order("ok"), order("late")])
         assert tagged(many, "domain_rules") == [
             rules_block(
                 "sku: Stock keeping unit",
@@ -598,13 +598,13 @@ async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
                 "Late orders come first.",
             )
         ]
-        counted = await call(fixed, "order.counted", [order("ok")] * 3)
+        counted = await call(fixed, "order_counted", [order("ok")] * 3)
         assert tagged(counted, "domain_rules") == [rules_block("3 orders.")]
     # The rules fixture's presenter interpolates data into its rules: its blocks are built per call, never kept.
     assert "fixed_guidance" not in inspect.getsource(rules.module("presenters"))
     runtime = rules.module("_runtime")
     runtime._fixed_guidance_blocks.cache_clear()
-    await call(rules, "ship.get", shipment(7))
+    await call(rules, "ship_get", shipment(7))
     assert runtime._fixed_guidance_blocks.cache_info().currsize == 0
 
 
@@ -658,7 +658,7 @@ def exact_list(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedSe
         yield server
 
 
-@pytest.mark.parametrize("tool", ["basket.get", "basket.peek"])
+@pytest.mark.parametrize("tool", ["basket_get", "basket_peek"])
 async def test_a_list_of_exact_items_is_shaped_inline_like_one_item_at_a_time(
     exact_list: GeneratedServer, tool: str
 ) -> None:
@@ -682,7 +682,7 @@ async def test_a_list_of_exact_items_is_shaped_inline_like_one_item_at_a_time(
     assert result.structured_content["data"] == {"id": "B", "items": shaped}
     model_facing = [b for b in result.content if not for_user(b)]
     assert "PII" not in json.dumps([b.model_dump(mode="json") for b in model_facing] + [result.structured_content])
-    if tool == "basket.peek":  # its user-only block read the values before the mask
+    if tool == "basket_peek":  # its user-only block read the values before the mask
         (user_block,) = [b.text for b in result.content if for_user(b)]
         assert "PII-card-0" in user_block and "PII-card-3" in user_block and "PII-extra" not in user_block
     refused = await call(exact_list, tool, {"id": "B", "items": mixed})
@@ -864,7 +864,7 @@ def assert_no_pii(result: Any) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_every_redaction_path_form_is_masked(redact: GeneratedServer, mode: str) -> None:
-    result = await call(redact, "account.get", account(), mode)
+    result = await call(redact, "account_get", account(), mode)
     assert not result.is_error, result.content[0].text
     # a.*.b (every field of places), a[*].b[*].c (nested lists), a[*].b[*] (list of strings), a (a field),
     # and the embedded presenter's own path (email) with its own censor, in a model field and in a list.
@@ -876,7 +876,7 @@ async def test_every_redaction_path_form_is_masked(redact: GeneratedServer, mode
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: GeneratedServer, mode: str) -> None:
-    result = await call(redact, "account.get", account(), mode)
+    result = await call(redact, "account_get", account(), mode)
     assert tagged(result, "domain_rules") == [rules_block("name: Full name", "Account A-1.", "Person rule.")]
     model_blocks = [b.text for b in result.content[1:] if not for_user(b) and b.text.startswith("<ui")]
     assert model_blocks == [
@@ -885,7 +885,7 @@ async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: G
         ui("summary", "📊 **Summary**: Person Bob"),
         ui("summary", "📊 **Summary**: Person Cy"),
     ]
-    schema = await output_schema(redact, "account.get")
+    schema = await output_schema(redact, "account_get")
     person = {
         "type": "object",
         "properties": {
@@ -908,7 +908,7 @@ async def test_embedded_presenters_shape_mask_and_add_rules_and_blocks(redact: G
 
 
 async def test_user_blocks_are_annotated_and_may_show_real_values(redact: GeneratedServer) -> None:
-    result = await call(redact, "account.get", account())
+    result = await call(redact, "account_get", account())
     user = [b for b in result.content if for_user(b)]
     assert [b.annotations.audience for b in user] == [["user"], ["user"]]
     lines = (
@@ -993,7 +993,7 @@ NULLS = [
 async def test_null_and_missing_values_along_paths(
     redact: GeneratedServer, payload: dict[str, Any], expected: dict[str, Any]
 ) -> None:
-    result = await call(redact, "account.get", payload)
+    result = await call(redact, "account_get", payload)
     assert not result.is_error, result.content[0].text
     assert result.structured_content["data"] == expected  # nothing invented: a censor only where a value was
     assert_no_pii(result)
@@ -1031,8 +1031,8 @@ KINDS = ["dict", "mapping-subclass", "mapping", "object", "dataclass", "pydantic
 @pytest.mark.parametrize("sequence", [list, tuple])
 @pytest.mark.parametrize("kind", KINDS)
 async def test_every_handler_return_type_is_masked_the_same(redact: GeneratedServer, kind: str, sequence: type) -> None:
-    reference = await call(redact, "account.get", account())
-    result = await call(redact, "account.get", convert(account(), kind, sequence))
+    reference = await call(redact, "account_get", account())
+    result = await call(redact, "account_get", convert(account(), kind, sequence))
     assert not result.is_error, result.content[0].text
     assert result.structured_content["data"] == MASKED_ACCOUNT
     assert texts(result) == texts(reference)
@@ -1043,7 +1043,7 @@ async def test_every_handler_return_type_is_masked_the_same(redact: GeneratedSer
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_tuple_of_items_is_masked_like_a_list(redact: GeneratedServer, kind: str, mode: str) -> None:
     found = (convert(account(), kind, tuple), convert(account(id="A-9"), kind, tuple))
-    result = await call(redact, "account.list", found, mode)
+    result = await call(redact, "account_list", found, mode)
     assert not result.is_error, result.content[0].text
     assert {k: v for k, v in result.structured_content.items() if k not in ("rules", "suggestions")} == {
         "data": [MASKED_ACCOUNT, {**MASKED_ACCOUNT, "id": "A-9"}],
@@ -1080,7 +1080,7 @@ WRONG_SHAPES = [
 
 @pytest.mark.parametrize(("payload", "where"), WRONG_SHAPES)
 async def test_data_of_the_wrong_shape_fails_closed(redact: GeneratedServer, payload: Any, where: str) -> None:
-    result = await call(redact, "account.get", payload)
+    result = await call(redact, "account_get", payload)
     assert result.is_error and result.structured_content is None
     assert len(result.content) == 1 and 'code="OUTPUT_INVALID"' in result.content[0].text
     assert where in result.content[0].text
@@ -1092,14 +1092,14 @@ async def test_every_result_validates_against_the_advertised_output_schema(
     redact: GeneratedServer, blocks: GeneratedServer, rules: GeneratedServer, mode: str
 ) -> None:
     calls: list[tuple[GeneratedServer, str, object]] = [
-        (redact, "account.get", account()),
-        (redact, "account.list", [account(), account(owner=None, members=None)]),
-        *((redact, "account.get", p.values[0]) for p in NULLS),
-        *((redact, "account.list", [p.values[0]] * 3) for p in NULLS),
-        (blocks, "ticket.get", ticket(1)),
-        (blocks, "ticket.list", [ticket(n) for n in range(7)]),
-        (rules, "ship.get", shipment(1, receiver=None)),
-        (rules, "ship.list", [shipment(1), shipment(2, receiver=None)]),
+        (redact, "account_get", account()),
+        (redact, "account_list", [account(), account(owner=None, members=None)]),
+        *((redact, "account_get", p.values[0]) for p in NULLS),
+        *((redact, "account_list", [p.values[0]] * 3) for p in NULLS),
+        (blocks, "ticket_get", ticket(1)),
+        (blocks, "ticket_list", [ticket(n) for n in range(7)]),
+        (rules, "ship_get", shipment(1, receiver=None)),
+        (rules, "ship_list", [shipment(1), shipment(2, receiver=None)]),
     ]
     for server, tool, payload in calls:
         schema = await output_schema(server, tool)
@@ -1131,8 +1131,8 @@ def invoice_table(number: str, amount: str, status: str, due: str) -> str:
 @pytest.mark.parametrize("mode", MODES)
 async def test_billing_invoice_get_overdue(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(user_blocks="send"), mode=mode, cache=None) as client:
-        schema = {t.name: t for t in (await client.list_tools()).tools}["invoice.get"].output_schema
-        result = await client.call_tool("invoice.get", {"id": "inv-1"})
+        schema = {t.name: t for t in (await client.list_tools()).tools}["invoice_get"].output_schema
+        result = await client.call_tool("invoice_get", {"id": "inv-1"})
     assert not result.is_error
     jsonschema.validate(result.structured_content, schema)
     assert texts(result)[1:] == [
@@ -1141,14 +1141,14 @@ async def test_billing_invoice_get_overdue(billing: GeneratedServer, mode: str) 
         LIFECYCLE,
         ui("list", "- Contact: ada@example.com\n- Internal id: inv-1"),
         rules_block(*DESCRIPTIONS, *STATIC, OVERDUE),
-        suggestions_block("billing.remind: Send a payment reminder for inv-1"),
+        suggestions_block("billing_remind: Send a payment reminder for inv-1"),
     ]
     assert [for_user(b) for b in result.content] == [False, False, False, False, True, False, False]
     assert "ada@example.com" not in model_view(result)  # only in the block for the user
     # The same guidance in structuredContent, for clients that hand the model only that (pydantic-ai).
     assert result.structured_content["rules"] == [*DESCRIPTIONS, *STATIC, OVERDUE]
     assert result.structured_content["suggestions"] == [
-        {"tool": "billing.remind", "reason": "Send a payment reminder for inv-1"}
+        {"tool": "billing_remind", "reason": "Send a payment reminder for inv-1"}
     ]
     assert set(result.structured_content) == {"data", "rules", "suggestions"}  # no UI block, user-only or not
     assert "4111111111111111" not in model_view(result)
@@ -1157,15 +1157,15 @@ async def test_billing_invoice_get_overdue(billing: GeneratedServer, mode: str) 
 @pytest.mark.parametrize("mode", MODES)
 async def test_billing_invoice_get_draft_and_paid(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(user_blocks="send"), mode=mode, cache=None) as client:
-        draft = await client.call_tool("invoice.get", {"id": "inv-2"})
-        paid = await client.call_tool("invoice.get", {"id": "inv-5"})
+        draft = await client.call_tool("invoice_get", {"id": "inv-2"})
+        paid = await client.call_tool("invoice_get", {"id": "inv-5"})
     assert texts(draft)[1:] == [
         invoice_table("inv-2", "50", "DRAFT", "2026-12-15"),
         ui("summary", "📊 **Summary**: Alan Turing owes 50 (due 2026-12-15)."),
         LIFECYCLE,
         ui("list", "- Contact: alan@example.com\n- Internal id: inv-2"),
         rules_block(*DESCRIPTIONS, *STATIC),
-        suggestions_block("invoice.update: Move the draft to review when it is complete"),
+        suggestions_block("invoice_update: Move the draft to review when it is complete"),
     ]
     assert texts(paid)[1:] == [  # paid: no lifecycle diagram, no conditional rule, no suggestion
         invoice_table("inv-5", "999", "PAID", "2026-12-05"),
@@ -1178,9 +1178,9 @@ async def test_billing_invoice_get_draft_and_paid(billing: GeneratedServer, mode
 @pytest.mark.parametrize("mode", MODES)
 async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(), mode=mode, cache=None) as client:
-        schema = {t.name: t for t in (await client.list_tools()).tools}["invoice.list"].output_schema
-        result = await client.call_tool("invoice.list", {})
-        drafts = await client.call_tool("invoice.list", {"status": "draft"})
+        schema = {t.name: t for t in (await client.list_tools()).tools}["invoice_list"].output_schema
+        result = await client.call_tool("invoice_list", {})
+        drafts = await client.call_tool("invoice_list", {"status": "draft"})
     jsonschema.validate(result.structured_content, schema)
     assert (result.structured_content["total"], result.structured_content["shown"]) == (5, 3)
     assert tagged(result, "ui_passthrough") == [
@@ -1197,8 +1197,8 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
     ]
     assert tagged(result, "action_suggestions") == [
         suggestions_block(
-            "billing.remind: Send a payment reminder for inv-1",
-            "invoice.update: Move the draft to review when it is complete",
+            "billing_remind: Send a payment reminder for inv-1",
+            "invoice_update: Move the draft to review when it is complete",
         )
     ]
     assert not any(for_user(b) for b in result.content)  # collection_ui has no user block
@@ -1208,7 +1208,7 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
         "Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results.",
     )
     assert structured["rules"] == [*DESCRIPTIONS, "Sorted by due date, oldest first.", *STATIC, OVERDUE]
-    assert [s["tool"] for s in structured["suggestions"]] == ["billing.remind", "invoice.update"]
+    assert [s["tool"] for s in structured["suggestions"]] == ["billing_remind", "invoice_update"]
     assert tagged(drafts, "ui_passthrough") == [
         ui(
             "table",
@@ -1219,14 +1219,14 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
     assert drafts.structured_content["truncated"] is False
     assert "notice" not in drafts.structured_content  # only a truncated collection has one
     assert tagged(drafts, "action_suggestions") == [
-        suggestions_block("invoice.update: Move the draft to review when it is complete")
+        suggestions_block("invoice_update: Move the draft to review when it is complete")
     ]
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_billing_customer_card(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(user_blocks="send"), mode=mode, cache=None) as client:
-        result = await client.call_tool("customer.get", {"id": "c-1"})
+        result = await client.call_tool("customer_get", {"id": "c-1"})
     assert result.structured_content == {
         "data": {"id": "c-1", "name": "Ada Lovelace", "email": "***"},
         "rules": ["Customer cards are read-only."],
@@ -1291,7 +1291,7 @@ async def test_a_parent_path_into_an_embed_uses_the_parent_censor_and_fits_the_s
     embed_paths: GeneratedServer, mode: str
 ) -> None:
     # Was: masked with the parent's censor, but the schema admitted only the child's (the client refused it).
-    result = await call(embed_paths, "team.get", {**TEAM, "members": []}, mode)
+    result = await call(embed_paths, "team_get", {**TEAM, "members": []}, mode)
     assert result.structured_content["data"] == {
         "id": "t",
         "lead": {"id": "p-1", "name": "###", "email": "<hidden>"},
@@ -1302,7 +1302,7 @@ async def test_a_parent_path_into_an_embed_uses_the_parent_censor_and_fits_the_s
 
 async def test_a_parent_path_into_a_list_embed_keeps_the_child_mask(embed_paths: GeneratedServer) -> None:
     # Was: with members[*].name in the parent, the child's own path (email) was no longer masked.
-    result = await call(embed_paths, "team.get", TEAM)
+    result = await call(embed_paths, "team_get", TEAM)
     assert result.structured_content["data"]["members"] == [{"id": "p-2", "name": "###", "email": "<hidden>"}]
     assert "PII" not in model_view(result)
 
@@ -1398,8 +1398,8 @@ handler = "get_light"
 async def test_a_presenter_with_an_enum_and_no_nested_model(tmp_path: Path) -> None:
     # Was: presenters.py used shapes.COLOR_VALUES without importing shapes: NameError on every call.
     with build_spec(tmp_path, "pt_enum_only", ENUM_ONLY) as server:
-        result = await call(server, "light.get", {"id": "l", "color": "red"})
-        wrong = await call(server, "light.get", {"id": "l", "color": "blue"})
+        result = await call(server, "light_get", {"id": "l", "color": "red"})
+        wrong = await call(server, "light_get", {"id": "l", "color": "blue"})
     assert not result.is_error and result.structured_content["data"] == {"id": "l", "color": "red"}
     assert wrong.is_error and "result.color" in wrong.content[0].text
 
@@ -1426,7 +1426,7 @@ handler = "list_tickets"
 async def test_a_collection_json_block_with_a_path_shows_each_items_value(tmp_path: Path) -> None:
     # Was: compiled to json_text(data.get("tags")) where no `data` exists: NameError on every call.
     with build_spec(tmp_path, "pt_collection_json", COLLECTION_JSON_PATH) as server:
-        result = await call(server, "ticket.list", [{"id": "t", "tags": ["a"]}, {"id": "u", "tags": []}])
+        result = await call(server, "ticket_list", [{"id": "t", "tags": ["a"]}, {"id": "u", "tags": []}])
     assert texts(result)[1:] == [ui("json", '```json\n[\n  [\n    "a"\n  ],\n  []\n]\n```')]
 
 
@@ -1448,7 +1448,7 @@ class Lazy:
 async def test_an_attribute_that_raises_fails_closed(blocks: GeneratedServer, mode: str) -> None:
     # Was: the exception escaped the tool and the server sent its text to the client as a JSON-RPC error.
     try:
-        result = await call(blocks, "ticket.get", Lazy(), mode)
+        result = await call(blocks, "ticket_get", Lazy(), mode)
     except MCPError as exc:
         pytest.fail(f"the exception reached the client: {exc}")
     assert result.is_error and result.structured_content is None and len(result.content) == 1
@@ -1495,7 +1495,7 @@ async def test_an_embedded_json_block_cannot_show_a_path_its_parent_redacts(tmp_
         assert built == ["FG158"]
         return
     with built as server:
-        result = await call(server, "order.get", {"id": "o", "customer": {"id": "c", "name": "PII-name"}})
+        result = await call(server, "order_get", {"id": "o", "customer": {"id": "c", "name": "PII-name"}})
     assert result.structured_content["data"]["customer"]["name"] == "[REDACTED]"
     assert "PII-name" not in model_view(result)
 
@@ -1533,7 +1533,7 @@ async def test_a_star_path_does_not_silently_skip_list_fields(tmp_path: Path) ->
     with built as server:
         result = await call(
             server,
-            "account.get",
+            "account_get",
             {"id": "a", "places": {"home": {"street": "PII-home"}, "others": [{"street": "PII-other"}]}},
         )
     assert "PII" not in model_view(result)

@@ -160,7 +160,7 @@ async def call_until_settled(client: Any, tool: str, arguments: dict[str, Any]) 
 
 
 async def walk_to(client: Any, *tools: str) -> str:
-    started = await client.call_tool("invoice.start", {})
+    started = await client.call_tool("invoice_start", {})
     handle: str = started.structured_content["workflow_id"]
     for tool in tools:
         result = await client.call_tool(tool, {**INVOICE, "workflow_id": handle})
@@ -178,7 +178,7 @@ async def held_call(client: Any, rig: Rig, tool: str, handle: str) -> asyncio.Ta
 
 
 async def state_of(client: Any, handle: str) -> dict[str, Any]:
-    status = await call_until_settled(client, "invoice.status", {"workflow_id": handle})
+    status = await call_until_settled(client, "invoice_status", {"workflow_id": handle})
     assert not status.is_error, text(status)
     data: dict[str, Any] = status.structured_content
     return data
@@ -189,35 +189,35 @@ async def test_redis_stopped_between_handler_and_commit(tmp_path: Path) -> None:
     try:
         async with serving(rig) as client:
             # A tool that is safe to run again: the retry runs it with the same key, and commits once.
-            handle = await walk_to(client, "invoice.submit")
-            approve = await held_call(client, rig, "invoice.approve", handle)
+            handle = await walk_to(client, "invoice_submit")
+            approve = await held_call(client, rig, "invoice_approve", handle)
             rig.stop_redis()
             rig.hold.unlink()
             failed = await approve
             assert code(failed) in ("STORE_UNAVAILABLE", "CONFLICT"), text(failed)  # never "done."
             rig.restart_redis()
-            retried = await call_until_settled(client, "invoice.approve", {**INVOICE, "workflow_id": handle})
+            retried = await call_until_settled(client, "invoice_approve", {**INVOICE, "workflow_id": handle})
             assert not retried.is_error, text(retried)
             assert (await state_of(client, handle))["state"] == "approved"
-            runs = rig.runs_of("invoice.approve")[-4:]
+            runs = rig.runs_of("invoice_approve")[-4:]
             assert [(e, a) for e, _, a in runs] == [("start", "1"), ("end", "1"), ("start", "2"), ("end", "2")]
             assert len({k for _, k, _ in runs}) == 1  # one key for both runs of the one transition
 
             # A mutation: the retry is refused until someone says whether the first run took effect.
-            discharge = await held_call(client, rig, "invoice.discharge", handle)
+            discharge = await held_call(client, rig, "invoice_discharge", handle)
             rig.stop_redis()
             rig.hold.unlink()
             failed = await discharge
             assert code(failed) in ("STORE_UNAVAILABLE", "CONFLICT"), text(failed)
             rig.restart_redis()
-            refused = await call_until_settled(client, "invoice.discharge", {**INVOICE, "workflow_id": handle})
+            refused = await call_until_settled(client, "invoice_discharge", {**INVOICE, "workflow_id": handle})
             assert code(refused) == "IN_DOUBT", text(refused)
-            assert (await state_of(client, handle))["pending"]["tool"] == "invoice.discharge"
-            assert len(rig.runs_of("invoice.discharge")) == 2  # start and end of the first run only
-            resolved = await client.call_tool("invoice.resolve", {"workflow_id": handle, "outcome": "completed"})
+            assert (await state_of(client, handle))["pending"]["tool"] == "invoice_discharge"
+            assert len(rig.runs_of("invoice_discharge")) == 2  # start and end of the first run only
+            resolved = await client.call_tool("invoice_resolve", {"workflow_id": handle, "outcome": "completed"})
             assert not resolved.is_error, text(resolved)
             assert (await state_of(client, handle))["state"] == "discharged"
-            assert len(rig.runs_of("invoice.discharge")) == 2  # "completed": no second run
+            assert len(rig.runs_of("invoice_discharge")) == 2  # "completed": no second run
     finally:
         rig.stop_redis()
 
@@ -226,8 +226,8 @@ async def test_redis_frozen_while_the_handler_runs(tmp_path: Path) -> None:
     rig = Rig(tmp_path)
     try:
         async with serving(rig) as client:
-            handle = await walk_to(client, "invoice.submit")
-            approve = await held_call(client, rig, "invoice.approve", handle)
+            handle = await walk_to(client, "invoice_submit")
+            approve = await held_call(client, rig, "invoice_approve", handle)
             os.kill(rig.pid, signal.SIGSTOP)
             try:
                 # Frozen for longer than the lease: its renewals cannot get through.
@@ -239,10 +239,10 @@ async def test_redis_frozen_while_the_handler_runs(tmp_path: Path) -> None:
             failed = await approve
             assert code(failed) in ("STORE_UNAVAILABLE", "CONFLICT"), text(failed)  # the lease was lost: not done
             assert (await state_of(client, handle))["state"] == "review"
-            retried = await call_until_settled(client, "invoice.approve", {**INVOICE, "workflow_id": handle})
+            retried = await call_until_settled(client, "invoice_approve", {**INVOICE, "workflow_id": handle})
             assert not retried.is_error, text(retried)
             assert (await state_of(client, handle))["state"] == "approved"
-            runs = rig.runs_of("invoice.approve")
+            runs = rig.runs_of("invoice_approve")
             assert [a for e, _, a in runs if e == "start"] == ["1", "2"] and len({k for _, k, _ in runs}) == 1
     finally:
         with contextlib.suppress(ProcessLookupError):

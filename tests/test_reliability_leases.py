@@ -207,15 +207,15 @@ async def test_a_handler_slower_than_the_lease_commits_exactly_once(make_store: 
         ran.append("slow")
         first_running.set()
         await renewals(12)  # outlives four lease periods
-        return _runtime.done_result("expense.submit")
+        return _runtime.done_result("expense_submit")
 
     async def fast(arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
         ran.append("fast")
-        return _runtime.done_result("expense.submit")
+        return _runtime.done_result("expense_submit")
 
-    first = asyncio.create_task(gate_a.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), slow))
+    first = asyncio.create_task(gate_a.call("expense_submit", {HANDLE_KEY: handle}, Ctx(), slow))
     await asyncio.wait_for(first_running.wait(), WAIT)
-    second = asyncio.create_task(gate_b.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), fast))
+    second = asyncio.create_task(gate_b.call("expense_submit", {HANDLE_KEY: handle}, Ctx(), fast))
     done = await asyncio.wait_for(first, WAIT)
     refused = await asyncio.wait_for(second, WAIT)
     assert not done.is_error, text_of(done)
@@ -241,9 +241,9 @@ async def test_a_caller_whose_lease_was_taken_over_gets_an_error(make_store: Cal
         await asyncio.wait_for(taken.wait(), WAIT)
         finish.set()
         await thief
-        return _runtime.done_result("expense.submit")
+        return _runtime.done_result("expense_submit")
 
-    result = await gate_a.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), stalled)
+    result = await gate_a.call("expense_submit", {HANDLE_KEY: handle}, Ctx(), stalled)
     assert result.is_error, "a caller whose transition was lost was told it succeeded"
     assert 'code="CONFLICT"' in text_of(result) and "was not saved" in text_of(result)
     assert "done." not in text_of(result)
@@ -330,12 +330,12 @@ async def test_a_killed_replicas_lease_expires_and_its_fence_cannot_commit(tmp_p
             client = connect(f"http://127.0.0.1:{port}/mcp", MODERN)
             a = await client.__aenter__()
             try:
-                handle = (await a.call_tool("invoice.start", {})).structured_content["workflow_id"]
-                for tool in ("invoice.submit", "invoice.approve"):
+                handle = (await a.call_tool("invoice_start", {})).structured_content["workflow_id"]
+                for tool in ("invoice_submit", "invoice_approve"):
                     result = await a.call_tool(tool, {"invoice_id": "inv-2", "workflow_id": handle})
                     assert not result.is_error, text(result)
                 call = asyncio.create_task(
-                    a.call_tool("invoice.discharge", {"invoice_id": "inv-2", "workflow_id": handle})
+                    a.call_tool("invoice_discharge", {"invoice_id": "inv-2", "workflow_id": handle})
                 )
                 await until(lambda: (started / str(victim.pid)).exists(), "A's handler to start")
                 _, dead_token, dead_fence, _ = lock_row(db)
@@ -356,18 +356,18 @@ async def test_a_killed_replicas_lease_expires_and_its_fence_cannot_commit(tmp_p
     with http_server(out, *args, env=env) as url_b:
         async with connect(url_b, MODERN) as b:
             asked = time.monotonic()
-            retry = await b.call_tool("invoice.discharge", {"invoice_id": "inv-2", "workflow_id": handle})
+            retry = await b.call_tool("invoice_discharge", {"invoice_id": "inv-2", "workflow_id": handle})
             waited = time.monotonic() - asked
             # Not BUSY: the dead holder's lease ran out first. Not run again either: a discharge whose first run
             # may have happened is in doubt until someone says whether it did.
             assert 'code="IN_DOUBT"' in text(retry), text(retry)
-            status = (await b.call_tool("invoice.status", {"workflow_id": handle})).structured_content
-            assert (status["state"], status["pending"]["tool"]) == ("approved", "invoice.discharge")
+            status = (await b.call_tool("invoice_status", {"workflow_id": handle})).structured_content
+            assert (status["state"], status["pending"]["tool"]) == ("approved", "invoice_discharge")
             arguments = {"workflow_id": handle, "outcome": "not_completed"}
-            assert not (await b.call_tool("invoice.resolve", arguments)).is_error
-            retry = await b.call_tool("invoice.discharge", {"invoice_id": "inv-2", "workflow_id": handle})
+            assert not (await b.call_tool("invoice_resolve", arguments)).is_error
+            retry = await b.call_tool("invoice_discharge", {"invoice_id": "inv-2", "workflow_id": handle})
             assert not retry.is_error, text(retry)
-            assert (await b.call_tool("invoice.status", {"workflow_id": handle})).structured_content["state"] == (
+            assert (await b.call_tool("invoice_status", {"workflow_id": handle})).structured_content["state"] == (
                 "discharged"
             )
     print(f"retry after SIGKILL waited {waited:.2f} s (lease {KILL_LEASE} s)")

@@ -167,7 +167,7 @@ async def test_a_signal_while_idle_exits_0(tmp_path: Path, steady: tuple[Generat
     args = ("--state-store", f"sqlite:///{database}", "--log-level", "info")
     async with stdio_process(steady[1], tmp_path / "server.log", *args, **files(tmp_path)) as server:
         await server.initialize()
-        assert (await server.call("flow.start", {}))["isError"] is False
+        assert (await server.call("flow_start", {}))["isError"] is False
         server.process.send_signal(signum)
         assert await server.exit_code() == 0, (tmp_path / "server.log").read_text()
     assert f"{signal.Signals(signum).name}: closing and exiting" in (tmp_path / "server.log").read_text()
@@ -185,9 +185,9 @@ async def test_a_signal_mid_call_frees_the_lock_for_the_next_process(
     args = ("--state-store", f"sqlite:///{database}", "--lock-ttl", "3600")
     async with stdio_process(out, tmp_path / "first.log", *args, **files(tmp_path)) as first:
         await first.initialize()
-        started = await first.call("flow.start", {})
+        started = await first.call("flow_start", {})
         handle = started["structuredContent"]["workflow_id"]
-        pending = first.send("tools/call", {"name": "flow.go", "arguments": {"workflow_id": handle}})
+        pending = first.send("tools/call", {"name": "flow_go", "arguments": {"workflow_id": handle}})
         await appeared(tmp_path / "started")
         assert live_locks(database) == 1  # the handler runs under the lock
         first.process.send_signal(signum)
@@ -199,10 +199,10 @@ async def test_a_signal_mid_call_frees_the_lock_for_the_next_process(
     (tmp_path / "release").touch()
     async with stdio_process(out, tmp_path / "second.log", *args, **files(tmp_path)) as second:
         await second.initialize()
-        moved = await second.call("flow.go", {"workflow_id": handle})
+        moved = await second.call("flow_go", {"workflow_id": handle})
         assert moved["isError"] is False, moved
-        assert moved["content"][0]["text"] == "flow.go: done."
-        status = await second.call("flow.status", {"workflow_id": handle})
+        assert moved["content"][0]["text"] == "flow_go: done."
+        status = await second.call("flow_status", {"workflow_id": handle})
         assert status["structuredContent"]["state"] == "b"
         second.process.stdin.close()  # type: ignore[union-attr]
         assert await second.exit_code() == 0
@@ -224,15 +224,15 @@ async def test_every_tool_call_logs_one_line(tmp_path: Path, steady: tuple[Gener
     log = tmp_path / "server.log"
     async with stdio_process(steady[1], log, "--log-level", "info", **files(tmp_path)) as server:
         await server.initialize()
-        started = await server.call("flow.start", {})
+        started = await server.call("flow_start", {})
         handle = started["structuredContent"]["workflow_id"]
         results = [
             await server.call("note", {"text": SECRET}),
             await server.call("note", {"text": 7}),
-            await server.call("flow.go", {"workflow_id": handle}),
-            await server.call("flow.go", {"workflow_id": handle}),
-            await server.call("flow.status", {"workflow_id": handle}),
-            await server.call("flow.go", {}),
+            await server.call("flow_go", {"workflow_id": handle}),
+            await server.call("flow_go", {"workflow_id": handle}),
+            await server.call("flow_status", {"workflow_id": handle}),
+            await server.call("flow_go", {}),
         ]
         unknown = await server.request("tools/call", {"name": "nope", "arguments": {"text": SECRET}})
         assert "error" in unknown
@@ -242,13 +242,13 @@ async def test_every_tool_call_logs_one_line(tmp_path: Path, steady: tuple[Gener
     logged = log.read_text()
     calls = [m.groups() for line in logged.splitlines() if (m := CALL_LINE.search(line))]
     assert [(tool, outcome, hashed) for tool, outcome, _, hashed in calls] == [
-        ("flow.start", "ok", digest(handle)),
+        ("flow_start", "ok", digest(handle)),
         ("note", "ok", "-"),
         ("note", "VALIDATION_ERROR", "-"),
-        ("flow.go", "ok", digest(handle)),
-        ("flow.go", "FORBIDDEN", digest(handle)),
-        ("flow.status", "ok", digest(handle)),
-        ("flow.go", "ok", "-"),  # the session's own state: no handle to show
+        ("flow_go", "ok", digest(handle)),
+        ("flow_go", "FORBIDDEN", digest(handle)),
+        ("flow_status", "ok", digest(handle)),
+        ("flow_go", "ok", "-"),  # the session's own state: no handle to show
     ], logged
     assert logged.count(" call tool=") == len(calls)  # one line per call, the unknown tool's JSON-RPC error none
     for value in (SECRET, handle, '"7"', "done."):

@@ -133,14 +133,14 @@ async def test_a_store_failure_is_store_unavailable_with_a_retry_after(
     port, stop = start_redis(tmp_path)
     server = flow.create_server(flow.handlers, state_store=f"redis://127.0.0.1:{port}/0")
     async with connect(server, MODERN) as modern, connect(server, LEGACY) as legacy:
-        started = await modern.call_tool("flow.start", {})
+        started = await modern.call_tool("flow_start", {})
         handle = started.structured_content["workflow_id"]  # type: ignore[index]
         stop()
         calls = [
-            ("flow.go", await modern.call_tool("flow.go", {"workflow_id": handle})),
-            ("flow.start", await modern.call_tool("flow.start", {})),
-            ("flow.status", await modern.call_tool("flow.status", {"workflow_id": handle})),
-            ("flow.go", await legacy.call_tool("flow.go", {})),
+            ("flow_go", await modern.call_tool("flow_go", {"workflow_id": handle})),
+            ("flow_start", await modern.call_tool("flow_start", {})),
+            ("flow_status", await modern.call_tool("flow_status", {"workflow_id": handle})),
+            ("flow_go", await legacy.call_tool("flow_go", {})),
         ]
         with pytest.raises(MCPError) as listing:
             await legacy.list_tools()
@@ -173,8 +173,8 @@ async def test_a_server_started_before_redis_serves_then_recovers_without_restar
         assert (status, body) == (503, {"status": "unavailable", "reason": "the state store is unreachable"})
         assert get(mcp, "/healthz") == (200, {"status": "ok"})
         async with connect(mcp, MODERN) as client:
-            assert_store_unavailable(await client.call_tool("flow.start", {}), "flow.start")
-            assert [t.name for t in (await client.list_tools()).tools] == ["flow.go", "flow.start", "flow.status"]
+            assert_store_unavailable(await client.call_tool("flow_start", {}), "flow_start")
+            assert [t.name for t in (await client.list_tools()).tools] == ["flow_go", "flow_start", "flow_status"]
 
         _, stop = start_redis(tmp_path, "--requirepass", PASSWORD, port=port)
         try:
@@ -183,11 +183,11 @@ async def test_a_server_started_before_redis_serves_then_recovers_without_restar
             ready_after = time.monotonic() - up
             wait_until(lambda: "is reachable again" in log.read_text(), "the reachable-again line")
             async with connect(mcp, MODERN) as client:
-                started = await client.call_tool("flow.start", {})
+                started = await client.call_tool("flow_start", {})
                 assert started.is_error is False, text(started)
                 handle = started.structured_content["workflow_id"]  # type: ignore[index]
-                moved = await client.call_tool("flow.go", {"workflow_id": handle})
-                assert (moved.is_error, text(moved)) == (False, "flow.go: done.")
+                moved = await client.call_tool("flow_go", {"workflow_id": handle})
+                assert (moved.is_error, text(moved)) == (False, "flow_go: done.")
             assert get(mcp, "/readyz") == (200, {"status": "ready"})
         finally:
             stop()
@@ -210,7 +210,7 @@ async def test_a_reachable_store_logs_no_outage_line(tmp_path: Path, flow: Gener
     with http_server(flow.out, *args, package=flow.package_name, env=server_env(flow.out), log=log) as mcp:
         assert get(mcp, "/readyz") == (200, {"status": "ready"})
         async with connect(mcp, MODERN) as client:
-            assert (await client.call_tool("flow.start", {})).is_error is False
+            assert (await client.call_tool("flow_start", {})).is_error is False
     assert "the state store" not in log.read_text()
 
 

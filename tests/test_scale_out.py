@@ -57,15 +57,15 @@ STEP_TIMEOUT = 20.0  # seconds for one MCP call through the proxy, however loade
 READY_TIMEOUT = 30.0  # seconds for HAProxy to see every replica up
 
 # Over HTTP without --auth: invoice.update requires invoices:write, which no caller has, so it is not listed.
-UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "customer.get", "billing.remind"]
-GENERATED = ["invoice.start", "invoice.status", "invoice.resolve"]
+UNBOUND = ["invoice_get", "invoice_list", "invoice_create", "customer_get", "billing_remind"]
+GENERATED = ["invoice_start", "invoice_status", "invoice_resolve"]
 ALLOWED = {
-    "draft": ["invoice.submit"],
-    "review": ["invoice.approve", "invoice.reject"],
-    "approved": ["invoice.discharge"],
+    "draft": ["invoice_submit"],
+    "review": ["invoice_approve", "invoice_reject"],
+    "approved": ["invoice_discharge"],
     "discharged": [],
 }
-WALK = [("invoice.submit", "review"), ("invoice.approve", "approved"), ("invoice.discharge", "discharged")]
+WALK = [("invoice_submit", "review"), ("invoice_approve", "approved"), ("invoice_discharge", "discharged")]
 CALL_LINE = re.compile(r"INFO billing_server: call tool=(\S+) outcome=(\S+) duration_ms=\S+ handle=(\S+)$")
 
 T = TypeVar("T")
@@ -273,11 +273,11 @@ async def test_modern_walks_complete_whichever_replica_serves_each_step(cluster:
 
     async def walk(index: int) -> None:
         async with connect(cluster.url, MODERN) as c:
-            started = await ok(c, "invoice.start", {})
+            started = await ok(c, "invoice_start", {})
             handle: str = started.structured_content["workflow_id"]
             for tool, state in WALK:
                 await ok(c, tool, {"invoice_id": f"inv-{index % 3 + 1}", "workflow_id": handle})
-                status = await ok(c, "invoice.status", {"workflow_id": handle})
+                status = await ok(c, "invoice_status", {"workflow_id": handle})
                 assert status.structured_content["state"] == state
             finals[handle] = dict(status.structured_content)
 
@@ -351,7 +351,7 @@ async def test_handshake_sessions_stick_to_their_replica_and_walk_their_own_stat
                 await ok(c, tool, {"invoice_id": f"inv-{index % 3 + 1}"})  # no handle: the session's own state
                 await session.notified(notified)  # its list changed, on its own stream through the proxy
                 assert await names(c) == [*UNBOUND, *ALLOWED[state], *GENERATED]
-                status = await ok(c, "invoice.status", {})
+                status = await ok(c, "invoice_status", {})
                 assert status.structured_content == status_in(state, None)
             assert session.list_changed == len(WALK)
             finished.append(session)
@@ -382,26 +382,26 @@ async def test_a_dead_replicas_sessions_start_over_and_handles_survive(
     with running_cluster(tmp_path, billing_out, redis_url) as cluster:
         doomed = Session(cluster.url)
         async with doomed.http() as http, doomed.client(http) as c:
-            await ok(c, "invoice.submit", {"invoice_id": "inv-1"})  # the session's own state: review
-            started = await ok(c, "invoice.start", {})
+            await ok(c, "invoice_submit", {"invoice_id": "inv-1"})  # the session's own state: review
+            started = await ok(c, "invoice_start", {})
             handle: str = started.structured_content["workflow_id"]
-            await ok(c, "invoice.submit", {"invoice_id": "inv-1", "workflow_id": handle})  # the handle: review
+            await ok(c, "invoice_submit", {"invoice_id": "inv-1", "workflow_id": handle})  # the handle: review
             [session_id] = doomed.session_ids
             victim = cluster.replicas[sticky_sessions(cluster.sock)[session_id] - 1]
             victim.kill()
             victim.wait(timeout=STEP_TIMEOUT)
             # HAProxy cannot reach the session's replica, so another one gets the request: it has no such session.
             with pytest.raises(MCPError, match="Session not found"):
-                await bounded(c.call_tool("invoice.status", {}))
+                await bounded(c.call_tool("invoice_status", {}))
         again = Session(cluster.url)  # what a client does on 404: initialize again, a new session
         async with again.http() as http, again.client(http) as c:
-            assert (await ok(c, "invoice.status", {})).structured_content == status_in("draft", None)  # over
-            assert (await ok(c, "invoice.status", {"workflow_id": handle})).structured_content == status_in(
+            assert (await ok(c, "invoice_status", {})).structured_content == status_in("draft", None)  # over
+            assert (await ok(c, "invoice_status", {"workflow_id": handle})).structured_content == status_in(
                 "review", handle
             )  # the handle lives in Redis: it survived
             for tool, _state in WALK[1:]:
                 await ok(c, tool, {"invoice_id": "inv-1", "workflow_id": handle})
-            assert (await ok(c, "invoice.status", {"workflow_id": handle})).structured_content == status_in(
+            assert (await ok(c, "invoice_status", {"workflow_id": handle})).structured_content == status_in(
                 "discharged", handle
             )
         assert again.session_ids.isdisjoint(doomed.session_ids)

@@ -112,7 +112,7 @@ def test_a_spec_folder_name_cannot_inject_code_or_end_the_header(tmp_path: Path,
     out = tmp_path / "out"
     cli_build(spec, out, tmp_path)  # also the path `build specs/*.toml` passes
     result = probe(out, folder, "probe_server")
-    assert list(result["tools"]) == ["note.get"]
+    assert list(result["tools"]) == ["note_get"]
     for path in sorted(out.rglob("*")):
         if path.is_file() and path.suffix in (".py", ".md", ".toml"):
             text = path.read_text(encoding="utf-8")
@@ -176,7 +176,7 @@ def test_readme_instructions_and_descriptions_are_text_not_markdown(tmp_path: Pa
     lines = body.split("\n")
     assert "\\# Not a heading" in lines and "not code" in lines and "1\\. not a list" in lines and "\\===" in lines
     assert "\\[click\\](javascript:alert(1)) \\| \\`code\\` \\*em\\* &amp; done" in lines
-    row = next(line for line in lines if line.startswith("| `note.get`"))
+    row = next(line for line in lines if line.startswith("| `note_get`"))
     assert row.count(" | ") == 2 and "\\[click\\]" in row  # one table row: no line break, pipes escaped
 
 
@@ -254,7 +254,7 @@ returns = "Card"
         return
     result = probe(out, spec.parent, "probe_server")
     assert result["instructions"] == instructions
-    assert result["tools"]["note.get"] == tool_description
+    assert result["tools"]["note_get"] == tool_description
     assert api.check(spec, out).drift.clean
 
 
@@ -271,7 +271,7 @@ async def test_a_code_block_language_with_braces_is_shown_as_written(tmp_path: P
     handlers = 'def note_get(args):\n    return {"id": "n-1", "body": "b"}\n'
     with built_server(source, tmp_path / "out", handlers=handlers) as server:
         async with connect(server.create_server()) as client:
-            result = await client.call_tool("note.get", {"id": "n-1"})
+            result = await client.call_tool("note_get", {"id": "n-1"})
     texts = [getattr(b, "text", "") for b in result.content]
     assert any(f"```{language}\nn-1\n```" in t for t in texts), texts
 
@@ -372,8 +372,8 @@ async def test_an_inline_schema_matching_the_visible_fields_still_builds_and_hid
     )
     with built_server(source, tmp_path / "out", handlers=handlers) as server:
         async with connect(server.create_server()) as client:
-            result = await client.call_tool("invoice.get", {})
-            schema = next(t for t in (await client.list_tools()).tools if t.name == "invoice.get").output_schema
+            result = await client.call_tool("invoice_get", {})
+            schema = next(t for t in (await client.list_tools()).tools if t.name == "invoice_get").output_schema
     assert not result.is_error
     text = json.dumps(result.structured_content) + json.dumps([b.model_dump() for b in result.content])
     assert "S3CRET" not in text and "47.1" not in text and "Bern" in text
@@ -506,7 +506,7 @@ async def test_tool_item_and_model_item_each_refuse_with_their_own_guarded_field
     with built_server(SAME_NAME, tmp_path / "out", handlers=handlers) as server:
         async with connect(server.create_server()) as client:
             tool = await client.call_tool("item", {"title": "t", "total": 5})
-            nested = await client.call_tool("order.add", {"item": {"name": "n", "secret_id": "s"}})
+            nested = await client.call_tool("order_add", {"item": {"name": "n", "secret_id": "s"}})
     tool_text = json.dumps([b.model_dump() for b in tool.content])
     nested_text = json.dumps([b.model_dump() for b in nested.content])
     assert tool.is_error and nested.is_error

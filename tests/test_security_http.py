@@ -92,7 +92,7 @@ def refused(response: httpx.Response, status: int) -> None:
 async def list_tools_ok(url: str, mode: str = LEGACY) -> None:
     """A real client, sending the Host its URL names, gets in."""
     async with connect(url, mode) as client:
-        assert "invoice.get" in [t.name for t in (await client.list_tools()).tools]
+        assert "invoice_get" in [t.name for t in (await client.list_tools()).tools]
 
 
 # --- Finding 5: Host/Origin validation on every bind ---------------------------------------------------------
@@ -105,7 +105,7 @@ async def test_every_interface_bind_refuses_a_forged_host_or_origin(built: Path,
         # DNS rebinding: a page on attacker.example resolved to this machine. Both eras, before any session.
         refused(post(url, initialize(), host=ATTACKER, origin=f"http://{ATTACKER}"), 421)
         refused(post(url, initialize(), host=f"{ATTACKER}:{port}"), 421)
-        refused(post(url, modern_call("invoice.list", {}), host=ATTACKER, **{"MCP-Protocol-Version": MODERN}), 421)
+        refused(post(url, modern_call("invoice_list", {}), host=ATTACKER, **{"MCP-Protocol-Version": MODERN}), 421)
         # The wildcard address is not a name of this server ("0.0.0.0 day"), nor is loopback at another port.
         refused(post(url, initialize(), host=f"0.0.0.0:{port}"), 421)
         refused(post(url, initialize(), host=f"localhost:{port + 1 if port < 65535 else port - 1}"), 421)
@@ -119,7 +119,7 @@ async def test_every_interface_bind_refuses_a_forged_host_or_origin(built: Path,
         await list_tools_ok(url, MODERN)
         # A session id does not let a rebinding page in either: the check runs on every request of a session.
         session = {"mcp-session-id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": LEGACY_VERSION}
-        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "invoice.list", "arguments": {}}}
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "invoice_list", "arguments": {}}}
         refused(post(url, call, host=ATTACKER, **session), 421)
         get = httpx.get(url, headers={"Host": ATTACKER, "Accept": "text/event-stream", **session}, timeout=30)
         delete = httpx.delete(url, headers={"Host": ATTACKER, **session}, timeout=30)
@@ -248,22 +248,22 @@ async def walk_both_eras(url: str) -> tuple[list[str], list[str]]:
 
     http = httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300), event_hooks={"response": [seen]})
     async with http, connect(streamable_http_client(url, http_client=http), LEGACY) as client:
-        for tool in ["invoice.submit", "invoice.approve"]:
+        for tool in ["invoice_submit", "invoice_approve"]:
             assert not (await client.call_tool(tool, {"invoice_id": "inv-2"})).is_error
-        customer = await client.call_tool("customer.get", {"id": "c-2"})
+        customer = await client.call_tool("customer_get", {"id": "c-2"})
         assert USER_ONLY_EMAIL in customer.model_dump_json()  # it did go over the wire, to the user
         # a handle minted in the handshake era travels in an SSE response, the one sse_starlette dumps
-        handles.append((await client.call_tool("invoice.start", {})).structured_content["workflow_id"])
-        status = await client.call_tool("invoice.status", {"workflow_id": handles[-1]})
+        handles.append((await client.call_tool("invoice_start", {})).structured_content["workflow_id"])
+        status = await client.call_tool("invoice_status", {"workflow_id": handles[-1]})
         assert status.structured_content["state"] == "draft"
     async with connect(url, MODERN) as client:
-        started = await client.call_tool("invoice.start", {})
+        started = await client.call_tool("invoice_start", {})
         handle = started.structured_content["workflow_id"]
         handles.append(handle)
-        assert not (await client.call_tool("invoice.submit", {"invoice_id": "inv-2", "workflow_id": handle})).is_error
-        status = await client.call_tool("invoice.status", {"workflow_id": handle})
+        assert not (await client.call_tool("invoice_submit", {"invoice_id": "inv-2", "workflow_id": handle})).is_error
+        status = await client.call_tool("invoice_status", {"workflow_id": handle})
         assert status.structured_content["state"] == "review"
-        assert (await client.call_tool("invoice.status", {"workflow_id": "x" * 32})).is_error  # unknown handle
+        assert (await client.call_tool("invoice_status", {"workflow_id": "x" * 32})).is_error  # unknown handle
     assert sessions and handles
     return sorted(set(sessions)), handles
 

@@ -115,7 +115,7 @@ def flow(flow_build: tuple[Generation, Path]) -> Iterator[GeneratedServer]:
 
 
 async def start(client: Client, workflow: str = "flow") -> str:
-    result = await client.call_tool(f"{workflow}.start", {})
+    result = await client.call_tool(f"{workflow}_start", {})
     assert not result.is_error, text(result)
     handle = result.structured_content["workflow_id"]  # type: ignore[index]
     assert isinstance(handle, str)
@@ -123,7 +123,7 @@ async def start(client: Client, workflow: str = "flow") -> str:
 
 
 async def state_of(client: Client, handle: str, workflow: str = "flow") -> str:
-    result = await client.call_tool(f"{workflow}.status", {"workflow_id": handle})
+    result = await client.call_tool(f"{workflow}_status", {"workflow_id": handle})
     assert not result.is_error, text(result)
     return str(result.structured_content["state"])  # type: ignore[index]
 
@@ -207,8 +207,8 @@ async def test_an_async_handler_of_any_form_runs_before_its_transition_fires(
     with warnings_as_errors():
         async with connect(server, MODERN) as client:
             handle = await start(client)
-            result = await client.call_tool("flow.go", {"workflow_id": handle})
-            assert (result.is_error, text(result)) == (False, "flow.go: done."), text(result)
+            result = await client.call_tool("flow_go", {"workflow_id": handle})
+            assert (result.is_error, text(result)) == (False, "flow_go: done."), text(result)
             assert handlers.RAN == ["ran"]
             assert await state_of(client, handle) == "b"
 
@@ -223,7 +223,7 @@ async def test_a_generator_handler_is_an_error_and_fires_no_transition(
     server = flow.create_server(handlers)
     async with connect(server, MODERN) as client:
         handle = await start(client)
-        result = await client.call_tool("flow.go", {"workflow_id": handle})
+        result = await client.call_tool("flow_go", {"workflow_id": handle})
         assert result.is_error is True
         assert 'code="INTERNAL_ERROR"' in text(result)
         assert handlers.RAN == []
@@ -291,7 +291,7 @@ async def test_a_handler_raising_a_base_exception_fails_only_its_call(
     with flow_server(tmp_path, handlers=BASE_HANDLERS) as flow:
         async with connect(flow.create_server(), MODERN) as client:
             handle = await start(client)
-            result = await client.call_tool("flow.go", {"workflow_id": handle})
+            result = await client.call_tool("flow_go", {"workflow_id": handle})
             assert result.is_error is True and 'code="INTERNAL_ERROR"' in text(result)
             assert await state_of(client, handle) == "a"
             assert text(await client.call_tool("ping", {})) == "ping: done."
@@ -324,7 +324,7 @@ def thing_get(args):
     with built_server(spec, tmp_path / "out", handlers=handlers) as server:
         async with connect(server.create_server(), LEGACY) as client:
             for _ in range(2):
-                result = await client.call_tool("thing.get", {})
+                result = await client.call_tool("thing_get", {})
                 assert result.is_error is True and 'code="INTERNAL_ERROR"' in text(result)
 
 
@@ -336,7 +336,7 @@ async def test_a_base_exception_does_not_end_the_stdio_process(tmp_path: Path, r
     with tempfile.TemporaryFile("w+") as errlog, anyio.fail_after(60):  # before the fix: the process exits
         async with Client(stdio_client(params, errlog=errlog), mode=LEGACY, cache=None) as client:
             for _ in range(2):
-                result = await client.call_tool("flow.go", {})
+                result = await client.call_tool("flow_go", {})
                 assert result.is_error is True and 'code="INTERNAL_ERROR"' in text(result), texts(result)
             assert text(await client.call_tool("ping", {})) == "ping: done."
         errlog.seek(0)
@@ -352,7 +352,7 @@ async def test_a_base_exception_does_not_stop_the_http_server(tmp_path: Path) ->
     log = tmp_path / "server.log"
     with http_server(out, package=package, env=server_env(out, FG_RAISE="SystemExit"), log=log) as url:
         async with connect(url, LEGACY) as client:
-            result = await client.call_tool("flow.go", {})
+            result = await client.call_tool("flow_go", {})
             assert result.is_error is True and 'code="INTERNAL_ERROR"' in text(result)
         async with connect(url, LEGACY) as client:
             assert text(await client.call_tool("ping", {})) == "ping: done."
@@ -409,10 +409,10 @@ async def test_no_value_inside_a_hidden_input_field_is_echoed(hidden_build: Path
     with imported(hidden_build / "out", "hiddenprobe_server") as package:
         server = package.create_server(module_of("h", HIDDEN_HANDLERS))
         async with connect(server) as client:
-            result = await client.call_tool("person.create", {"name": "n", **arguments})
+            result = await client.call_tool("person_create", {"name": "n", **arguments})
     assert result.is_error is True
     shown = text(result)
-    assert shown.startswith('<validation_error tool="person.create">')
+    assert shown.startswith('<validation_error tool="person_create">')
     assert SECRET not in shown and str(SECRET_NUMBER) not in shown, shown
 
 
@@ -422,7 +422,7 @@ async def test_a_hidden_object_still_says_what_is_wrong(hidden_build: Path) -> N
         server = package.create_server(module_of("h", HIDDEN_HANDLERS))
         async with connect(server) as client:
             arguments = {"name": "n", "home": {"street": 1, "zip": 2, "tags": [3], "extra": 4}}
-            result = await client.call_tool("person.create", arguments)
+            result = await client.call_tool("person_create", arguments)
     assert re.findall(r'<field name="([^"]*)">([^<]*)</field>', text(result)) == [
         ("home", "this object holds unknown fields. Accepted fields: street, tags, zip."),
         ("home.street", "expected a string; you sent an integer."),
@@ -441,7 +441,7 @@ async def test_sqlite_state_files_are_private(flow: GeneratedServer, tmp_path: P
         server = flow.create_server(flow.handlers, state_store=f"sqlite:///{path}")
         async with connect(server, MODERN) as client:
             handle = await start(client)
-            assert (await client.call_tool("flow.go", {"workflow_id": handle})).is_error is False
+            assert (await client.call_tool("flow_go", {"workflow_id": handle})).is_error is False
             modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in path.parent.iterdir()}
             assert modes == {"state.db": 0o600, "state.db-wal": 0o600, "state.db-shm": 0o600}
     finally:
@@ -459,7 +459,7 @@ async def test_servers_sharing_one_sqlite_file_do_not_share_handles(tmp_path: Pa
             handle = await start(client)
     with flow_server(tmp_path / "b", "other") as b:
         async with connect(b.create_server(state_store=url), MODERN) as client:
-            result = await client.call_tool("flow.go", {"workflow_id": handle})
+            result = await client.call_tool("flow_go", {"workflow_id": handle})
             assert result.is_error and "Unknown or expired workflow_id" in text(result)
     with flow_server(tmp_path / "a2", "billing") as a:
         async with connect(a.create_server(state_store=url), MODERN) as client:
@@ -488,20 +488,20 @@ async def test_redis_handles_of_one_server_are_unknown_to_another(tmp_path: Path
     with flow_server(tmp_path / "other", "other") as other:
         other_out, other_package = other.out, other.package_name
         async with connect(other.create_server(state_store=url), MODERN) as client:
-            result = await client.call_tool("flow.go", {"workflow_id": handle})
+            result = await client.call_tool("flow_go", {"workflow_id": handle})
             assert result.is_error and "Unknown or expired workflow_id" in text(result)
-            result = await client.call_tool("flow.status", {"workflow_id": handle})
+            result = await client.call_tool("flow_status", {"workflow_id": handle})
             assert result.is_error and "Unknown or expired workflow_id" in text(result)
     # `python -m` namespaces the same way as create_server: its replica accepts the handle, the other not.
     args = ("--state-store", url)
     with http_server(other_out, *args, package=other_package, env=server_env(other_out)) as other_url:
         async with connect(other_url, MODERN) as client:
-            result = await client.call_tool("flow.go", {"workflow_id": handle})
+            result = await client.call_tool("flow_go", {"workflow_id": handle})
             assert result.is_error and "Unknown or expired workflow_id" in text(result)
     with http_server(billing_out, *args, package=billing_package, env=server_env(billing_out)) as billing_url:
         async with connect(billing_url, MODERN) as client:
-            result = await client.call_tool("flow.go", {"workflow_id": handle})
-    assert (result.is_error, text(result)) == (False, "flow.go: done."), text(result)
+            result = await client.call_tool("flow_go", {"workflow_id": handle})
+    assert (result.is_error, text(result)) == (False, "flow_go: done."), text(result)
 
 
 async def test_an_explicit_redis_prefix_still_wins(tmp_path: Path, redis_port: int) -> None:
@@ -528,11 +528,11 @@ async def test_redis_down_gives_a_clean_tool_error(
         handle = await start(modern)
         stop()
         results = [
-            await modern.call_tool("flow.go", {"workflow_id": handle}),
-            await modern.call_tool("flow.start", {}),
-            await modern.call_tool("flow.status", {"workflow_id": handle}),
-            await legacy.call_tool("flow.go", {}),
-            await legacy.call_tool("flow.status", {}),
+            await modern.call_tool("flow_go", {"workflow_id": handle}),
+            await modern.call_tool("flow_start", {}),
+            await modern.call_tool("flow_status", {"workflow_id": handle}),
+            await legacy.call_tool("flow_go", {}),
+            await legacy.call_tool("flow_status", {}),
         ]
         with pytest.raises(MCPError) as listing:
             await legacy.list_tools()
@@ -550,7 +550,7 @@ async def test_redis_down_over_a_port_nobody_listens_on(flow: GeneratedServer) -
     """#14: the same when Redis was never reachable at all."""
     server = flow.create_server(flow.handlers, state_store=f"redis://127.0.0.1:{free_port()}/0")
     async with connect(server, MODERN) as client:
-        result = await client.call_tool("flow.start", {})
+        result = await client.call_tool("flow_start", {})
     assert result.is_error is True and 'code="STORE_UNAVAILABLE"' in text(result)
     assert "127.0.0.1" not in text(result)
 
@@ -633,7 +633,7 @@ returns = "Thing"
 """
     with built_server(spec, tmp_path / "out", handlers="def thing_get(args):\n    return {'code': 10**5000}\n") as s:
         async with connect(s.create_server()) as client:
-            result = await client.call_tool("thing.get", {})
+            result = await client.call_tool("thing_get", {})
     assert result.is_error is True
     assert 'code="OUTPUT_INVALID"' in text(result) and "at result.code (expected a value that can be cast" in text(
         result
@@ -700,7 +700,7 @@ async def test_handler_values_cannot_forge_table_rows_list_entries_or_close_fenc
         handlers = module_of("b", "NOTE = {}\ndef note_get(args):\n    return NOTE\n")
         handlers.NOTE.update(title=value, body=value)
         async with connect(package.create_server(handlers)) as client:
-            result = await client.call_tool("note.get", {})
+            result = await client.call_tool("note_get", {})
     assert result.is_error is False
     table, listing, code, mermaid = (
         re.sub(r"^<ui_passthrough[^>]*>|</ui_passthrough>$", "", t) for t in texts(result)[1:]

@@ -57,20 +57,20 @@ async def tool_schemas(client: Client) -> dict[str, Any]:
 async def test_tools_are_listed_with_schemas_and_hints(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(), mode=mode, cache=None) as client:
         tools = await tool_schemas(client)
-    core = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
+    core = ["invoice_get", "invoice_list", "invoice_create", "invoice_update", "customer_get", "billing_remind"]
     # In the handshake era the session is in the workflow's initial state ("draft"); 2026-07-28 lists all.
     bound = (
-        ["invoice.submit"]
+        ["invoice_submit"]
         if mode == "legacy"
-        else ["invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"]
+        else ["invoice_submit", "invoice_approve", "invoice_reject", "invoice_discharge"]
     )
-    assert list(tools) == [*core, *bound, "invoice.start", "invoice.status", "invoice.resolve"]
-    assert tools["invoice.get"].annotations.read_only_hint is True
-    assert tools["invoice.create"].annotations.destructive_hint is True
-    create = tools["invoice.create"].input_schema
+    assert list(tools) == [*core, *bound, "invoice_start", "invoice_status", "invoice_resolve"]
+    assert tools["invoice_get"].annotations.read_only_hint is True
+    assert tools["invoice_create"].annotations.destructive_hint is True
+    create = tools["invoice_create"].input_schema
     assert sorted(create["properties"]) == ["amount_cents", "customer_id", "due_date"]
     assert create["additionalProperties"] is False
-    output = tools["invoice.get"].output_schema
+    output = tools["invoice_get"].output_schema
     assert "internal_notes" not in json.dumps(output) and "ssn" not in json.dumps(output)
     default = output["properties"]["data"]["anyOf"][0]  # returns_for_role: data is anyOf, `returns` first
     assert default["properties"]["amount_cents"]["type"] == "number"  # the cast decides
@@ -80,7 +80,7 @@ async def test_tools_are_listed_with_schemas_and_hints(billing: GeneratedServer,
 async def test_get_returns_declared_visible_data_only_with_casts(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(), mode=mode, cache=None) as client:
         tools = await tool_schemas(client)
-        result = await client.call_tool("invoice.get", {"id": "inv-1"})
+        result = await client.call_tool("invoice_get", {"id": "inv-1"})
     assert not result.is_error
     data = result.structured_content["data"]
     # The Invoice presenter narrows the model to these fields, in this order.
@@ -92,7 +92,7 @@ async def test_get_returns_declared_visible_data_only_with_casts(billing: Genera
     assert data["due_date"] == "2026-10-01"
     assert json.loads(result.content[0].text) == data
     assert result.content[0].text.startswith('{\n  "id": "inv-1"')  # two-space indent, declared order
-    jsonschema.validate(result.structured_content, tools["invoice.get"].output_schema)
+    jsonschema.validate(result.structured_content, tools["invoice_get"].output_schema)
     assert_no_secrets(result)
 
 
@@ -100,12 +100,12 @@ async def test_get_returns_declared_visible_data_only_with_casts(billing: Genera
 async def test_list_wraps_items_and_validates(billing: GeneratedServer, mode: str) -> None:
     async with Client(billing.create_server(), mode=mode, cache=None) as client:
         tools = await tool_schemas(client)
-        result = await client.call_tool("invoice.list", {})
-        drafts = await client.call_tool("invoice.list", {"status": "draft", "limit": 5})
+        result = await client.call_tool("invoice_list", {})
+        drafts = await client.call_tool("invoice_list", {"status": "draft", "limit": 5})
     assert [i["id"] for i in result.structured_content["data"]] == ["inv-1", "inv-2", "inv-3"]
     assert result.structured_content["truncated"] is True and result.structured_content["total"] == 5
     assert json.loads(result.content[0].text) == result.structured_content["data"]
-    jsonschema.validate(result.structured_content, tools["invoice.list"].output_schema)
+    jsonschema.validate(result.structured_content, tools["invoice_list"].output_schema)
     assert [i["id"] for i in drafts.structured_content["data"]] == ["inv-2", "inv-4"]
     assert_no_secrets(result)
 
@@ -115,18 +115,18 @@ async def test_every_argument_is_validated_before_the_handler_runs(billing: Gene
     original = billing.handlers.get_invoice
     billing.handlers.get_invoice = lambda args: calls.append(args) or original(args)
     async with Client(billing.create_server(), mode="legacy", cache=None) as client:
-        wrong_type = await client.call_tool("invoice.get", {"id": 42})
-        missing = await client.call_tool("invoice.get", {})
-        unknown = await client.call_tool("invoice.get", {"id": "inv-1", "idd": "x"})
+        wrong_type = await client.call_tool("invoice_get", {"id": 42})
+        missing = await client.call_tool("invoice_get", {})
+        unknown = await client.call_tool("invoice_get", {"id": "inv-1", "idd": "x"})
         several = await client.call_tool(
-            "invoice.create",
+            "invoice_create",
             {"customer_id": 1, "amount_cents": "12", "due_date": "31/12/2026", "id": "mine", "created_at": "now"},
         )
     assert calls == []
     for result in (wrong_type, missing, unknown, several):
         assert result.is_error and result.structured_content is None
     assert wrong_type.content[0].text == (
-        '<validation_error tool="invoice.get"><field name="id">expected a string; you sent 42.</field>'
+        '<validation_error tool="invoice_get"><field name="id">expected a string; you sent 42.</field>'
         "<recovery>Fix the fields above and call the tool again.</recovery></validation_error>"
     )
     assert '<field name="id">this required field is missing; expected a string.</field>' in missing.content[0].text
@@ -140,8 +140,8 @@ async def test_every_argument_is_validated_before_the_handler_runs(billing: Gene
 
 async def test_update_is_partial_and_tells_the_handler_what_was_sent(billing: GeneratedServer) -> None:
     async with Client(billing.create_server(), mode="legacy", cache=None) as client:
-        result = await client.call_tool("invoice.update", {"id": "inv-2", "status": "review"})
-        refused = await client.call_tool("invoice.update", {"id": "inv-2", "amount_cents": 1})
+        result = await client.call_tool("invoice_update", {"id": "inv-2", "status": "review"})
+        refused = await client.call_tool("invoice_update", {"id": "inv-2", "amount_cents": 1})
     assert result.structured_content["data"]["status"] == "review"
     assert result.structured_content["data"]["due_date"] == "2026-12-15"  # not sent, so not changed
     assert refused.is_error and '<field name="amount_cents">unknown field' in refused.content[0].text
@@ -158,7 +158,7 @@ async def test_create_passes_typed_arguments(billing: GeneratedServer) -> None:
     billing.handlers.create_invoice = spy
     async with Client(billing.create_server(), mode="2026-07-28", cache=None) as client:
         result = await client.call_tool(
-            "invoice.create", {"customer_id": "c-2", "amount_cents": 990, "due_date": "2027-01-31"}
+            "invoice_create", {"customer_id": "c-2", "amount_cents": 990, "due_date": "2027-01-31"}
         )
     assert not result.is_error, result.content[0].text
     import datetime
@@ -178,10 +178,10 @@ async def test_handler_exception_is_generic_and_not_logged_verbatim(
     billing.handlers.get_invoice = leaky
     caplog.set_level(logging.DEBUG)
     async with Client(billing.create_server(), mode="legacy", cache=None) as client:
-        failed = await client.call_tool("invoice.get", {"id": "inv-1"})
-        after = await client.call_tool("customer.get", {"id": "c-1"})
+        failed = await client.call_tool("invoice_get", {"id": "inv-1"})
+        after = await client.call_tool("customer_get", {"id": "c-1"})
     assert failed.is_error
-    assert 'code="INTERNAL_ERROR"' in failed.content[0].text and "invoice.get" in failed.content[0].text
+    assert 'code="INTERNAL_ERROR"' in failed.content[0].text and "invoice_get" in failed.content[0].text
     assert_no_secrets(failed)
     assert "legal says hold" not in caplog.text and "RuntimeError" in caplog.text
     assert not after.is_error  # the server keeps serving
@@ -190,7 +190,7 @@ async def test_handler_exception_is_generic_and_not_logged_verbatim(
 async def test_data_that_cannot_be_cast_is_an_error_without_data(billing: GeneratedServer) -> None:
     billing.handlers.INVOICES["inv-1"]["amount_cents"] = "twelve hundred"
     async with Client(billing.create_server(), mode="legacy", cache=None) as client:
-        result = await client.call_tool("invoice.get", {"id": "inv-1"})
+        result = await client.call_tool("invoice_get", {"id": "inv-1"})
     assert result.is_error and result.structured_content is None
     text = result.content[0].text
     assert 'code="OUTPUT_INVALID"' in text and "result.amount_cents" in text
@@ -203,9 +203,9 @@ async def test_unknown_tool_is_a_protocol_error(billing: GeneratedServer, mode: 
 
     async with Client(billing.create_server(), mode=mode, cache=None) as client:
         with pytest.raises(MCPError) as raised:
-            await client.call_tool("invoice.delete", {})
-        assert raised.value.code == -32602 and "invoice.get" in raised.value.message
-        assert not (await client.call_tool("customer.get", {"id": "c-1"})).is_error  # still serving
+            await client.call_tool("invoice_delete", {})
+        assert raised.value.code == -32602 and "invoice_get" in raised.value.message
+        assert not (await client.call_tool("customer_get", {"id": "c-1"})).is_error  # still serving
 
 
 class PydanticInvoice(BaseModel):
@@ -272,7 +272,7 @@ async def test_any_handler_return_type_is_shaped_the_same(billing: GeneratedServ
         setattr(handlers, name, getattr(billing.handlers, name))
     handlers.get_invoice = lambda args: value
     async with Client(billing.create_server(handlers), mode="legacy", cache=None) as client:
-        result = await client.call_tool("invoice.get", {"id": "inv-9"})
+        result = await client.call_tool("invoice_get", {"id": "inv-9"})
     assert not result.is_error, result.content[0].text
     data = result.structured_content["data"]
     assert data["id"] == "inv-9" and data["amount_cents"] == 7.0 and data["lines"][0]["sku"] == "S"

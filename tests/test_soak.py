@@ -150,24 +150,24 @@ class Load:
     async def walk(self, client: object, walk: str) -> None:
         """start, two racing PAYs (exactly one may run), SHIP, status, an echo and an invalid echo."""
         call = client.call_tool  # type: ignore[attr-defined]
-        started = await call("order.start", {})
+        started = await call("order_start", {})
         if started.is_error:
-            self.errors.append(f"{walk}: order.start {code_of(started)}")
+            self.errors.append(f"{walk}: order_start {code_of(started)}")
             return
         handle = started.structured_content["workflow_id"]
         outcomes: list[str] = []
 
         async def pay() -> None:
-            outcomes.append(code_of(await call("order.pay", {"workflow_id": handle, "walk": walk})))
+            outcomes.append(code_of(await call("order_pay", {"workflow_id": handle, "walk": walk})))
 
         async with anyio.create_task_group() as group:
             group.start_soon(pay)
             group.start_soon(pay)
         if sorted(outcomes) not in (["FORBIDDEN", "ok"], ["BUSY", "ok"]):
-            self.errors.append(f"{walk}: the two racing order.pay got {outcomes}")
+            self.errors.append(f"{walk}: the two racing order_pay got {outcomes}")
         self.races.update(o for o in outcomes if o != "ok")
-        shipped = await call("order.ship", {"workflow_id": handle, "walk": walk})
-        status = await call("order.status", {"workflow_id": handle})
+        shipped = await call("order_ship", {"workflow_id": handle, "walk": walk})
+        status = await call("order_status", {"workflow_id": handle})
         echoed = await call("echo", {"text": walk * 20})
         invalid = await call("echo", {"text": 7})
         seen = (
@@ -206,7 +206,7 @@ async def test_soak_http_redis_mixed_load(tmp_path: Path) -> None:
     assert load.errors == [], load.errors[:20]
     assert load.done == load.started > 0
     counts = collections.Counter(runs.read_text().splitlines())
-    expected = {f"{tool} w{n}" for n in range(1, load.done + 1) for tool in ("order.pay", "order.ship")}
+    expected = {f"{tool} w{n}" for n in range(1, load.done + 1) for tool in ("order_pay", "order_ship")}
     assert set(counts) == expected
     assert [entry for entry, count in counts.items() if count != 1] == []  # no transition's handler ran twice
     assert end_rss - warm_rss < RSS_GROWTH_LIMIT_KB, (warm_rss, end_rss)

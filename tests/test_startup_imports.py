@@ -116,7 +116,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_server_without_auth_does_not_import_the_verifiers_on_stdio(plain: Path, sdk: set[str]) -> None:
     modules, answers = stdio_run(plain, "plain_server", plain.parent)
-    assert b'"note.get"' in answers  # it really served: the tools/list answer came back
+    assert b'"note_get"' in answers  # it really served: the tools/list answer came back
     assert "plain_server.server" in modules and "plain_server._serving" in modules
     assert "plain_server._auth" not in modules
     assert beyond_the_sdk(modules, sdk) == []
@@ -126,7 +126,7 @@ def test_billing_with_auth_and_workflows_imports_no_http_or_auth_stack_on_stdio(
     out = tmp_path / "out"
     build(SPECS / "billing.toml", out)
     modules, answers = stdio_run(out, "billing_server")
-    assert b'"invoice.get"' in answers
+    assert b'"invoice_get"' in answers
     assert "billing_server.state_store" in modules  # its workflows' memory store
     assert "billing_server.redis_store" not in modules
     assert beyond_the_sdk(modules, sdk) == []

@@ -159,7 +159,7 @@ def check_invoice(reply: dict[str, Any]) -> None:
 
 def valid_call(server: StdioServer) -> list[dict[str, Any]]:
     """A valid tools/call answered correctly; returns what else arrived before it (all JSON-RPC messages)."""
-    reply, others = server.response(server.request("tools/call", {"name": "invoice.get", "arguments": {"id": "inv-1"}}))
+    reply, others = server.response(server.request("tools/call", {"name": "invoice_get", "arguments": {"id": "inv-1"}}))
     check_invoice(reply)
     return others
 
@@ -179,7 +179,7 @@ MALFORMED: dict[str, bytes | str] = {
     "two objects on a line": r(3, "ping") + r(4, "ping"),
     "empty object": "{}",
     "array": "[]",
-    "batch": "[" + r(5, "tools/call", {"name": "invoice.get", "arguments": {"id": "inv-1"}}) + "]",
+    "batch": "[" + r(5, "tools/call", {"name": "invoice_get", "arguments": {"id": "inv-1"}}) + "]",
     "null": "null",
     "number": "42",
     "string": '"tools/call"',
@@ -191,21 +191,21 @@ MALFORMED: dict[str, bytes | str] = {
     "id is an object": r({"a": 1}, "ping"),
     "id is a float": r(1.5, "ping"),
     "id is a boolean": r(True, "ping"),
-    "id is null": r(None, "tools/call", {"name": "invoice.get", "arguments": {"id": "inv-1"}}),
+    "id is null": r(None, "tools/call", {"name": "invoice_get", "arguments": {"id": "inv-1"}}),
     "unknown method": r(11, "no/such/method"),
-    "unknown method with params": r(12, "tools/delete", {"name": "invoice.get"}),
+    "unknown method with params": r(12, "tools/delete", {"name": "invoice_get"}),
     "params is a list": r(13, "tools/call", [1, 2]),
-    "params is a string": r(14, "tools/call", "invoice.get"),
+    "params is a string": r(14, "tools/call", "invoice_get"),
     "params without name": r(15, "tools/call", {"arguments": {"id": "inv-1"}}),
     "name is a number": r(16, "tools/call", {"name": 5, "arguments": {}}),
     "name is null": r(17, "tools/call", {"name": None}),
-    "arguments is a list": r(18, "tools/call", {"name": "invoice.get", "arguments": [{"id": "inv-1"}]}),
-    "arguments is a string": r(19, "tools/call", {"name": "invoice.get", "arguments": "inv-1"}),
-    "_meta is a string": r(20, "tools/call", {"name": "invoice.get", "arguments": {"id": "inv-1"}, "_meta": "x"}),
+    "arguments is a list": r(18, "tools/call", {"name": "invoice_get", "arguments": [{"id": "inv-1"}]}),
+    "arguments is a string": r(19, "tools/call", {"name": "invoice_get", "arguments": "inv-1"}),
+    "_meta is a string": r(20, "tools/call", {"name": "invoice_get", "arguments": {"id": "inv-1"}, "_meta": "x"}),
     "progress token is an object": r(
-        21, "tools/call", {"name": "invoice.get", "arguments": {"id": "inv-1"}, "_meta": {"progressToken": {"x": 1}}}
+        21, "tools/call", {"name": "invoice_get", "arguments": {"id": "inv-1"}, "_meta": {"progressToken": {"x": 1}}}
     ),
-    "unknown tool": r(22, "tools/call", {"name": "invoice.delete", "arguments": {}}),
+    "unknown tool": r(22, "tools/call", {"name": "invoice_delete", "arguments": {}}),
     "tools/list with a bad cursor": r(23, "tools/list", {"cursor": 12}),
     "ping with junk params": r(24, "ping", [1]),
     "initialize again": r(
@@ -225,32 +225,32 @@ MALFORMED: dict[str, bytes | str] = {
     "progress with junk": json.dumps(
         {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": [], "progress": "a lot"}}
     ),
-    "lone surrogate escape": r(27, "tools/call", {"name": "invoice.list", "arguments": {"limit": "LONE"}}).replace(
+    "lone surrogate escape": r(27, "tools/call", {"name": "invoice_list", "arguments": {"limit": "LONE"}}).replace(
         "LONE", "\\ud800"
     ),
-    "NaN and Infinity": r(28, "tools/call", {"name": "invoice.list", "arguments": {"limit": 1}}).replace(
+    "NaN and Infinity": r(28, "tools/call", {"name": "invoice_list", "arguments": {"limit": 1}}).replace(
         '"limit": 1', '"limit": NaN, "x": -Infinity'
     ),
     "duplicate keys": '{"jsonrpc": "2.0", "id": 29, "id": 30, "method": "ping", "method": "tools/list"}',
-    "1000 levels of nesting": r(31, "tools/call", {"name": "invoice.get", "arguments": {"id": "DEEP"}}).replace(
+    "1000 levels of nesting": r(31, "tools/call", {"name": "invoice_get", "arguments": {"id": "DEEP"}}).replace(
         '"DEEP"', "[" * 1000 + "]" * 1000
     ),
     "byte order mark": "\ufeff" + r(32, "ping"),
     "NUL bytes": b"\x00\x00" + r(33, "ping").encode() + b"\x00",
     "binary garbage": bytes(range(256)) * 4,
     "invalid UTF-8": b"\xff\xfe\xc3\x28\xa0\xa1\xe2\x28\xa1\xf0\x28\x8c\xbc",
-    "invalid UTF-8 inside a request": r(34, "tools/call", {"name": "invoice.get", "arguments": {"id": "BAD"}})
+    "invalid UTF-8 inside a request": r(34, "tools/call", {"name": "invoice_get", "arguments": {"id": "BAD"}})
     .encode()
     .replace(b"BAD", b"\xff\xfe"),
     "carriage return only": r(35, "ping") + "\r",
     "whitespace": " \t ",
     "empty line": "",
     "huge garbage line": "x" * MEGABYTES,
-    "huge JSON string argument": r(36, "tools/call", {"name": "invoice.get", "arguments": {"id": "x" * MEGABYTES}}),
-    "huge unknown key": r(37, "tools/call", {"name": "invoice.get", "arguments": {"k" * MEGABYTES: 1}}),
-    "many arguments": r(38, "tools/call", {"name": "invoice.get", "arguments": {f"k{i}": i for i in range(100_000)}}),
+    "huge JSON string argument": r(36, "tools/call", {"name": "invoice_get", "arguments": {"id": "x" * MEGABYTES}}),
+    "huge unknown key": r(37, "tools/call", {"name": "invoice_get", "arguments": {"k" * MEGABYTES: 1}}),
+    "many arguments": r(38, "tools/call", {"name": "invoice_get", "arguments": {f"k{i}": i for i in range(100_000)}}),
     "bound tool with a junk handle": r(
-        39, "tools/call", {"name": "invoice.submit", "arguments": {"invoice_id": "inv-2", "workflow_id": [1]}}
+        39, "tools/call", {"name": "invoice_submit", "arguments": {"invoice_id": "inv-2", "workflow_id": [1]}}
     ),
 }
 # Lines above that hold a request the SDK accepts after all, so a (non-error) result is the correct reply.
@@ -295,13 +295,13 @@ def test_malformed_requests_with_an_id_get_a_json_rpc_error(server: StdioServer,
 def test_tool_errors_stay_results(server: StdioServer) -> None:
     """Bad arguments and failing handlers are isError results on the wire, never JSON-RPC errors."""
     cases = [
-        ({"name": "invoice.get", "arguments": {"id": 1}}, "<validation_error"),
-        ({"name": "customer.get", "arguments": {"id": "nope"}}, 'code="INTERNAL_ERROR"'),
-        ({"name": "invoice.get", "arguments": {"id": "nope"}}, 'code="NOT_FOUND"'),
-        ({"name": "invoice.create", "arguments": {"id": "x", "created_at": "y", "internal_notes": "z"}}, "guarded"),
-        ({"name": "invoice.status", "arguments": {"workflow_id": "junk"}}, 'code="FORBIDDEN"'),
-        ({"name": "invoice.start", "arguments": {"x": 1}}, "<validation_error"),
-        ({"name": "invoice.list", "arguments": {"limit": "x" * 100_000}}, "<validation_error"),
+        ({"name": "invoice_get", "arguments": {"id": 1}}, "<validation_error"),
+        ({"name": "customer_get", "arguments": {"id": "nope"}}, 'code="INTERNAL_ERROR"'),
+        ({"name": "invoice_get", "arguments": {"id": "nope"}}, 'code="NOT_FOUND"'),
+        ({"name": "invoice_create", "arguments": {"id": "x", "created_at": "y", "internal_notes": "z"}}, "guarded"),
+        ({"name": "invoice_status", "arguments": {"workflow_id": "junk"}}, 'code="FORBIDDEN"'),
+        ({"name": "invoice_start", "arguments": {"x": 1}}, "<validation_error"),
+        ({"name": "invoice_list", "arguments": {"limit": "x" * 100_000}}, "<validation_error"),
     ]
     for params, marker in cases:
         reply, _ = server.response(server.request("tools/call", params))
@@ -321,7 +321,7 @@ def test_interleaved_in_one_write(server: StdioServer) -> None:
                     "jsonrpc": "2.0",
                     "id": request_id,
                     "method": "tools/call",
-                    "params": {"name": "invoice.get", "arguments": {"id": "inv-1"}},
+                    "params": {"name": "invoice_get", "arguments": {"id": "inv-1"}},
                 }
             ).encode()
         )
@@ -345,7 +345,7 @@ def test_interleaved_in_one_write(server: StdioServer) -> None:
 def test_still_serving_and_exits_cleanly_on_eof(server: StdioServer) -> None:
     valid_call(server)
     listed, _ = server.response(server.request("tools/list"))
-    assert "invoice.get" in [t["name"] for t in listed["result"]["tools"]]
+    assert "invoice_get" in [t["name"] for t in listed["result"]["tools"]]
     time.sleep(QUIET)
     assert server.alive(), server.stderr_text()[-3000:]
     assert server.close() == 0

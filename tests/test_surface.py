@@ -86,7 +86,7 @@ async def test_a_resource_is_presented_like_a_tool_result(shop: GeneratedServer,
     assert item == {
         "data": expected_item,
         "rules": ["Quote prices from the price list, never from memory."],
-        "suggestions": [{"tool": "item.get", "reason": "Fetch s-1 again after a change"}],
+        "suggestions": [{"tool": "item_get", "reason": "Fetch s-1 again after a change"}],
     }
     assert by_color["data"] == expected_item
     assert catalog == {"data": {"items": 1, "updated": "2026-11-30"}, "rules": [], "suggestions": []}
@@ -188,7 +188,7 @@ async def test_completion_offers_enum_values(shop: GeneratedServer, mode: str) -
 
 # --- exposure -------------------------------------------------------------------------------------
 
-CORE_QUERIES = ["invoice.get", "invoice.list", "customer.get"]
+CORE_QUERIES = ["invoice_get", "invoice_list", "customer_get"]
 
 
 async def listed(server: Any, mode: str) -> list[str]:
@@ -203,22 +203,22 @@ async def test_read_only_serves_only_queries_and_drops_the_workflow(billing: Gen
     async with connect(server, mode) as client:
         with pytest.raises(MCPError) as refused:
             await client.call_tool(
-                "invoice.create", {"customer_id": "c-1", "amount_cents": 1, "due_date": "2026-01-01"}
+                "invoice_create", {"customer_id": "c-1", "amount_cents": 1, "due_date": "2026-01-01"}
             )
-        assert (await client.call_tool("invoice.get", {"id": "inv-1"})).is_error is False
+        assert (await client.call_tool("invoice_get", {"id": "inv-1"})).is_error is False
     assert refused.value.error.code == INVALID_PARAMS
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_tags_select_tools(billing: GeneratedServer, mode: str) -> None:
     assert await listed(billing.create_server(tags=["invoices"]), mode) == [
-        "invoice.get",
-        "invoice.list",
-        "billing.remind",
+        "invoice_get",
+        "invoice_list",
+        "billing_remind",
     ]
     assert await listed(billing.create_server(tags=["invoices"], expose="read-only"), mode) == [
-        "invoice.get",
-        "invoice.list",
+        "invoice_get",
+        "invoice_list",
     ]
     assert await listed(billing.create_server(tags=["nothing"]), mode) == []
 
@@ -227,11 +227,11 @@ async def test_workflow_tools_stay_while_a_bound_tool_is_served(billing: Generat
     # Only invoice.discharge is a mutation of the workflow; the queries and it keep the workflow tools.
     kinds = dict(billing.module("server").TOOL_KINDS)
     served = billing.module("_surface").exposed_tools(
-        kinds, {"invoice.discharge": frozenset({"x"})}, billing.module("server").WORKFLOW_TOOLS, "all", ["x"]
+        kinds, {"invoice_discharge": frozenset({"x"})}, billing.module("server").WORKFLOW_TOOLS, "all", ["x"]
     )
-    assert served == {"invoice.discharge", "invoice.start", "invoice.status", "invoice.resolve"}
+    assert served == {"invoice_discharge", "invoice_start", "invoice_status", "invoice_resolve"}
     modern = await listed(billing.create_server(expose="all"), "2026-07-28")
-    assert {"invoice.start", "invoice.status", "invoice.resolve"} <= set(modern)
+    assert {"invoice_start", "invoice_status", "invoice_resolve"} <= set(modern)
 
 
 async def test_the_command_line_chooses_the_surface_over_stdio(billing: GeneratedServer) -> None:
@@ -245,7 +245,7 @@ async def test_the_command_line_chooses_the_surface_over_stdio(billing: Generate
     # ENVELOPE: these asserts read the resource body, which is the structured envelope either way.
     assert read["data"]["id"] == "inv-1" and read["data"]["customer"]["email"] == "[REDACTED]"
     assert "CRITICAL: amount_cents is in CENTS. Divide by 100." in read["rules"]
-    assert {"tool": "billing.remind", "reason": "Send a payment reminder for inv-1"} in read["suggestions"]
+    assert {"tool": "billing_remind", "reason": "Send a payment reminder for inv-1"} in read["suggestions"]
     assert "internal_notes" not in json.dumps(read) and "legal says hold" not in json.dumps(read)
     assert "customer c-1" in prompt.messages[0].content.text  # type: ignore[union-attr]
 

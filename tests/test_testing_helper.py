@@ -31,7 +31,7 @@ def test_one_item_with_its_rules_suggestions_and_blocks(billing: GeneratedServer
         "Address customers by name; never ask them for their email here.",
         "Invoice inv-1 is overdue: offer a reminder before anything else.",
     )
-    assert outcome.suggestions == (testing.Suggestion("billing.remind", "Send a payment reminder for inv-1"),)
+    assert outcome.suggestions == (testing.Suggestion("billing_remind", "Send a payment reminder for inv-1"),)
     assert [(b.type, b.audience) for b in outcome.ui_blocks] == [
         ("table", "model"),
         ("summary", "model"),
@@ -62,7 +62,7 @@ def test_a_domain_error_as_code_message_recovery_and_actions(billing: GeneratedS
         "NOT_FOUND",
         "No invoice inv-<9>.",
         "List the invoices to find the right id.",
-        ("invoice.list",),
+        ("invoice_list",),
     )
 
 
@@ -75,13 +75,21 @@ def test_invalid_arguments_name_each_field(billing: GeneratedServer) -> None:
 
 def test_a_refused_workflow_call_keeps_its_details(billing: GeneratedServer) -> None:
     error = helper(billing).call_tool("invoice.discharge", {"invoice_id": "inv-4"}).error
-    assert error.code == "FORBIDDEN" and error.actions == ("invoice.submit",)
+    assert error.code == "FORBIDDEN" and error.actions == ("invoice_submit",)
     assert error.details == {"workflow": "invoice", "currentState": "draft", "requiredStates": "approved"}
 
 
 def test_a_tool_without_a_result_reads_as_its_text(billing: GeneratedServer) -> None:
     outcome = helper(billing).call_tool("billing.remind", {"invoice_id": "inv-1"})
-    assert (outcome.ok, outcome.data, outcome.rules) == (True, "billing.remind: done.", ())
+    assert (outcome.ok, outcome.data, outcome.rules) == (True, "billing_remind: done.", ())
+
+
+def test_a_tool_is_named_by_its_spec_name_or_its_wire_name(billing: GeneratedServer) -> None:
+    testing = helper(billing)
+    wire = billing.wire("invoice.get")
+    assert wire != "invoice.get"  # the default wire names are not the spec's
+    by_spec, by_wire = (testing.call_tool(name, {"id": "inv-1"}) for name in ("invoice.get", wire))
+    assert by_spec.ok and by_spec.data == by_wire.data and by_spec.suggestions == by_wire.suggestions
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -91,11 +99,11 @@ def test_a_session_keeps_a_workflow_across_calls(billing: GeneratedServer, mode:
         handle = {}
         if mode == MODERN:
             handle = {"workflow_id": session.call("invoice.start").data["workflow_id"]}
-        assert session.call("invoice.submit", {"invoice_id": "inv-4", **handle}).data == "invoice.submit: done."
+        assert session.call("invoice.submit", {"invoice_id": "inv-4", **handle}).data == "invoice_submit: done."
         status = session.call("invoice.status", handle).data
         assert status["state"] == "review"
-        assert ("invoice.approve" in session.tool_names()) is True
-        assert ("invoice.submit" in session.tool_names()) is (mode == MODERN)  # handshake lists follow the state
+        assert ("invoice_approve" in session.tool_names()) is True
+        assert ("invoice_submit" in session.tool_names()) is (mode == MODERN)  # handshake lists follow the state
 
 
 @pytest.mark.anyio

@@ -1,7 +1,8 @@
-"""`[server] tool_names = "snake"`: every tool name the model sees is one LLM APIs accept as a function name.
+"""`[server] tool_names = "snake"`, the default: every tool name the model sees is one LLM APIs accept as a
+function name; `"dotted"`, chosen explicitly, serves the spec's names.
 
 OpenAI's function names must match `^[a-zA-Z0-9_-]{1,64}$`, so `invoice.get` cannot be offered to it. The
-spec of `tests/cases/snake-tool-names` keeps its dotted names; its server is walked here through a whole
+spec of `tests/cases/snake-tool-names` keeps its dotted names and sets no `tool_names`; its server is walked here through a whole
 workflow, in both protocol eras, by a real `mcp.Client`: tools/list, the refusals' `<action>`s and `tool`
 attributes, status's `allowed_tools` and `pending.next`, IN_DOUBT's recovery and the suggestions must all
 name wire names (`invoice_start`, never `invoice.start`).
@@ -60,8 +61,19 @@ def ledger(tmp_path: Path) -> Iterator[GeneratedServer]:
     spec = tmp_path / "spec" / "spec.toml"
     spec.parent.mkdir()
     shutil.copy(CASE / "spec.toml", spec)
+    assert "\ntool_names" not in spec.read_text(encoding="utf-8")  # the default is what is tested
     out = tmp_path / "out"
     with GeneratedServer(build(spec, out, handlers=HANDLERS), out) as server:
+        yield server
+
+
+@pytest.fixture
+def dotted_ledger(tmp_path: Path) -> Iterator[GeneratedServer]:
+    """The same spec with `tool_names = "dotted"`."""
+    text = (CASE / "spec.toml").read_text(encoding="utf-8")
+    text = text.replace('name = "ledger"\n', 'name = "ledger"\ntool_names = "dotted"\n', 1)
+    out = tmp_path / "out"
+    with GeneratedServer(build(text, out, handlers=HANDLERS), out) as server:
         yield server
 
 
@@ -155,3 +167,21 @@ async def test_a_snake_server_names_only_wire_names(ledger: GeneratedServer, mod
     assert {"invoice_approve", "invoice_submit", "invoice_resolve"} <= set(named)
     assert all(WIRE.match(n) for n in named), named
     assert not [s for s in seen.shown() if DOTTED.search(s)]
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_dotted_names_are_served_as_the_spec_writes_them(dotted_ledger: GeneratedServer, mode: str) -> None:
+    seen = Seen()
+    async with Client(dotted_ledger.create_server(), mode=mode, cache=None) as c:
+        names = [t.name for t in (await c.list_tools()).tools]
+        dotted = [n.replace("_", ".", 1) for n in ALL]
+        assert names == (dotted if mode == MODERN else ["invoice.get", "invoice.submit", *dotted[3:]])
+        handle: dict[str, Any] = {}
+        if mode == MODERN:
+            started = await call(c, seen, "invoice.start", {})
+            handle = {"workflow_id": started.structured_content["workflow_id"]}
+        wrong = await call(c, seen, "invoice.approve", handle)
+        assert wrong.is_error and "<action>invoice.submit</action>" in seen.last
+        card = await call(c, seen, "invoice.get", {"id": "i-1"})
+        assert not card.is_error and "invoice.get: Look at invoice i-1 again." in seen.last
+    assert dotted_ledger.module("server").TOOL_NAMES["invoice.get"] == "invoice.get"

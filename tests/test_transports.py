@@ -25,10 +25,10 @@ def built(tmp_path: Path) -> Path:
 async def test_stdio_subprocess(built: Path, mode: str) -> None:
     async with stdio(built, mode) as client:
         tools = await client.list_tools()
-        assert "invoice.get" in [t.name for t in tools.tools]
-        result = await client.call_tool("invoice.get", {"id": "inv-1"})
-        bad = await client.call_tool("invoice.get", {"id": 1})
-        again = await client.call_tool("customer.get", {"id": "c-2"})
+        assert "invoice_get" in [t.name for t in tools.tools]
+        result = await client.call_tool("invoice_get", {"id": "inv-1"})
+        bad = await client.call_tool("invoice_get", {"id": 1})
+        again = await client.call_tool("customer_get", {"id": "c-2"})
     assert result.structured_content["data"]["amount_cents"] == 123400.0
     assert "legal says hold" not in result.model_dump_json()
     assert bad.is_error and not again.is_error
@@ -47,7 +47,7 @@ async def test_streamable_http(http_url: str, mode: str) -> None:
         # invoice.resolve in both eras; without --auth no caller has invoices:write, so the handshake era does
         # not list invoice.update (requires), and 2026-07-28's stable list does (refused on call).
         assert len(tools.tools) == (9 if mode == "legacy" else 13)
-        assert ("invoice.update" in [t.name for t in tools.tools]) is (mode != "legacy")
-        result = await client.call_tool("invoice.list", {"status": "overdue"})
+        assert ("invoice_update" in [t.name for t in tools.tools]) is (mode != "legacy")
+        result = await client.call_tool("invoice_list", {"status": "overdue"})
     assert [i["id"] for i in result.structured_content["data"]] == ["inv-1"]
     assert "078-05-1120" not in result.model_dump_json()

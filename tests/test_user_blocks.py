@@ -150,9 +150,9 @@ def write_to(email: str) -> str:
 @pytest.mark.parametrize("mode", MODES)
 async def test_by_default_no_user_only_block_is_sent(servers: dict[str, GeneratedServer], mode: str) -> None:
     with servers["default"] as server:
-        person = await call(server, "person.get", mode)
-        team = await call(server, "team.get", mode)
-        teams = await call(server, "team.list", mode)
+        person = await call(server, "person_get", mode)
+        team = await call(server, "team_get", mode)
+        teams = await call(server, "team_list", mode)
     for result in (person, team, teams):
         assert user_texts(result) == []
         assert all(b.annotations is None for b in result.content)
@@ -164,9 +164,9 @@ async def test_by_default_no_user_only_block_is_sent(servers: dict[str, Generate
 
 async def test_server_wide_send_sends_every_presenters_user_blocks(servers: dict[str, GeneratedServer]) -> None:
     with servers["server-send"] as server:
-        person = await call(server, "person.get")
-        team = await call(server, "team.get")
-        teams = await call(server, "team.list")
+        person = await call(server, "person_get")
+        team = await call(server, "team_get")
+        teams = await call(server, "team_list")
     assert user_texts(person) == [write_to(EMAIL)]
     assert [is_for_user(b) for b in person.content] == [False, False, True]  # data, summary, the user's block
     assert EMAIL not in json.dumps([b.text for b in person.content if not is_for_user(b)])
@@ -177,30 +177,30 @@ async def test_server_wide_send_sends_every_presenters_user_blocks(servers: dict
 
 async def test_a_presenter_setting_overrides_the_servers(servers: dict[str, GeneratedServer]) -> None:
     with servers["server-send-person-omit"] as server:
-        person = await call(server, "person.get")
-        team = await call(server, "team.get")
+        person = await call(server, "person_get")
+        team = await call(server, "team_get")
     assert user_texts(person) == [] and EMAIL not in everything(person)
     # Each block follows the presenter that declares it: Team sends its own, not the embedded Person's.
     assert user_texts(team) == [ui("markdown", "Team t-1, led by Lin")]
     assert TEAM_MAIL not in everything(team)
     with servers["person-send"] as server:
-        person = await call(server, "person.get")
-        team = await call(server, "team.get")
+        person = await call(server, "person_get")
+        team = await call(server, "team_get")
     assert user_texts(person) == [write_to(EMAIL)]
     assert user_texts(team) == [write_to(TEAM_MAIL)]
 
 
 async def test_create_server_overrides_the_spec(servers: dict[str, GeneratedServer]) -> None:
     with servers["default"] as server:
-        sent = await call(server, "person.get", user_blocks="send")
-        team = await call(server, "team.get", user_blocks="send")
-        as_spec = await call(server, "person.get", user_blocks="spec")
+        sent = await call(server, "person_get", user_blocks="send")
+        team = await call(server, "team_get", user_blocks="send")
+        as_spec = await call(server, "person_get", user_blocks="spec")
     assert user_texts(sent) == [write_to(EMAIL)]
     assert len(user_texts(team)) == 2
     assert user_texts(as_spec) == []
     with servers["server-send"] as server:
-        omitted = await call(server, "person.get", user_blocks="omit")
-        teams = await call(server, "team.list", user_blocks="omit")
+        omitted = await call(server, "person_get", user_blocks="omit")
+        teams = await call(server, "team_list", user_blocks="omit")
         with pytest.raises(ValueError, match="user_blocks must be one of spec, send, omit, not 'all'"):
             server.create_server(user_blocks="all")
     assert user_texts(omitted) == [] and EMAIL not in everything(omitted)
@@ -243,7 +243,7 @@ async def test_the_user_blocks_flag_of_the_program(
 ) -> None:
     out = servers["default"].out
     async with connect(stdio_params(out, *flag, package="people_server")) as client:
-        result = await client.call_tool("person.get", {})
+        result = await client.call_tool("person_get", {})
     assert not result.is_error
     assert user_texts(result) == ([write_to(EMAIL)] if sent else [])
     assert (EMAIL in everything(result)) is sent

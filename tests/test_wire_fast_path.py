@@ -38,17 +38,17 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 # (tool, arguments) or a raw params object: every outcome the billing spec's tools can have.
 CALLS: list[dict[str, Any]] = [
-    {"name": "invoice.get", "arguments": {"id": "inv-1"}},  # presented item: UI blocks, rules, suggestions
-    {"name": "invoice.get", "arguments": {"id": "nope"}},  # the handler's ToolError
-    {"name": "invoice.get", "arguments": {"id": 7}},  # a validation error result
-    {"name": "invoice.get", "arguments": {}},  # a required argument missing
-    {"name": "invoice.list", "arguments": {"limit": 1}},  # presented collection, truncated
-    {"name": "invoice.list", "arguments": {"status": "paid"}},  # a collection, maybe empty
-    {"name": "customer.get", "arguments": {"id": "c-1"}},
-    {"name": "invoice.submit", "arguments": {"id": "inv-1"}},  # workflow-gated
-    {"name": "no.such.tool", "arguments": {}},  # an MCPError
-    {"name": "invoice.get"},  # no arguments at all
-    {"name": "invoice.get", "arguments": "not an object"},  # invalid params: the SDK's INVALID_PARAMS
+    {"name": "invoice_get", "arguments": {"id": "inv-1"}},  # presented item: UI blocks, rules, suggestions
+    {"name": "invoice_get", "arguments": {"id": "nope"}},  # the handler's ToolError
+    {"name": "invoice_get", "arguments": {"id": 7}},  # a validation error result
+    {"name": "invoice_get", "arguments": {}},  # a required argument missing
+    {"name": "invoice_list", "arguments": {"limit": 1}},  # presented collection, truncated
+    {"name": "invoice_list", "arguments": {"status": "paid"}},  # a collection, maybe empty
+    {"name": "customer_get", "arguments": {"id": "c-1"}},
+    {"name": "invoice_submit", "arguments": {"id": "inv-1"}},  # workflow-gated
+    {"name": "no_such_tool", "arguments": {}},  # an MCPError
+    {"name": "invoice_get"},  # no arguments at all
+    {"name": "invoice_get", "arguments": "not an object"},  # invalid params: the SDK's INVALID_PARAMS
     {"arguments": {}},  # no name
 ]
 
@@ -131,7 +131,7 @@ def runtime_results(billing: GeneratedServer) -> list[types.CallToolResult]:
     runtime = billing.module("_runtime")
     notes = runtime.Notes()
     notes.rules.append("a rule with <markup> & more")
-    notes.suggestions.append(("invoice.get", "look"))
+    notes.suggestions.append(("invoice_get", "look"))
     notes.blocks.append(runtime.Block("table", "| a |", False))
     notes.blocks.append(runtime.Block("markdown", "for the user", True))
     data = {"id": "x", "nested": {"none": None, "list": [1, 2.5, "é\u2028"]}}
@@ -362,11 +362,11 @@ async def test_the_lane_leaves_calls_before_initialize_and_the_2026_era_to_the_s
     }
 
     async def early(wire: Wire) -> list[bytes]:
-        await wire.send(call(1, "invoice.get", {"id": "inv-1"}))
+        await wire.send(call(1, "invoice_get", {"id": "inv-1"}))
         return await wire.answer(1)
 
     async def era_2026(wire: Wire) -> list[bytes]:
-        await wire.send(call(1, "invoice.get", {"id": "inv-1"}, meta=modern))
+        await wire.send(call(1, "invoice_get", {"id": "inv-1"}, meta=modern))
         return await wire.answer(1)
 
     for script in (early, era_2026):
@@ -377,7 +377,7 @@ async def test_the_lane_leaves_calls_before_initialize_and_the_2026_era_to_the_s
 async def test_with_other_middleware_the_sdk_answers(billing: GeneratedServer) -> None:
     async def script(wire: Wire) -> list[bytes]:
         await handshake(wire, "2025-11-25")
-        await wire.send(call(1, "invoice.get", {"id": "inv-1"}))
+        await wire.send(call(1, "invoice_get", {"id": "inv-1"}))
         return await wire.answer(1)
 
     sdk, (lane, wire) = await both(billing, script, traced=True)  # --otel: the SDK's span middleware first
@@ -395,7 +395,7 @@ async def test_on_an_sdk_without_the_lanes_hooks_the_sdk_answers(
 
     async def script(wire: Wire) -> list[bytes]:
         await handshake(wire, "2025-11-25")
-        await wire.send(call(1, "invoice.get", {"id": "inv-1"}))
+        await wire.send(call(1, "invoice_get", {"id": "inv-1"}))
         return await wire.answer(1)
 
     sdk, (lane, wire) = await both(billing, script)
@@ -446,12 +446,12 @@ async def test_a_slow_call_blocks_no_other_and_a_cancelled_one_is_not_answered(b
 
     async def script(wire: Wire) -> list[bytes]:
         await handshake(wire, "2025-06-18")
-        await wire.send(call(1, "customer.get", {"id": "c-1"}))  # waits
-        await wire.send(call(2, "invoice.get", {"id": "inv-1"}))
+        await wire.send(call(1, "customer_get", {"id": "c-1"}))  # waits
+        await wire.send(call(2, "invoice_get", {"id": "inv-1"}))
         lines = await wire.answer(2)  # answered while call 1 still waits
-        await wire.send(call(3, "customer.get", {"id": "c-1"}))  # waits too
+        await wire.send(call(3, "customer_get", {"id": "c-1"}))  # waits too
         await wire.send(cancel(3))
-        await wire.send(call(4, "invoice.list", {"limit": 1}))
+        await wire.send(call(4, "invoice_list", {"limit": 1}))
         lines += await wire.answer(4)  # call 3 was never answered: the next line is call 4's
         slow.release.set()
         lines += await wire.answer(1)
@@ -485,12 +485,12 @@ async def test_a_call_cancelled_before_its_task_begins_runs_to_its_first_wait_an
     billing.module("_serving").serving_middleware(server, traced=False)
     async with Wire(billing, server, lane=True) as wire:
         await handshake(wire, "2025-11-25")
-        read_back_to_back(wire, call(1, "customer.get", {"id": "c-1"}), cancel(1))
-        read_back_to_back(wire, call(2, "invoice.get", {"id": "inv-1"}), cancel(2))
-        await wire.send(call(3, "invoice.get", {"id": "inv-1"}))
+        read_back_to_back(wire, call(1, "customer_get", {"id": "c-1"}), cancel(1))
+        read_back_to_back(wire, call(2, "invoice_get", {"id": "inv-1"}), cancel(2))
+        await wire.send(call(3, "invoice_get", {"id": "inv-1"}))
         lines = await wire.answer(3)
         slow.release.set()
-        await wire.send(call(4, "customer.get", {"id": "c-1"}))
+        await wire.send(call(4, "customer_get", {"id": "c-1"}))
         lines += await wire.answer(4)
         assert wire.gate.count == 0  # both cancelled calls freed their slots
     assert [json.loads(line)["id"] for line in lines] == [3, 4]
@@ -513,10 +513,10 @@ async def test_a_handler_that_swallows_the_cancellation_is_still_not_answered(bi
 
     async def script(wire: Wire) -> list[bytes]:
         await handshake(wire, "2025-11-25")
-        await wire.send(call(1, "customer.get", {"id": "c-1"}))
+        await wire.send(call(1, "customer_get", {"id": "c-1"}))
         await anyio.wait_all_tasks_blocked()
         await wire.send(cancel(1))
-        await wire.send(call(2, "invoice.get", {"id": "inv-1"}))
+        await wire.send(call(2, "invoice_get", {"id": "inv-1"}))
         lines = await wire.answer(2)
         assert wire.gate.count == 0
         return lines
@@ -529,7 +529,7 @@ async def test_a_handler_that_swallows_the_cancellation_is_still_not_answered(bi
 async def test_progress_notifications_and_the_callers_identity_through_the_lane(billing: GeneratedServer) -> None:
     async def script(wire: Wire) -> list[bytes]:
         await handshake(wire, "2025-11-25")
-        await wire.send(call(1, "billing.remind", {"invoice_id": "inv-1"}, meta={"progressToken": "p-1"}))
+        await wire.send(call(1, "billing_remind", {"invoice_id": "inv-1"}, meta={"progressToken": "p-1"}))
         return await wire.answer(1)
 
     sdk, (lane, wire) = await both(billing, script, handlers=Slow(billing))
@@ -544,7 +544,7 @@ async def test_a_workflow_transition_through_the_lane_sends_list_changed(billing
         await handshake(wire, "2025-11-25")
         await wire.send(request(1, "tools/list"))
         lines = await wire.answer(1)
-        await wire.send(call(2, "invoice.submit", {"invoice_id": "inv-1"}))
+        await wire.send(call(2, "invoice_submit", {"invoice_id": "inv-1"}))
         lines += await wire.answer(2)
         await wire.send(request(3, "tools/list"))
         return lines + await wire.answer(3)
@@ -566,7 +566,7 @@ async def test_at_eof_the_calls_read_are_answered_before_the_session_ends(billin
                 ending.extend(await wire.end())
 
             await handshake(wire, "2025-11-25")
-            await wire.send(call(1, "customer.get", {"id": "c-1"}))
+            await wire.send(call(1, "customer_get", {"id": "c-1"}))
             group.start_soon(end)
             await anyio.wait_all_tasks_blocked()
             slow.release.set()
@@ -585,7 +585,7 @@ async def test_a_call_still_running_when_the_session_ends_is_answered_connection
 
     async def script(wire: Wire) -> list[bytes]:
         await handshake(wire, "2025-11-25")
-        await wire.send(call(1, "customer.get", {"id": "c-1"}))  # never released
+        await wire.send(call(1, "customer_get", {"id": "c-1"}))  # never released
         await anyio.wait_all_tasks_blocked()
         return await wire.end()
 
@@ -599,7 +599,7 @@ async def test_a_server_to_client_request_from_a_lane_call_gets_its_answer(billi
     async def script(wire: Wire) -> list[bytes]:
         await handshake(wire, "2025-11-25")
         arguments = {"customer_id": "c-1", "amount_cents": 100, "due_date": "2026-01-31"}
-        await wire.send(call(1, "invoice.create", arguments))
+        await wire.send(call(1, "invoice_create", arguments))
         ping = await wire.line()
         asked = json.loads(ping)
         assert asked["method"] == "ping"

@@ -32,15 +32,15 @@ from tests.support.redis_server import start_redis
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 # Over HTTP without --auth: invoice.update requires invoices:write, which no caller has, so it is not listed.
-UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "customer.get", "billing.remind"]
-GENERATED = ["invoice.start", "invoice.status", "invoice.resolve"]
+UNBOUND = ["invoice_get", "invoice_list", "invoice_create", "customer_get", "billing_remind"]
+GENERATED = ["invoice_start", "invoice_status", "invoice_resolve"]
 ALLOWED = {
-    "draft": ["invoice.submit"],
-    "review": ["invoice.approve", "invoice.reject"],
-    "approved": ["invoice.discharge"],
+    "draft": ["invoice_submit"],
+    "review": ["invoice_approve", "invoice_reject"],
+    "approved": ["invoice_discharge"],
     "discharged": [],
 }
-WALK = [("invoice.submit", "review"), ("invoice.approve", "approved"), ("invoice.discharge", "discharged")]
+WALK = [("invoice_submit", "review"), ("invoice_approve", "approved"), ("invoice_discharge", "discharged")]
 DISCHARGE_DELAY = 0.3
 SETTLE_TIMEOUT = 30.0  # seconds to wait for an expected notification, however loaded the machine
 
@@ -119,21 +119,21 @@ def modern(url: str) -> Client:
 
 
 async def start(c: Client) -> str:
-    result = await c.call_tool("invoice.start", {})
+    result = await c.call_tool("invoice_start", {})
     assert not result.is_error, text(result)
     handle: str = result.structured_content["workflow_id"]
     return handle
 
 
 async def status(c: Client, handle: str | None = None) -> dict[str, Any]:
-    result = await c.call_tool("invoice.status", {} if handle is None else {"workflow_id": handle})
+    result = await c.call_tool("invoice_status", {} if handle is None else {"workflow_id": handle})
     assert not result.is_error, text(result)
     return dict(result.structured_content)
 
 
 async def call(c: Client, tool: str, handle: str | None, invoice: str = "inv-2") -> types.CallToolResult:
     arguments: dict[str, Any] = {"invoice_id": invoice}
-    if tool == "invoice.reject":
+    if tool == "invoice_reject":
         arguments["reason"] = "needs work"
     if handle is not None:
         arguments["workflow_id"] = handle
@@ -168,9 +168,9 @@ async def test_a_handle_moves_across_replicas(replicas: Replicas) -> None:
     async with modern(replicas.a) as a, modern(replicas.b) as b:
         handle = await start(a)
         assert (await status(b, handle))["state"] == "draft"  # B sees what A created
-        await ok(b, "invoice.submit", handle)  # advanced on B
-        again = await call(a, "invoice.submit", handle)  # so refused on A, with what is allowed now
-        assert again.is_error and text(again) == wrong_state("invoice.submit", "review", "draft")
+        await ok(b, "invoice_submit", handle)  # advanced on B
+        again = await call(a, "invoice_submit", handle)  # so refused on A, with what is allowed now
+        assert again.is_error and text(again) == wrong_state("invoice_submit", "review", "draft")
         assert await status(a, handle) == {
             "workflow_id": handle,
             "workflow": "invoice",
@@ -179,11 +179,11 @@ async def test_a_handle_moves_across_replicas(replicas: Replicas) -> None:
             "final": False,
             "pending": None,
         }
-        await ok(a, "invoice.approve", handle)
+        await ok(a, "invoice_approve", handle)
         assert (await status(b, handle))["state"] == "approved"
-        unknown = await call(b, "invoice.discharge", handle[::-1])
+        unknown = await call(b, "invoice_discharge", handle[::-1])
         assert unknown.is_error and "Unknown or expired workflow_id" in text(unknown)
-        no_handle = await call(a, "invoice.discharge", None)
+        no_handle = await call(a, "invoice_discharge", None)
         assert no_handle.is_error and "needs a workflow handle" in text(no_handle)
         assert (await status(a, handle))["state"] == "approved"
 
@@ -231,14 +231,14 @@ async def test_concurrent_double_discharge_across_replicas_runs_once(replicas: R
     async with modern(replicas.a) as a, modern(replicas.b) as b:
         for _ in range(5):
             handle = await start(a)
-            await ok(a, "invoice.submit", handle, "inv-3")
-            await ok(b, "invoice.approve", handle, "inv-3")
+            await ok(a, "invoice_submit", handle, "inv-3")
+            await ok(b, "invoice_approve", handle, "inv-3")
             handles.append(handle)
         before = len(replicas.discharges())
         results: dict[str, list[types.CallToolResult]] = {h: [] for h in handles}
 
         async def discharge(c: Client, handle: str) -> None:
-            results[handle].append(await call(c, "invoice.discharge", handle, "inv-3"))
+            results[handle].append(await call(c, "invoice_discharge", handle, "inv-3"))
 
         async with anyio.create_task_group() as group:
             for handle in handles:
@@ -249,7 +249,7 @@ async def test_concurrent_double_discharge_across_replicas_runs_once(replicas: R
             assert len(outcome) == 2
             assert sorted(r.is_error for r in outcome) == [False, True], [text(r) for r in outcome]
             [refused] = [r for r in outcome if r.is_error]
-            assert text(refused) == wrong_state("invoice.discharge", "discharged", "approved")
+            assert text(refused) == wrong_state("invoice_discharge", "discharged", "approved")
             assert (await status(b, handle))["final"] is True
     assert len(replicas.discharges()) - before == len(handles)  # the handler ran once per handle
 
@@ -316,17 +316,17 @@ async def test_handshake_sessions_have_their_own_state_and_list(replicas: Replic
             tools = c.server_capabilities.tools
             assert tools is not None and tools.list_changed is True
             assert await names(c) == legacy_list("draft")
-        await ok(c1, "invoice.submit", None)
+        await ok(c1, "invoice_submit", None)
         assert await one.settled(1) == 1
         assert await names(c1) == legacy_list("review")
         assert await names(c2) == legacy_list("draft")  # the other session on the same replica
         assert await names(c3) == legacy_list("draft")  # and one on the other replica
         assert (await status(c2))["state"] == "draft"
-        refused = await call(c2, "invoice.approve", None)
-        assert refused.is_error and text(refused) == wrong_state("invoice.approve", "draft", "review")
-        await ok(c2, "invoice.submit", None)
-        await ok(c2, "invoice.reject", None)  # two real changes for session two
-        await ok(c1, "invoice.approve", None)
+        refused = await call(c2, "invoice_approve", None)
+        assert refused.is_error and text(refused) == wrong_state("invoice_approve", "draft", "review")
+        await ok(c2, "invoice_submit", None)
+        await ok(c2, "invoice_reject", None)  # two real changes for session two
+        await ok(c1, "invoice_approve", None)
         assert await one.settled(2) == 2
         assert await two.settled(2) == 2
         assert await three.settled(0) == 0
@@ -339,14 +339,14 @@ async def test_handshake_sessions_have_their_own_state_and_list(replicas: Replic
         [session_one] = one.session_ids
         forged = f"session:{session_one}:invoice"
         for c in (c2, c3):
-            stolen = await call(c, "invoice.discharge", forged)
+            stolen = await call(c, "invoice_discharge", forged)
             assert stolen.is_error and "Unknown or expired workflow_id" in text(stolen)
-            peek = await c.call_tool("invoice.status", {"workflow_id": forged})
+            peek = await c.call_tool("invoice_status", {"workflow_id": forged})
             assert peek.is_error and "Unknown or expired workflow_id" in text(peek)
         assert (await status(c1))["state"] == "approved"
         # An explicit handle works in this era too, on either replica, and is no list change.
         handle = await start(c2)
-        await ok(c2, "invoice.submit", handle)
-        await ok(c3, "invoice.approve", handle)
+        await ok(c2, "invoice_submit", handle)
+        await ok(c3, "invoice_approve", handle)
         assert (await status(c1, handle))["state"] == "approved"
         assert await two.settled(2) == 2 and await three.settled(0) == 0

@@ -36,17 +36,17 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 LEGACY, MODERN = "legacy", "2026-07-28"
 MODES = [LEGACY, MODERN]
-UNBOUND = ["invoice.get", "invoice.list", "invoice.create", "invoice.update", "customer.get", "billing.remind"]
-BOUND = ["invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"]
-GENERATED = ["invoice.start", "invoice.status", "invoice.resolve"]  # resolve: invoice.discharge is a mutation
+UNBOUND = ["invoice_get", "invoice_list", "invoice_create", "invoice_update", "customer_get", "billing_remind"]
+BOUND = ["invoice_submit", "invoice_approve", "invoice_reject", "invoice_discharge"]
+GENERATED = ["invoice_start", "invoice_status", "invoice_resolve"]  # resolve: invoice.discharge is a mutation
 ALLOWED = {
-    "draft": ["invoice.submit"],
-    "review": ["invoice.approve", "invoice.reject"],
-    "approved": ["invoice.discharge"],
+    "draft": ["invoice_submit"],
+    "review": ["invoice_approve", "invoice_reject"],
+    "approved": ["invoice_discharge"],
     "discharged": [],
 }
 # The call that moves the invoice workflow on from each state, and the state it leads to.
-WALK = [("invoice.submit", "review"), ("invoice.approve", "approved"), ("invoice.discharge", "discharged")]
+WALK = [("invoice_submit", "review"), ("invoice_approve", "approved"), ("invoice_discharge", "discharged")]
 
 
 @pytest.fixture(scope="module")
@@ -127,11 +127,11 @@ def spy(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str) -> list[
 
 
 def arguments_for(tool: str, invoice: str) -> dict[str, Any]:
-    return {"invoice_id": invoice, "reason": "r"} if tool == "invoice.reject" else {"invoice_id": invoice}
+    return {"invoice_id": invoice, "reason": "r"} if tool == "invoice_reject" else {"invoice_id": invoice}
 
 
 async def start(c: Client, workflow: str = "invoice") -> str:
-    result = await c.call_tool(f"{workflow}.start", {})
+    result = await c.call_tool(f"{workflow}_start", {})
     assert not result.is_error, text(result)
     handle = result.structured_content["workflow_id"]
     assert isinstance(handle, str) and re.fullmatch(r"[A-Za-z0-9_-]{32}", handle)  # token_urlsafe(24)
@@ -139,7 +139,7 @@ async def start(c: Client, workflow: str = "invoice") -> str:
 
 
 async def status(c: Client, handle: str | None = None, workflow: str = "invoice") -> dict[str, Any]:
-    result = await c.call_tool(f"{workflow}.status", {} if handle is None else {"workflow_id": handle})
+    result = await c.call_tool(f"{workflow}_status", {} if handle is None else {"workflow_id": handle})
     assert not result.is_error, text(result)
     return dict(result.structured_content)
 
@@ -174,7 +174,7 @@ def to_start(tool: str, message: str, recovery: str) -> str:
     """A refusal whose one way forward is invoice.start."""
     return (
         f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>{message}</message>'
-        f"<recovery>{recovery}</recovery><available_actions><action>invoice.start</action>"
+        f"<recovery>{recovery}</recovery><available_actions><action>invoice_start</action>"
         '</available_actions><details><detail key="workflow">invoice</detail></details></tool_error>'
     )
 
@@ -183,7 +183,7 @@ def unknown_handle(tool: str) -> str:
     return to_start(
         tool,
         'Unknown or expired workflow_id for workflow "invoice".',
-        "Call invoice.start for a new one; handles are never created implicitly.",
+        "Call invoice_start for a new one; handles are never created implicitly.",
     )
 
 
@@ -191,7 +191,7 @@ def needs_handle(tool: str) -> str:
     return to_start(
         tool,
         f'Tool "{tool}" needs a workflow handle: pass "workflow_id".',
-        "Call invoice.start to get a workflow_id, then call this tool with it.",
+        "Call invoice_start to get a workflow_id, then call this tool with it.",
     )
 
 
@@ -248,9 +248,9 @@ async def test_handshake_list_shows_what_the_session_state_allows(billing: Gener
 async def test_handshake_reject_goes_back_to_the_draft_list(billing: GeneratedServer) -> None:
     notes = Notifications()
     async with client(make_server(billing), LEGACY, notes) as c:
-        await ok(c, "invoice.submit", {"invoice_id": "inv-2"})
+        await ok(c, "invoice_submit", {"invoice_id": "inv-2"})
         assert await names(c) == legacy_list("review")
-        await ok(c, "invoice.reject", {"invoice_id": "inv-2", "reason": "wrong amount"})
+        await ok(c, "invoice_reject", {"invoice_id": "inv-2", "reason": "wrong amount"})
         assert await names(c) == legacy_list("draft")
         assert await notes.settled() == 2
     assert billing.handlers.INVOICES["inv-2"]["status"] == "draft"
@@ -264,15 +264,15 @@ async def test_2026_list_is_every_tool_and_never_changes(billing: GeneratedServe
         snapshot = before.model_dump(by_alias=True, exclude_none=True)
         handle = await start(c)
         calls: list[tuple[str, dict[str, Any]]] = [
-            ("invoice.approve", {"invoice_id": "inv-2"}),  # refused
-            ("invoice.submit", {"invoice_id": "inv-2"}),
-            ("invoice.approve", {"invoice_id": "no-such-invoice"}),  # the handler fails
-            ("invoice.reject", {"invoice_id": "inv-2", "reason": "typo"}),
-            ("invoice.submit", {"invoice_id": "inv-2"}),
-            ("invoice.approve", {"invoice_id": "inv-2"}),
-            ("invoice.discharge", {"invoice_id": "inv-2"}),
-            ("invoice.discharge", {"invoice_id": "inv-2"}),  # refused: final
-            ("invoice.get", {"id": "inv-2"}),
+            ("invoice_approve", {"invoice_id": "inv-2"}),  # refused
+            ("invoice_submit", {"invoice_id": "inv-2"}),
+            ("invoice_approve", {"invoice_id": "no-such-invoice"}),  # the handler fails
+            ("invoice_reject", {"invoice_id": "inv-2", "reason": "typo"}),
+            ("invoice_submit", {"invoice_id": "inv-2"}),
+            ("invoice_approve", {"invoice_id": "inv-2"}),
+            ("invoice_discharge", {"invoice_id": "inv-2"}),
+            ("invoice_discharge", {"invoice_id": "inv-2"}),  # refused: final
+            ("invoice_get", {"id": "inv-2"}),
         ]
         for tool, arguments in calls:
             await c.call_tool(tool, with_handle(arguments, handle))
@@ -281,7 +281,7 @@ async def test_2026_list_is_every_tool_and_never_changes(billing: GeneratedServe
         assert await notes.settled() == 0  # transitions of explicit handles are not list changes
     tools = {t.name: t for t in before.tools}
     for tool in BOUND:  # the stable list says where a bound tool runs and that it needs a handle
-        assert "pass workflow_id from invoice.start" in (tools[tool].description or "")
+        assert "pass workflow_id from invoice_start" in (tools[tool].description or "")
         assert "workflow_id" in tools[tool].input_schema["properties"]
 
 
@@ -297,22 +297,22 @@ async def test_out_of_state_call_is_forbidden_and_changes_nothing(
     notes = Notifications()
     async with client(make_server(billing), mode, notes) as c:
         handle = await session_or_handle(c, mode)
-        approve = await c.call_tool("invoice.approve", with_handle({"invoice_id": "inv-2"}, handle))
-        discharge = await c.call_tool("invoice.discharge", with_handle({"invoice_id": "inv-3"}, handle))
+        approve = await c.call_tool("invoice_approve", with_handle({"invoice_id": "inv-2"}, handle))
+        discharge = await c.call_tool("invoice_discharge", with_handle({"invoice_id": "inv-3"}, handle))
         # The gate comes before argument validation: wrong state and wrong arguments is FORBIDDEN.
-        both_wrong = await c.call_tool("invoice.approve", with_handle({"invoice_id": 7, "x": 1}, handle))
+        both_wrong = await c.call_tool("invoice_approve", with_handle({"invoice_id": 7, "x": 1}, handle))
         after = await status(c, handle)
         listing = await names(c)
     assert approve.is_error and approve.structured_content is None
     assert text(approve) == (
-        '<tool_error tool="invoice.approve" code="FORBIDDEN" severity="error"><message>Tool '
-        '"invoice.approve" is not available in the current state ("draft") of workflow "invoice".</message>'
+        '<tool_error tool="invoice_approve" code="FORBIDDEN" severity="error"><message>Tool '
+        '"invoice_approve" is not available in the current state ("draft") of workflow "invoice".</message>'
         "<recovery>Call one of the available actions first.</recovery><available_actions>"
-        "<action>invoice.submit</action>"
+        "<action>invoice_submit</action>"
         '</available_actions><details><detail key="workflow">invoice</detail><detail key="currentState">draft'
         '</detail><detail key="requiredStates">review</detail></details></tool_error>'
     )
-    assert discharge.is_error and text(discharge) == wrong_state("invoice.discharge", "draft", "approved")
+    assert discharge.is_error and text(discharge) == wrong_state("invoice_discharge", "draft", "approved")
     assert both_wrong.is_error and text(both_wrong) == text(approve)
     assert approvals == [] and discharges == [] and billing.handlers.DISCHARGED == []
     assert billing.handlers.INVOICES["inv-2"]["status"] == "draft"
@@ -320,7 +320,7 @@ async def test_out_of_state_call_is_forbidden_and_changes_nothing(
         "workflow_id": handle,
         "workflow": "invoice",
         "state": "draft",
-        "allowed_tools": ["invoice.submit"],
+        "allowed_tools": ["invoice_submit"],
         "final": False,
         "pending": None,
     }
@@ -336,19 +336,19 @@ async def test_a_failing_handler_leaves_the_state(
     notes = Notifications()
     async with client(make_server(billing), mode, notes) as c:
         handle = await session_or_handle(c, mode)
-        await ok(c, "invoice.submit", {"invoice_id": "inv-2"}, handle)
+        await ok(c, "invoice_submit", {"invoice_id": "inv-2"}, handle)
         # The handler raises KeyError for an unknown invoice; invalid arguments never reach it.
-        failed = await c.call_tool("invoice.approve", with_handle({"invoice_id": "inv-404"}, handle))
-        invalid = await c.call_tool("invoice.approve", with_handle({"invoice_id": 404}, handle))
+        failed = await c.call_tool("invoice_approve", with_handle({"invoice_id": "inv-404"}, handle))
+        invalid = await c.call_tool("invoice_approve", with_handle({"invoice_id": 404}, handle))
         after = await status(c, handle)
         listing = await names(c)
         changes = await notes.settled()
-        await ok(c, "invoice.approve", {"invoice_id": "inv-2"}, handle)  # still allowed: the state is review
+        await ok(c, "invoice_approve", {"invoice_id": "inv-2"}, handle)  # still allowed: the state is review
         final = await status(c, handle)
     assert failed.is_error and 'code="INTERNAL_ERROR"' in text(failed)
-    assert invalid.is_error and text(invalid).startswith('<validation_error tool="invoice.approve">')
+    assert invalid.is_error and text(invalid).startswith('<validation_error tool="invoice_approve">')
     assert [a.invoice_id for a in approvals] == ["inv-404", "inv-2"]
-    assert after["state"] == "review" and after["allowed_tools"] == ["invoice.approve", "invoice.reject"]
+    assert after["state"] == "review" and after["allowed_tools"] == ["invoice_approve", "invoice_reject"]
     if mode == LEGACY:
         assert listing == legacy_list("review")
         assert changes == 1  # the submit only
@@ -374,9 +374,9 @@ async def test_final_state_has_no_way_out(billing: GeneratedServer, mode: str) -
         "final": True,
         "pending": None,
     }
-    assert text(refused["invoice.discharge"]) == (
-        '<tool_error tool="invoice.discharge" code="FORBIDDEN" severity="error"><message>Tool '
-        '"invoice.discharge" is not available in the current state ("discharged") of workflow "invoice".'
+    assert text(refused["invoice_discharge"]) == (
+        '<tool_error tool="invoice_discharge" code="FORBIDDEN" severity="error"><message>Tool '
+        '"invoice_discharge" is not available in the current state ("discharged") of workflow "invoice".'
         '</message><recovery>Workflow "invoice" is in its final state: nothing more can be done with it.'
         '</recovery><available_actions></available_actions><details><detail key="workflow">invoice</detail>'
         '<detail key="currentState">discharged</detail><detail key="requiredStates">approved</detail>'
@@ -394,30 +394,30 @@ async def test_unknown_handle_is_refused_and_never_created(billing: GeneratedSer
     submits: list[Any] = []
     async with client(make_server(billing), mode) as c:
         for bogus in ["no-such-handle", "", "x" * 32]:
-            submit = await c.call_tool("invoice.submit", {"invoice_id": "inv-2", "workflow_id": bogus})
-            state = await c.call_tool("invoice.status", {"workflow_id": bogus})
-            again = await c.call_tool("invoice.submit", {"invoice_id": "inv-2", "workflow_id": bogus})
+            submit = await c.call_tool("invoice_submit", {"invoice_id": "inv-2", "workflow_id": bogus})
+            state = await c.call_tool("invoice_status", {"workflow_id": bogus})
+            again = await c.call_tool("invoice_submit", {"invoice_id": "inv-2", "workflow_id": bogus})
             submits.append(bogus)
-            assert submit.is_error and text(submit) == unknown_handle("invoice.submit")
-            assert state.is_error and text(state) == unknown_handle("invoice.status")
+            assert submit.is_error and text(submit) == unknown_handle("invoice_submit")
+            assert state.is_error and text(state) == unknown_handle("invoice_status")
             # The first call did not create it.
-            assert again.is_error and text(again) == unknown_handle("invoice.submit")
-        wrong_type = await c.call_tool("invoice.submit", {"invoice_id": "inv-2", "workflow_id": 7})
+            assert again.is_error and text(again) == unknown_handle("invoice_submit")
+        wrong_type = await c.call_tool("invoice_submit", {"invoice_id": "inv-2", "workflow_id": 7})
         if mode == LEGACY:
             assert (await status(c))["state"] == "draft"  # the session's own state did not move either
     assert wrong_type.is_error and text(wrong_type).startswith(
-        '<validation_error tool="invoice.submit"><field name="workflow_id">expected a string handle'
+        '<validation_error tool="invoice_submit"><field name="workflow_id">expected a string handle'
     )
     assert billing.handlers.INVOICES["inv-2"]["status"] == "draft"
 
 
 async def test_2026_bound_tool_without_handle_names_start(billing: GeneratedServer) -> None:
     async with client(make_server(billing), MODERN) as c:
-        submit = await c.call_tool("invoice.submit", {"invoice_id": "inv-2"})
-        state = await c.call_tool("invoice.status", {})
-        unbound = await c.call_tool("invoice.get", {"id": "inv-2"})  # never gated
-    assert submit.is_error and text(submit) == needs_handle("invoice.submit")
-    assert state.is_error and text(state) == needs_handle("invoice.status")
+        submit = await c.call_tool("invoice_submit", {"invoice_id": "inv-2"})
+        state = await c.call_tool("invoice_status", {})
+        unbound = await c.call_tool("invoice_get", {"id": "inv-2"})  # never gated
+    assert submit.is_error and text(submit) == needs_handle("invoice_submit")
+    assert state.is_error and text(state) == needs_handle("invoice_status")
     assert not unbound.is_error
     assert billing.handlers.INVOICES["inv-2"]["status"] == "draft"
 
@@ -427,16 +427,16 @@ async def test_session_style_handles_are_refused(billing: GeneratedServer, mode:
     store = RecordingStore(billing.module("state_store").MemoryStore())
     server = make_server(billing, store)
     async with client(server, LEGACY) as owner:
-        await ok(owner, "invoice.submit", {"invoice_id": "inv-2"})  # creates the session's own record
+        await ok(owner, "invoice_submit", {"invoice_id": "inv-2"})  # creates the session's own record
         [session_key] = [h for h in store.created if h.startswith("session:")]
         async with client(server, mode) as attacker:
             forged = [session_key, "session:x:invoice", "session::invoice", "a:b"]
             for handle in forged:
-                for tool in ("invoice.approve", "invoice.reject"):
+                for tool in ("invoice_approve", "invoice_reject"):
                     result = await attacker.call_tool(tool, with_handle(arguments_for(tool, "inv-2"), handle))
                     assert result.is_error and text(result) == unknown_handle(tool)
-                peek = await attacker.call_tool("invoice.status", {"workflow_id": handle})
-                assert peek.is_error and text(peek) == unknown_handle("invoice.status")
+                peek = await attacker.call_tool("invoice_status", {"workflow_id": handle})
+                assert peek.is_error and text(peek) == unknown_handle("invoice_status")
         assert (await status(owner))["state"] == "review"
     assert billing.handlers.INVOICES["inv-2"]["status"] == "review"
     assert not any(h in store.created for h in forged[1:])
@@ -449,19 +449,19 @@ async def test_session_style_handles_are_refused(billing: GeneratedServer, mode:
 async def test_start_mints_a_fresh_handle_in_the_initial_state(billing: GeneratedServer, mode: str) -> None:
     async with client(make_server(billing), mode) as c:
         handles = [await start(c) for _ in range(5)]
-        refused = await c.call_tool("invoice.start", {"workflow_id": handles[0]})
+        refused = await c.call_tool("invoice_start", {"workflow_id": handles[0]})
         for handle in handles:
             assert await status(c, handle) == {
                 "workflow_id": handle,
                 "workflow": "invoice",
                 "state": "draft",
-                "allowed_tools": ["invoice.submit"],
+                "allowed_tools": ["invoice_submit"],
                 "final": False,
                 "pending": None,
             }
     assert len(set(handles)) == 5
     assert refused.is_error and text(refused) == (
-        '<validation_error tool="invoice.start"><field name="workflow_id">unknown field; this tool takes '
+        '<validation_error tool="invoice_start"><field name="workflow_id">unknown field; this tool takes '
         "no arguments.</field><recovery>Fix the fields above and call the tool again.</recovery>"
         "</validation_error>"
     )
@@ -471,15 +471,15 @@ async def test_handles_are_isolated(billing: GeneratedServer) -> None:
     async with client(make_server(billing), MODERN) as c:
         first, second = await start(c), await start(c)
         assert first != second
-        await ok(c, "invoice.submit", {"invoice_id": "inv-2"}, first)
-        await ok(c, "invoice.approve", {"invoice_id": "inv-2"}, first)
-        refused = await c.call_tool("invoice.approve", {"invoice_id": "inv-4", "workflow_id": second})
+        await ok(c, "invoice_submit", {"invoice_id": "inv-2"}, first)
+        await ok(c, "invoice_approve", {"invoice_id": "inv-2"}, first)
+        refused = await c.call_tool("invoice_approve", {"invoice_id": "inv-4", "workflow_id": second})
         assert (await status(c, first))["state"] == "approved"
         assert (await status(c, second))["state"] == "draft"
-        await ok(c, "invoice.submit", {"invoice_id": "inv-4"}, second)
+        await ok(c, "invoice_submit", {"invoice_id": "inv-4"}, second)
         assert (await status(c, first))["state"] == "approved"
         assert (await status(c, second))["state"] == "review"
-    assert refused.is_error and text(refused) == wrong_state("invoice.approve", "draft", "review")
+    assert refused.is_error and text(refused) == wrong_state("invoice_approve", "draft", "review")
 
 
 async def test_explicit_handle_in_the_handshake_era(billing: GeneratedServer) -> None:
@@ -490,31 +490,31 @@ async def test_explicit_handle_in_the_handshake_era(billing: GeneratedServer) ->
             "workflow_id": handle,
             "workflow": "invoice",
             "state": "draft",
-            "allowed_tools": ["invoice.submit"],
+            "allowed_tools": ["invoice_submit"],
             "final": False,
             "pending": None,
         }
-        await ok(c, "invoice.submit", {"invoice_id": "inv-2"}, handle)
-        await ok(c, "invoice.approve", {"invoice_id": "inv-2"}, handle)
+        await ok(c, "invoice_submit", {"invoice_id": "inv-2"}, handle)
+        await ok(c, "invoice_approve", {"invoice_id": "inv-2"}, handle)
         assert (await status(c, handle))["state"] == "approved"
         # The session's own workflow did not move, so neither did its list, and nothing was announced.
         assert await status(c) == {
             "workflow_id": None,
             "workflow": "invoice",
             "state": "draft",
-            "allowed_tools": ["invoice.submit"],
+            "allowed_tools": ["invoice_submit"],
             "final": False,
             "pending": None,
         }
         assert await names(c) == legacy_list("draft")
         assert await notes.settled() == 0
         # The handle's state gates a call even where the session's list would not show the tool.
-        refused = await c.call_tool("invoice.submit", {"invoice_id": "inv-2", "workflow_id": handle})
-        assert refused.is_error and text(refused) == wrong_state("invoice.submit", "approved", "draft")
-        await ok(c, "invoice.discharge", {"invoice_id": "inv-2"}, handle)
+        refused = await c.call_tool("invoice_submit", {"invoice_id": "inv-2", "workflow_id": handle})
+        assert refused.is_error and text(refused) == wrong_state("invoice_submit", "approved", "draft")
+        await ok(c, "invoice_discharge", {"invoice_id": "inv-2"}, handle)
         assert (await status(c, handle))["final"] is True
         # And the session's own workflow still starts from draft.
-        await ok(c, "invoice.submit", {"invoice_id": "inv-4"})
+        await ok(c, "invoice_submit", {"invoice_id": "inv-4"})
         assert await notes.settled() == 1
         assert (await status(c))["state"] == "review"
         assert (await status(c, handle))["state"] == "discharged"
@@ -524,25 +524,25 @@ async def test_notification_once_per_real_change(billing: GeneratedServer) -> No
     notes = Notifications()
     async with client(make_server(billing), LEGACY, notes) as c:
         steps: list[tuple[str, dict[str, Any], int]] = [
-            ("invoice.get", {"id": "inv-2"}, 0),  # unbound
-            ("invoice.status", {}, 0),
-            ("invoice.approve", {"invoice_id": "inv-2"}, 0),  # refused
-            ("invoice.submit", {"invoice_id": "inv-2"}, 1),
-            ("invoice.submit", {"invoice_id": "inv-2"}, 1),  # refused now
-            ("invoice.approve", {"invoice_id": "inv-404"}, 1),  # the handler fails
-            ("invoice.reject", {"invoice_id": "inv-2"}, 1),  # invalid arguments: no reason
-            ("invoice.reject", {"invoice_id": "inv-2", "reason": "r"}, 2),
-            ("invoice.start", {}, 2),
-            ("invoice.submit", {"invoice_id": "inv-2"}, 3),
-            ("invoice.approve", {"invoice_id": "inv-2"}, 4),
-            ("invoice.discharge", {"invoice_id": "inv-2"}, 5),
-            ("invoice.discharge", {"invoice_id": "inv-2"}, 5),  # final
+            ("invoice_get", {"id": "inv-2"}, 0),  # unbound
+            ("invoice_status", {}, 0),
+            ("invoice_approve", {"invoice_id": "inv-2"}, 0),  # refused
+            ("invoice_submit", {"invoice_id": "inv-2"}, 1),
+            ("invoice_submit", {"invoice_id": "inv-2"}, 1),  # refused now
+            ("invoice_approve", {"invoice_id": "inv-404"}, 1),  # the handler fails
+            ("invoice_reject", {"invoice_id": "inv-2"}, 1),  # invalid arguments: no reason
+            ("invoice_reject", {"invoice_id": "inv-2", "reason": "r"}, 2),
+            ("invoice_start", {}, 2),
+            ("invoice_submit", {"invoice_id": "inv-2"}, 3),
+            ("invoice_approve", {"invoice_id": "inv-2"}, 4),
+            ("invoice_discharge", {"invoice_id": "inv-2"}, 5),
+            ("invoice_discharge", {"invoice_id": "inv-2"}, 5),  # final
         ]
         for tool, arguments, expected in steps:
             await c.call_tool(tool, arguments)
             assert await notes.settled() == expected, f"after {tool} {arguments}"
         handle = await start(c)
-        await ok(c, "invoice.submit", {"invoice_id": "inv-4"}, handle)  # an explicit handle: not this list
+        await ok(c, "invoice_submit", {"invoice_id": "inv-4"}, handle)  # an explicit handle: not this list
         assert await notes.settled() == 5
     assert all(isinstance(m, types.ToolListChangedNotification) for m in notes.messages)
 
@@ -621,48 +621,48 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
     notes = Notifications()
     async with Client(ticket.create_server(), mode=LEGACY, cache=None, message_handler=notes) as c:
         in_open = {t.name: t.description for t in (await c.list_tools()).tools}
-        await ok(c, "ticket.note", {"text": "a"})  # self-loop open --NOTE--> open: nothing changes
+        await ok(c, "ticket_note", {"text": "a"})  # self-loop open --NOTE--> open: nothing changes
         assert await notes.settled() == 0
-        await ok(c, "ticket.take", {})
+        await ok(c, "ticket_take", {})
         assert await notes.settled() == 1
         in_working = {t.name: t.description for t in (await c.list_tools()).tools}
-        await ok(c, "ticket.note", {"text": "b"})  # NOTE has no transition in working
-        await ok(c, "ticket.peek", {})  # bound without a transition
+        await ok(c, "ticket_note", {"text": "b"})  # NOTE has no transition in working
+        await ok(c, "ticket_peek", {})  # bound without a transition
         assert await notes.settled() == 1
-        working = await c.call_tool("ticket.status", {})
+        working = await c.call_tool("ticket_status", {})
         assert working.structured_content == {
             "ticket_id": None,
             "workflow": "ticket",
             "state": "working",
-            "allowed_tools": ["ticket.note", "ticket.peek", "ticket.close"],
+            "allowed_tools": ["ticket_note", "ticket_peek", "ticket_close"],
             "final": False,
             "pending": None,
         }
-        await ok(c, "ticket.close", {})
+        await ok(c, "ticket_close", {})
         assert await notes.settled() == 2
         in_closed = [t.name for t in (await c.list_tools()).tools]
     async with Client(ticket.create_server(), mode=MODERN, cache=None) as c:
         modern = {t.name: t.description for t in (await c.list_tools()).tools}
-        handle = (await c.call_tool("ticket.start", {})).structured_content["ticket_id"]
-        await ok(c, "ticket.take", {"ticket_id": handle})
-        taken = await c.call_tool("ticket.status", {"ticket_id": handle})
-        anonymous = await c.call_tool("ticket.take", {})
+        handle = (await c.call_tool("ticket_start", {})).structured_content["ticket_id"]
+        await ok(c, "ticket_take", {"ticket_id": handle})
+        taken = await c.call_tool("ticket_status", {"ticket_id": handle})
+        anonymous = await c.call_tool("ticket_take", {})
     assert taken.structured_content["ticket_id"] == handle and taken.structured_content["state"] == "working"
     assert (
         anonymous.is_error
-        and '<message>Tool "ticket.take" needs a workflow handle: pass "ticket_id".</message>' in text(anonymous)
+        and '<message>Tool "ticket_take" needs a workflow handle: pass "ticket_id".</message>' in text(anonymous)
     )
-    assert list(in_open) == ["ticket.note", "ticket.take", "ticket.start", "ticket.status"]
-    assert in_open["ticket.note"] == "Note."
-    assert in_open["ticket.take"] == "Take the ticket and start working on it."
-    assert list(in_working) == ["ticket.note", "ticket.peek", "ticket.close", "ticket.start", "ticket.status"]
-    assert in_working["ticket.note"] == "Add a note to the ticket; it stays where it is."
+    assert list(in_open) == ["ticket_note", "ticket_take", "ticket_start", "ticket_status"]
+    assert in_open["ticket_note"] == "Note."
+    assert in_open["ticket_take"] == "Take the ticket and start working on it."
+    assert list(in_working) == ["ticket_note", "ticket_peek", "ticket_close", "ticket_start", "ticket_status"]
+    assert in_working["ticket_note"] == "Add a note to the ticket; it stays where it is."
     # A compact form is for the initial state only.
-    assert in_working["ticket.peek"] == "Look at the work in progress."
-    assert in_closed == ["ticket.start", "ticket.status"]
-    assert modern["ticket.note"] == (
+    assert in_working["ticket_peek"] == "Look at the work in progress."
+    assert in_closed == ["ticket_start", "ticket_status"]
+    assert modern["ticket_note"] == (
         'Add a note to the ticket; it stays where it is. (Workflow "ticket": '
-        "runs only in state open, working; pass ticket_id from ticket.start.)"
+        "runs only in state open, working; pass ticket_id from ticket_start.)"
     )
     assert ticket.handlers.CALLS == ["note", "take", "note", "peek", "close", "take"]
 
@@ -672,7 +672,7 @@ async def test_billing_compact_description_is_not_shown_outside_the_initial_stat
         for tool, _ in WALK[:2]:
             await ok(c, tool, {"invoice_id": "inv-2"})
         tools = {t.name: t.description for t in (await c.list_tools()).tools}
-    assert tools["invoice.discharge"] == "Discharge an approved invoice: it is settled and closed for good."
+    assert tools["invoice_discharge"] == "Discharge an approved invoice: it is settled and closed for good."
 
 
 DESK_SPEC = """\
@@ -728,38 +728,38 @@ async def test_two_workflows_keep_their_states_and_handles_apart(desk: Generated
     notes = Notifications()
     async with Client(desk.create_server(), mode=LEGACY, cache=None, message_handler=notes) as c:
         assert await names(c) == [
-            "ticket.take",
-            "refund.grant",
-            "ticket.start",
-            "ticket.status",
-            "refund.start",
-            "refund.status",
+            "ticket_take",
+            "refund_grant",
+            "ticket_start",
+            "ticket_status",
+            "refund_start",
+            "refund_status",
         ]
-        await ok(c, "ticket.take", {})
+        await ok(c, "ticket_take", {})
         assert await notes.settled() == 1
-        generated = ["ticket.start", "ticket.status", "refund.start", "refund.status"]
-        assert await names(c) == ["refund.grant", *generated]
+        generated = ["ticket_start", "ticket_status", "refund_start", "refund_status"]
+        assert await names(c) == ["refund_grant", *generated]
         assert (await status(c, workflow="ticket"))["final"] is True
         assert (await status(c, workflow="refund"))["state"] == "asked"
     async with Client(desk.create_server(), mode=MODERN, cache=None) as c:
         ticket = await start(c, "ticket")
         refund = await start(c, "refund")
         crossed = [
-            await c.call_tool("refund.grant", {"workflow_id": ticket}),
-            await c.call_tool("ticket.take", {"workflow_id": refund}),
-            await c.call_tool("ticket.status", {"workflow_id": refund}),
+            await c.call_tool("refund_grant", {"workflow_id": ticket}),
+            await c.call_tool("ticket_take", {"workflow_id": refund}),
+            await c.call_tool("ticket_status", {"workflow_id": refund}),
         ]
-        await ok(c, "refund.grant", {}, refund)
+        await ok(c, "refund_grant", {}, refund)
         assert (await status(c, ticket, "ticket"))["state"] == "open"
         assert (await status(c, refund, "refund"))["state"] == "granted"
     for result, tool, workflow in zip(
-        crossed, ["refund.grant", "ticket.take", "ticket.status"], ["refund", "ticket", "ticket"], strict=True
+        crossed, ["refund_grant", "ticket_take", "ticket_status"], ["refund", "ticket", "ticket"], strict=True
     ):
         assert result.is_error
         assert text(result) == (
             f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>Unknown or expired '
-            f'workflow_id for workflow "{workflow}".</message><recovery>Call {workflow}.start for a new one; '
-            f"handles are never created implicitly.</recovery><available_actions><action>{workflow}.start"
+            f'workflow_id for workflow "{workflow}".</message><recovery>Call {workflow}_start for a new one; '
+            f"handles are never created implicitly.</recovery><available_actions><action>{workflow}_start"
             f'</action></available_actions><details><detail key="workflow">{workflow}</detail></details>'
             "</tool_error>"
         )
@@ -785,12 +785,12 @@ async def test_concurrent_double_discharge_runs_the_handler_once(
     results: list[types.CallToolResult] = []
     async with client(server, mode) as first, client(server, mode) as second:
         handle = await session_or_handle(first, mode)  # the session of an in-process server is shared
-        await ok(first, "invoice.submit", {"invoice_id": "inv-3"}, handle)
-        await ok(first, "invoice.approve", {"invoice_id": "inv-3"}, handle)
+        await ok(first, "invoice_submit", {"invoice_id": "inv-3"}, handle)
+        await ok(first, "invoice_approve", {"invoice_id": "inv-3"}, handle)
 
         async def discharge(c: Client) -> None:
             arguments = with_handle({"invoice_id": "inv-3"}, handle)
-            results.append(await c.call_tool("invoice.discharge", arguments))
+            results.append(await c.call_tool("invoice_discharge", arguments))
 
         async with anyio.create_task_group() as group:
             group.start_soon(discharge, first)
@@ -799,7 +799,7 @@ async def test_concurrent_double_discharge_runs_the_handler_once(
     assert billing.handlers.DISCHARGED == ["inv-3"] and len(started) == 1
     assert sorted(r.is_error for r in results) == [False, True]
     [refused] = [r for r in results if r.is_error]
-    assert text(refused) == wrong_state("invoice.discharge", "discharged", "approved")
+    assert text(refused) == wrong_state("invoice_discharge", "discharged", "approved")
 
 
 async def test_many_concurrent_handles_do_not_interfere(billing: GeneratedServer) -> None:
@@ -823,13 +823,13 @@ async def test_many_concurrent_handles_do_not_interfere(billing: GeneratedServer
 
 # --- the approval spec: a workflow imported from XState JSON -------------------------------------------
 
-APPROVAL_UNBOUND = ["expense.create"]
-APPROVAL_GENERATED = ["expense.start", "expense.status", "expense.resolve"]  # expense.pay is a mutation
+APPROVAL_UNBOUND = ["expense_create"]
+APPROVAL_GENERATED = ["expense_start", "expense_status", "expense_resolve"]  # expense.pay is a mutation
 APPROVAL_ALLOWED = {
-    "draft": ["expense.submit"],
-    "pending": ["expense.approve", "expense.reject"],
-    "rejected": ["expense.revise"],
-    "approved": ["expense.pay"],
+    "draft": ["expense_submit"],
+    "pending": ["expense_approve", "expense_reject"],
+    "rejected": ["expense_revise"],
+    "approved": ["expense_pay"],
     "paid": [],
 }
 
@@ -845,24 +845,24 @@ def approval(tmp_path: Path) -> Iterator[GeneratedServer]:
 async def test_approval_machine_from_xstate_json(approval: GeneratedServer, mode: str) -> None:
     notes = Notifications()
     async with Client(approval.create_server(), mode=mode, cache=None, message_handler=notes) as c:
-        created = await c.call_tool("expense.create", {"amount": 42.5, "purpose": "train to Lyon"})
+        created = await c.call_tool("expense_create", {"amount": 42.5, "purpose": "train to Lyon"})
         assert not created.is_error, text(created)
         expense = created.structured_content["data"]["id"]
         handle = None
         if mode == MODERN:
-            result = await c.call_tool("expense.start", {})
+            result = await c.call_tool("expense_start", {})
             handle = result.structured_content["workflow_id"]
         walk = [
-            ("expense.submit", "pending"),
-            ("expense.reject", "rejected"),
-            ("expense.revise", "draft"),
-            ("expense.submit", "pending"),
-            ("expense.approve", "approved"),
-            ("expense.pay", "paid"),
+            ("expense_submit", "pending"),
+            ("expense_reject", "rejected"),
+            ("expense_revise", "draft"),
+            ("expense_submit", "pending"),
+            ("expense_approve", "approved"),
+            ("expense_pay", "paid"),
         ]
-        early = await c.call_tool("expense.pay", with_handle({"expense_id": expense}, handle))
+        early = await c.call_tool("expense_pay", with_handle({"expense_id": expense}, handle))
         assert early.is_error and 'code="FORBIDDEN"' in text(early)
-        assert "<available_actions><action>expense.submit</action></available_actions>" in text(early)
+        assert "<available_actions><action>expense_submit</action></available_actions>" in text(early)
         for tool, state in walk:
             await ok(c, tool, {"expense_id": expense}, handle)
             current = await status(c, handle, workflow="expense")
@@ -870,7 +870,7 @@ async def test_approval_machine_from_xstate_json(approval: GeneratedServer, mode
             if mode == LEGACY:
                 assert await names(c) == [*APPROVAL_UNBOUND, *APPROVAL_ALLOWED[state], *APPROVAL_GENERATED]
         assert current["final"] is True
-        late = await c.call_tool("expense.revise", with_handle({"expense_id": expense}, handle))
+        late = await c.call_tool("expense_revise", with_handle({"expense_id": expense}, handle))
         assert late.is_error and "<available_actions></available_actions>" in text(late)
         changes = await notes.settled()
     assert changes == (len(walk) if mode == LEGACY else 0)
@@ -886,22 +886,22 @@ async def test_sqlite_store_is_seen_by_a_new_server(billing: GeneratedServer, tm
     url = f"sqlite:///{tmp_path / 'state' / 'x.db'}"
     async with client(make_server(billing, url), MODERN) as c:
         handle = await start(c)
-        await ok(c, "invoice.submit", {"invoice_id": "inv-2"}, handle)
-        await ok(c, "invoice.approve", {"invoice_id": "inv-2"}, handle)
+        await ok(c, "invoice_submit", {"invoice_id": "inv-2"}, handle)
+        await ok(c, "invoice_approve", {"invoice_id": "inv-2"}, handle)
     async with client(make_server(billing, url), MODERN) as c:
         assert await status(c, handle) == {
             "workflow_id": handle,
             "workflow": "invoice",
             "state": "approved",
-            "allowed_tools": ["invoice.discharge"],
+            "allowed_tools": ["invoice_discharge"],
             "final": False,
             "pending": None,
         }
-        refused = await c.call_tool("invoice.submit", {"invoice_id": "inv-2", "workflow_id": handle})
-        assert refused.is_error and text(refused) == wrong_state("invoice.submit", "approved", "draft")
-        await ok(c, "invoice.discharge", {"invoice_id": "inv-2"}, handle)
-        unknown = await c.call_tool("invoice.status", {"workflow_id": handle[::-1]})
-        assert unknown.is_error and text(unknown) == unknown_handle("invoice.status")
+        refused = await c.call_tool("invoice_submit", {"invoice_id": "inv-2", "workflow_id": handle})
+        assert refused.is_error and text(refused) == wrong_state("invoice_submit", "approved", "draft")
+        await ok(c, "invoice_discharge", {"invoice_id": "inv-2"}, handle)
+        unknown = await c.call_tool("invoice_status", {"workflow_id": handle[::-1]})
+        assert unknown.is_error and text(unknown) == unknown_handle("invoice_status")
     async with client(make_server(billing, url), LEGACY) as c:
         assert (await status(c, handle))["final"] is True
 
@@ -942,9 +942,9 @@ async def test_sqlite_stdio_server_sigkilled_loses_no_committed_transition(
     async with Client(stdio_params(out, first_pid, url), mode=LEGACY, cache=None, message_handler=notes) as c:
         assert c.server_capabilities.tools is not None and c.server_capabilities.tools.list_changed is True
         handle = await start(c)
-        await ok(c, "invoice.submit", {"invoice_id": "inv-2"}, handle)
-        await ok(c, "invoice.approve", {"invoice_id": "inv-2"}, handle)
-        await ok(c, "invoice.submit", {"invoice_id": "inv-4"})  # the process's own session: one list change
+        await ok(c, "invoice_submit", {"invoice_id": "inv-2"}, handle)
+        await ok(c, "invoice_approve", {"invoice_id": "inv-2"}, handle)
+        await ok(c, "invoice_submit", {"invoice_id": "inv-4"})  # the process's own session: one list change
         assert await names(c) == legacy_list("review")
         assert await notes.settled() == 1
         pid = int(first_pid.read_text())
@@ -956,11 +956,11 @@ async def test_sqlite_stdio_server_sigkilled_loses_no_committed_transition(
             "workflow_id": handle,
             "workflow": "invoice",
             "state": "approved",
-            "allowed_tools": ["invoice.discharge"],
+            "allowed_tools": ["invoice_discharge"],
             "final": False,
             "pending": None,
         }
-        await ok(c, "invoice.discharge", {"invoice_id": "inv-2"}, handle)
+        await ok(c, "invoice_discharge", {"invoice_id": "inv-2"}, handle)
         assert (await status(c, handle))["final"] is True
     assert int(second_pid.read_text()) != pid
 
@@ -980,16 +980,16 @@ async def test_start_limit_through_a_client(billing: GeneratedServer) -> None:
     async with client(server, MODERN) as c:
         await start(c)
         await start(c)
-        limited = await c.call_tool("invoice.start", {})
+        limited = await c.call_tool("invoice_start", {})
         assert limited.is_error and 'code="RATE_LIMITED"' in text(limited)
 
 
 async def test_resolve_is_listed_with_its_schema_and_refuses_without_a_doubt(billing: GeneratedServer) -> None:
     async with client(make_server(billing), MODERN) as c:
-        [tool] = [t for t in (await c.list_tools()).tools if t.name == "invoice.resolve"]
+        [tool] = [t for t in (await c.list_tools()).tools if t.name == "invoice_resolve"]
         assert tool.input_schema["required"] == ["outcome"]
         assert tool.annotations is not None and tool.annotations.destructive_hint is True
         handle = await start(c)
-        refused = await c.call_tool("invoice.resolve", {"workflow_id": handle, "outcome": "completed"})
+        refused = await c.call_tool("invoice_resolve", {"workflow_id": handle, "outcome": "completed"})
         assert refused.is_error and "Nothing is in doubt" in text(refused)
         assert (await status(c, handle))["state"] == "draft"

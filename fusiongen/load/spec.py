@@ -87,10 +87,10 @@ class ServerSpec(_Strict):
     package: str | None = Field(default=None, description="The generated package; default <name>_server.")
     instructions: str | None = Field(default=None, description="Sent to clients as server instructions.")
     handlers: str | None = Field(default=None, description="The handler module; default <package>_handlers.")
-    tool_names: Literal["dotted", "snake"] = Field(
-        default="dotted",
-        description='The tool names the model sees: the spec\'s ("dotted"), or with every "." as "_" ("snake"), '
-        "for LLM APIs whose function names must match ^[a-zA-Z0-9_-]{1,64}$.",
+    tool_names: Literal["snake", "dotted"] = Field(
+        default="snake",
+        description='The tool names the model sees: with every "." as "_" ("snake", the default: what LLM APIs '
+        'accept as function names, ^[a-zA-Z0-9_-]{1,64}$), or the spec\'s own ("dotted").',
     )
     user_blocks: Literal["omit", "send"] = Field(
         default="omit",

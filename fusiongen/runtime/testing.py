@@ -10,7 +10,8 @@ would read, already taken apart, so that it asserts on them instead of parsing t
         outcome = call_tool("invoice.get", {"id": "inv-404"})
         assert outcome.error is not None and outcome.error.code == "NOT_FOUND"
 
-`call_tool` opens one session per call; `tool_session()` (sync) and `ToolSession` (async) keep one
+A tool is named by its spec name or by its wire name (the name the model sees, `invoice_get` under the
+default `[server] tool_names`); either works. `call_tool` opens one session per call; `tool_session()` (sync) and `ToolSession` (async) keep one
 session over several calls, which a workflow needs in the handshake era. It needs nothing the server
 does not already depend on.
 """
@@ -158,6 +159,19 @@ def _server(handlers: ModuleType | None, options: Mapping[str, Any]) -> Any:
     return importlib.import_module(".server", package).create_server(handlers, **options)
 
 
+def _wire_name(name: str) -> str:
+    """The name the server serves tool `name` under: a test may name a tool by its spec name (`invoice.get`)
+    or its wire name (`invoice_get`), so that it holds whatever `[server] tool_names` is."""
+    package = __name__.rpartition(".")[0]
+    try:
+        names: Mapping[str, str] = importlib.import_module(".server", package).TOOL_NAMES
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{package}.server":
+            raise
+        return name  # not inside a generated package
+    return names.get(name, name)
+
+
 class ToolSession:
     """One MCP session with the server, in process (async):
 
@@ -180,7 +194,7 @@ class ToolSession:
         await self._client.__aexit__(*exc)
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolOutcome:
-        return outcome_of(await self._client.call_tool(name, dict(arguments or {})))
+        return outcome_of(await self._client.call_tool(_wire_name(name), dict(arguments or {})))
 
     async def tool_names(self) -> list[str]:
         return [tool.name for tool in (await self._client.list_tools()).tools]

@@ -111,6 +111,18 @@ class GeneratedServer:
     def create_server(self, handlers: ModuleType | None = None, **options: Any) -> Any:
         return self.package.create_server(handlers, **options)
 
+    def wire(self, name: str) -> str:
+        """The name the model calls spec tool `name` by (the server's TOOL_NAMES), whatever `tool_names` is."""
+        names: dict[str, str] = self.module("server").TOOL_NAMES
+        return names[name]
+
+
+def tool_names(out: Path, package: str) -> dict[str, str]:
+    """The TOOL_NAMES map (spec and wire names → wire name) of the package generated in `out`."""
+    with imported(out, package):
+        names: dict[str, str] = dict(importlib.import_module(f"{package}.server").TOOL_NAMES)
+    return names
+
 
 def built_server(spec: Path | str, out: Path, *, handlers: str | None = None) -> GeneratedServer:
     """`build` and wrap it: use as a context manager (`with built_server(...) as server:`)."""

@@ -7,7 +7,7 @@
 // The SDK speaks the handshake era only. listTools makes the client cache a validator per outputSchema
 // (Ajv, formats included); every callTool then throws if its structuredContent does not validate, so a
 // result that arrives at all was accepted. The script checks that the same validator refuses a malformed
-// date, so that acceptance is not vacuous, then calls invoice.submit (bound to the workflow's draft state)
+// date, so that acceptance is not vacuous, then calls invoice_submit (bound to the workflow's draft state)
 // and waits for the notifications/tools/list_changed its transition sends. It prints one JSON object.
 const [, , sdk, transportKind, target, serverDir] = process.argv;
 const { Client } = await import(sdk + "/client/index.js");
@@ -33,16 +33,16 @@ const transport =
 await client.connect(transport);
 
 const before = await client.listTools();
-const get = await client.callTool({ name: "invoice.get", arguments: { id: "inv-1" } });
-const list = await client.callTool({ name: "invoice.list", arguments: {} });
-const invalid = await client.callTool({ name: "invoice.get", arguments: { idx: "inv-1" } });
+const get = await client.callTool({ name: "invoice_get", arguments: { id: "inv-1" } });
+const list = await client.callTool({ name: "invoice_list", arguments: {} });
+const invalid = await client.callTool({ name: "invoice_get", arguments: { idx: "inv-1" } });
 
-const schema = before.tools.find((tool) => tool.name === "invoice.get").outputSchema;
+const schema = before.tools.find((tool) => tool.name === "invoice_get").outputSchema;
 const validate = new AjvJsonSchemaValidator().getValidator(schema);
 const malformed = { ...get.structuredContent, data: { ...get.structuredContent.data, due_date: "1 Oct 2026" } };
 const validator = { acceptsResult: validate(get.structuredContent).valid, refusesMalformedDate: !validate(malformed).valid };
 
-const submit = await client.callTool({ name: "invoice.submit", arguments: { invoice_id: "inv-2" } });
+const submit = await client.callTool({ name: "invoice_submit", arguments: { invoice_id: "inv-2" } });
 let timer;
 const timeout = new Promise((resolve) => {
   timer = setTimeout(() => resolve(false), LIST_CHANGED_TIMEOUT_MS);

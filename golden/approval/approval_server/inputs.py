@@ -64,7 +64,7 @@ _EXPENSE_PAY_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class ExpenseCreateInput:
-    """Validated arguments of the expense.create tool."""
+    """Validated arguments of the expense_create tool."""
 
     amount: float
     purpose: str
@@ -90,7 +90,7 @@ def parse_expense_create(arguments: Mapping[str, Any]) -> ExpenseCreateInput:
 
 @dataclass(frozen=True, slots=True)
 class ExpenseSubmitInput:
-    """Validated arguments of the expense.submit tool."""
+    """Validated arguments of the expense_submit tool."""
 
     expense_id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -114,7 +114,7 @@ def parse_expense_submit(arguments: Mapping[str, Any]) -> ExpenseSubmitInput:
 
 @dataclass(frozen=True, slots=True)
 class ExpenseApproveInput:
-    """Validated arguments of the expense.approve tool."""
+    """Validated arguments of the expense_approve tool."""
 
     expense_id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -138,7 +138,7 @@ def parse_expense_approve(arguments: Mapping[str, Any]) -> ExpenseApproveInput:
 
 @dataclass(frozen=True, slots=True)
 class ExpenseRejectInput:
-    """Validated arguments of the expense.reject tool."""
+    """Validated arguments of the expense_reject tool."""
 
     expense_id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -162,7 +162,7 @@ def parse_expense_reject(arguments: Mapping[str, Any]) -> ExpenseRejectInput:
 
 @dataclass(frozen=True, slots=True)
 class ExpenseReviseInput:
-    """Validated arguments of the expense.revise tool."""
+    """Validated arguments of the expense_revise tool."""
 
     expense_id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -186,7 +186,7 @@ def parse_expense_revise(arguments: Mapping[str, Any]) -> ExpenseReviseInput:
 
 @dataclass(frozen=True, slots=True)
 class ExpensePayInput:
-    """Validated arguments of the expense.pay tool."""
+    """Validated arguments of the expense_pay tool."""
 
     expense_id: str
     fields_set: frozenset[str] = field(default=frozenset())

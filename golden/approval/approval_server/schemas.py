@@ -18,7 +18,7 @@ EXPENSE_SUBMIT_INPUT: Final[dict[str, Any]] = {
         "expense_id": {"type": "string"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from expense.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from expense_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["expense_id"],
@@ -31,7 +31,7 @@ EXPENSE_APPROVE_INPUT: Final[dict[str, Any]] = {
         "expense_id": {"type": "string"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from expense.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from expense_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["expense_id"],
@@ -44,7 +44,7 @@ EXPENSE_REJECT_INPUT: Final[dict[str, Any]] = {
         "expense_id": {"type": "string"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from expense.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from expense_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["expense_id"],
@@ -57,7 +57,7 @@ EXPENSE_REVISE_INPUT: Final[dict[str, Any]] = {
         "expense_id": {"type": "string"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from expense.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from expense_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["expense_id"],
@@ -70,7 +70,7 @@ EXPENSE_PAY_INPUT: Final[dict[str, Any]] = {
         "expense_id": {"type": "string"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from expense.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from expense_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["expense_id"],
@@ -116,7 +116,7 @@ WORKFLOW_STATUS_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "A handle returned by this workflow's start tool (W.start for W.status); omit it (older protocols only) for this session's own workflow.",
+            "description": "A handle returned by this workflow's start tool (W_start for W_status); omit it (older protocols only) for this session's own workflow.",
         },
     },
     "additionalProperties": False,

@@ -46,73 +46,82 @@ HANDLERS_MODULE: Final = "approval_server_handlers"
 HANDLERS_DIR: Final = "../../../specs"
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "expense.create": "expense.create",
-    "expense.submit": "expense.submit",
-    "expense.approve": "expense.approve",
-    "expense.reject": "expense.reject",
-    "expense.revise": "expense.revise",
-    "expense.pay": "expense.pay",
-    "expense.start": "expense.start",
-    "expense.status": "expense.status",
-    "expense.resolve": "expense.resolve",
+    "expense_create": "expense_create",
+    "expense_submit": "expense_submit",
+    "expense_approve": "expense_approve",
+    "expense_reject": "expense_reject",
+    "expense_revise": "expense_revise",
+    "expense_pay": "expense_pay",
+    "expense.create": "expense_create",
+    "expense.submit": "expense_submit",
+    "expense.approve": "expense_approve",
+    "expense.reject": "expense_reject",
+    "expense.revise": "expense_revise",
+    "expense.pay": "expense_pay",
+    "expense_start": "expense_start",
+    "expense.start": "expense_start",
+    "expense_status": "expense_status",
+    "expense.status": "expense_status",
+    "expense_resolve": "expense_resolve",
+    "expense.resolve": "expense_resolve",
 }
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="expense.create",
+        name="expense_create",
         description="Create an expense claim.",
         input_schema=schemas.EXPENSE_CREATE_INPUT,
         output_schema=schemas.EXPENSE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="expense.submit",
+        name="expense_submit",
         description="Submit the claim for approval.",
         input_schema=schemas.EXPENSE_SUBMIT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="expense.approve",
+        name="expense_approve",
         description="Approve a pending claim.",
         input_schema=schemas.EXPENSE_APPROVE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="expense.reject",
+        name="expense_reject",
         description="Reject a pending claim.",
         input_schema=schemas.EXPENSE_REJECT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="expense.revise",
+        name="expense_revise",
         description="Take a rejected claim back to draft.",
         input_schema=schemas.EXPENSE_REVISE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="expense.pay",
+        name="expense_pay",
         description="Pay an approved claim.",
         input_schema=schemas.EXPENSE_PAY_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="expense.start",
+        name="expense_start",
         description='Start a new "expense" workflow in state "draft" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="expense.status",
+        name="expense_status",
         description='The current state of a "expense" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="expense.resolve",
-        description='Settle a call of expense.pay whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
+        name="expense_resolve",
+        description='Settle a call of expense_pay whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
         input_schema=schemas.WORKFLOW_RESOLVE_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False),
@@ -121,11 +130,11 @@ TOOLS: Final[list[types.Tool]] = [
 
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
-    "expense.submit": 'Submit the claim for approval. (Workflow "expense": runs only in state draft; pass workflow_id from expense.start.)',
-    "expense.approve": 'Approve a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense.start.)',
-    "expense.reject": 'Reject a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense.start.)',
-    "expense.revise": 'Take a rejected claim back to draft. (Workflow "expense": runs only in state rejected; pass workflow_id from expense.start.)',
-    "expense.pay": 'Pay an approved claim. (Workflow "expense": runs only in state approved; pass workflow_id from expense.start.)',
+    "expense_submit": 'Submit the claim for approval. (Workflow "expense": runs only in state draft; pass workflow_id from expense_start.)',
+    "expense_approve": 'Approve a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense_start.)',
+    "expense_reject": 'Reject a pending claim. (Workflow "expense": runs only in state pending; pass workflow_id from expense_start.)',
+    "expense_revise": 'Take a rejected claim back to draft. (Workflow "expense": runs only in state rejected; pass workflow_id from expense_start.)',
+    "expense_pay": 'Pay an approved claim. (Workflow "expense": runs only in state approved; pass workflow_id from expense_start.)',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -136,7 +145,7 @@ MODERN_TOOLS: Final[list[types.Tool]] = [
 
 # Shown instead while the tool's workflow is in its initial state (handshake era).
 COMPACT_DESCRIPTIONS: Final[dict[str, str]] = {
-    "expense.pay": "Pay claim.",
+    "expense_pay": "Pay claim.",
 }
 COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
     tool.name: tool.model_copy(update={"description": COMPACT_DESCRIPTIONS[tool.name]})
@@ -146,23 +155,23 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
 TOOL_KINDS: Final[dict[str, str]] = {
-    "expense.create": "mutation",
-    "expense.submit": "action",
-    "expense.approve": "action",
-    "expense.reject": "action",
-    "expense.revise": "action",
-    "expense.pay": "mutation",
+    "expense_create": "mutation",
+    "expense_submit": "action",
+    "expense_approve": "action",
+    "expense_reject": "action",
+    "expense_revise": "action",
+    "expense_pay": "mutation",
 }
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
-    "expense.start": ("expense.submit", "expense.approve", "expense.reject", "expense.revise", "expense.pay"),
-    "expense.status": ("expense.submit", "expense.approve", "expense.reject", "expense.revise", "expense.pay"),
-    "expense.resolve": (
-        "expense.submit",
-        "expense.approve",
-        "expense.reject",
-        "expense.revise",
-        "expense.pay",
+    "expense_start": ("expense_submit", "expense_approve", "expense_reject", "expense_revise", "expense_pay"),
+    "expense_status": ("expense_submit", "expense_approve", "expense_reject", "expense_revise", "expense_pay"),
+    "expense_resolve": (
+        "expense_submit",
+        "expense_approve",
+        "expense_reject",
+        "expense_revise",
+        "expense_pay",
     ),
 }
 
@@ -205,57 +214,57 @@ def create_server(
     )
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
     routes: dict[str, Route] = {
-        "expense.create": partial(
+        "expense_create": partial(
             run_tool,
-            "expense.create",
+            "expense_create",
             inputs.parse_expense_create,
             presenters.present_expense,
-            functions.bind("expense_create", "expense.create"),
+            functions.bind("expense_create", "expense_create"),
             tool_names=TOOL_NAMES,
         ),
-        "expense.submit": partial(
+        "expense_submit": partial(
             run_tool,
-            "expense.submit",
+            "expense_submit",
             inputs.parse_expense_submit,
             None,
-            functions.bind("expense_submit", "expense.submit"),
+            functions.bind("expense_submit", "expense_submit"),
             tool_names=TOOL_NAMES,
         ),
-        "expense.approve": partial(
+        "expense_approve": partial(
             run_tool,
-            "expense.approve",
+            "expense_approve",
             inputs.parse_expense_approve,
             None,
-            functions.bind("expense_approve", "expense.approve"),
+            functions.bind("expense_approve", "expense_approve"),
             tool_names=TOOL_NAMES,
         ),
-        "expense.reject": partial(
+        "expense_reject": partial(
             run_tool,
-            "expense.reject",
+            "expense_reject",
             inputs.parse_expense_reject,
             None,
-            functions.bind("expense_reject", "expense.reject"),
+            functions.bind("expense_reject", "expense_reject"),
             tool_names=TOOL_NAMES,
         ),
-        "expense.revise": partial(
+        "expense_revise": partial(
             run_tool,
-            "expense.revise",
+            "expense_revise",
             inputs.parse_expense_revise,
             None,
-            functions.bind("expense_revise", "expense.revise"),
+            functions.bind("expense_revise", "expense_revise"),
             tool_names=TOOL_NAMES,
         ),
-        "expense.pay": partial(
+        "expense_pay": partial(
             run_tool,
-            "expense.pay",
+            "expense_pay",
             inputs.parse_expense_pay,
             None,
-            functions.bind("expense_pay", "expense.pay"),
+            functions.bind("expense_pay", "expense_pay"),
             tool_names=TOOL_NAMES,
         ),
-        "expense.start": partial(gate.start, MACHINES["expense"]),
-        "expense.status": partial(gate.status, MACHINES["expense"]),
-        "expense.resolve": partial(gate.resolve, MACHINES["expense"]),
+        "expense_start": partial(gate.start, MACHINES["expense"]),
+        "expense_status": partial(gate.status, MACHINES["expense"]),
+        "expense_resolve": partial(gate.resolve, MACHINES["expense"]),
     }
     served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
     routes = {name: route for name, route in routes.items() if name in served}

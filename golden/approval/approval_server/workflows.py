@@ -25,12 +25,15 @@ EXPENSE_MACHINE: Final = Machine(
         ("rejected", "REVISE"): "draft",
     },
     tools_by_state={
-        "draft": ("expense.submit",),
-        "pending": ("expense.approve", "expense.reject"),
-        "approved": ("expense.pay",),
-        "rejected": ("expense.revise",),
+        "draft": ("expense_submit",),
+        "pending": ("expense_approve", "expense_reject"),
+        "approved": ("expense_pay",),
+        "rejected": ("expense_revise",),
         "paid": (),
     },
+    start_tool="expense_start",
+    status_tool="expense_status",
+    resolve_tool="expense_resolve",
 )
 
 MACHINES: Final[dict[str, Machine]] = {
@@ -38,9 +41,9 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "expense.submit": Binding("expense", frozenset({"draft"}), "SUBMIT", retry_in_doubt=True),
-    "expense.approve": Binding("expense", frozenset({"pending"}), "APPROVE", retry_in_doubt=True),
-    "expense.reject": Binding("expense", frozenset({"pending"}), "REJECT", retry_in_doubt=True),
-    "expense.revise": Binding("expense", frozenset({"rejected"}), "REVISE", retry_in_doubt=True),
-    "expense.pay": Binding("expense", frozenset({"approved"}), "PAY", retry_in_doubt=False),
+    "expense_submit": Binding("expense", frozenset({"draft"}), "SUBMIT", retry_in_doubt=True),
+    "expense_approve": Binding("expense", frozenset({"pending"}), "APPROVE", retry_in_doubt=True),
+    "expense_reject": Binding("expense", frozenset({"pending"}), "REJECT", retry_in_doubt=True),
+    "expense_revise": Binding("expense", frozenset({"rejected"}), "REVISE", retry_in_doubt=True),
+    "expense_pay": Binding("expense", frozenset({"approved"}), "PAY", retry_in_doubt=False),
 }

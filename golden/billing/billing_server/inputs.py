@@ -100,7 +100,7 @@ _INVOICE_RESOURCE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class InvoiceGetInput:
-    """Validated arguments of the invoice.get tool."""
+    """Validated arguments of the invoice_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -122,7 +122,7 @@ def parse_invoice_get(arguments: Mapping[str, Any]) -> InvoiceGetInput:
 
 @dataclass(frozen=True, slots=True)
 class InvoiceListInput:
-    """Validated arguments of the invoice.list tool."""
+    """Validated arguments of the invoice_list tool."""
 
     status: str | None
     limit: int
@@ -148,7 +148,7 @@ def parse_invoice_list(arguments: Mapping[str, Any]) -> InvoiceListInput:
 
 @dataclass(frozen=True, slots=True)
 class InvoiceCreateInput:
-    """Validated arguments of the invoice.create tool."""
+    """Validated arguments of the invoice_create tool."""
 
     customer_id: str
     amount_cents: int
@@ -192,7 +192,7 @@ def parse_invoice_create(arguments: Mapping[str, Any]) -> InvoiceCreateInput:
 
 @dataclass(frozen=True, slots=True)
 class InvoiceUpdateInput:
-    """Validated arguments of the invoice.update tool."""
+    """Validated arguments of the invoice_update tool."""
 
     id: str
     status: str | None
@@ -222,7 +222,7 @@ def parse_invoice_update(arguments: Mapping[str, Any]) -> InvoiceUpdateInput:
 
 @dataclass(frozen=True, slots=True)
 class CustomerGetInput:
-    """Validated arguments of the customer.get tool."""
+    """Validated arguments of the customer_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -244,7 +244,7 @@ def parse_customer_get(arguments: Mapping[str, Any]) -> CustomerGetInput:
 
 @dataclass(frozen=True, slots=True)
 class BillingRemindInput:
-    """Validated arguments of the billing.remind tool."""
+    """Validated arguments of the billing_remind tool."""
 
     invoice_id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -268,7 +268,7 @@ def parse_billing_remind(arguments: Mapping[str, Any]) -> BillingRemindInput:
 
 @dataclass(frozen=True, slots=True)
 class InvoiceSubmitInput:
-    """Validated arguments of the invoice.submit tool."""
+    """Validated arguments of the invoice_submit tool."""
 
     invoice_id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -292,7 +292,7 @@ def parse_invoice_submit(arguments: Mapping[str, Any]) -> InvoiceSubmitInput:
 
 @dataclass(frozen=True, slots=True)
 class InvoiceApproveInput:
-    """Validated arguments of the invoice.approve tool."""
+    """Validated arguments of the invoice_approve tool."""
 
     invoice_id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -316,7 +316,7 @@ def parse_invoice_approve(arguments: Mapping[str, Any]) -> InvoiceApproveInput:
 
 @dataclass(frozen=True, slots=True)
 class InvoiceRejectInput:
-    """Validated arguments of the invoice.reject tool."""
+    """Validated arguments of the invoice_reject tool."""
 
     invoice_id: str
     reason: str
@@ -344,7 +344,7 @@ def parse_invoice_reject(arguments: Mapping[str, Any]) -> InvoiceRejectInput:
 
 @dataclass(frozen=True, slots=True)
 class InvoiceDischargeInput:
-    """Validated arguments of the invoice.discharge tool."""
+    """Validated arguments of the invoice_discharge tool."""
 
     invoice_id: str
     fields_set: frozenset[str] = field(default=frozenset())

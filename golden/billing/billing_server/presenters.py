@@ -133,9 +133,9 @@ def item_notes_invoice(data: dict[str, Any], notes: Notes) -> None:
             "Invoice " + _x_fmt(data.get("id")) + " is overdue: offer a reminder before anything else."
         )
     if data.get("status") == "overdue":
-        notes.suggestions.append(("billing.remind", "Send a payment reminder for " + _x_fmt(data.get("id"))))
+        notes.suggestions.append(("billing_remind", "Send a payment reminder for " + _x_fmt(data.get("id"))))
     if data.get("status") == "draft":
-        notes.suggestions.append(("invoice.update", "Move the draft to review when it is complete"))
+        notes.suggestions.append(("invoice_update", "Move the draft to review when it is complete"))
     child = data.get("customer")
     if child is not None:
         item_notes_customer(child, notes)

@@ -63,7 +63,7 @@ INVOICE_SUBMIT_INPUT: Final[dict[str, Any]] = {
         "invoice_id": {"type": "string"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from invoice.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from invoice_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["invoice_id"],
@@ -76,7 +76,7 @@ INVOICE_APPROVE_INPUT: Final[dict[str, Any]] = {
         "invoice_id": {"type": "string"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from invoice.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from invoice_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["invoice_id"],
@@ -90,7 +90,7 @@ INVOICE_REJECT_INPUT: Final[dict[str, Any]] = {
         "reason": {"type": "string", "description": "Why it goes back"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from invoice.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from invoice_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["invoice_id", "reason"],
@@ -103,7 +103,7 @@ INVOICE_DISCHARGE_INPUT: Final[dict[str, Any]] = {
         "invoice_id": {"type": "string"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from invoice.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from invoice_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["invoice_id"],
@@ -426,7 +426,7 @@ WORKFLOW_STATUS_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "A handle returned by this workflow's start tool (W.start for W.status); omit it (older protocols only) for this session's own workflow.",
+            "description": "A handle returned by this workflow's start tool (W_start for W_status); omit it (older protocols only) for this session's own workflow.",
         },
     },
     "additionalProperties": False,

@@ -58,19 +58,32 @@ HANDLERS_MODULE: Final = "billing_handlers"
 HANDLERS_DIR: Final = "../../../specs"
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "invoice.get": "invoice.get",
-    "invoice.list": "invoice.list",
-    "invoice.create": "invoice.create",
-    "invoice.update": "invoice.update",
-    "customer.get": "customer.get",
-    "billing.remind": "billing.remind",
-    "invoice.submit": "invoice.submit",
-    "invoice.approve": "invoice.approve",
-    "invoice.reject": "invoice.reject",
-    "invoice.discharge": "invoice.discharge",
-    "invoice.start": "invoice.start",
-    "invoice.status": "invoice.status",
-    "invoice.resolve": "invoice.resolve",
+    "invoice_get": "invoice_get",
+    "invoice_list": "invoice_list",
+    "invoice_create": "invoice_create",
+    "invoice_update": "invoice_update",
+    "customer_get": "customer_get",
+    "billing_remind": "billing_remind",
+    "invoice_submit": "invoice_submit",
+    "invoice_approve": "invoice_approve",
+    "invoice_reject": "invoice_reject",
+    "invoice_discharge": "invoice_discharge",
+    "invoice.get": "invoice_get",
+    "invoice.list": "invoice_list",
+    "invoice.create": "invoice_create",
+    "invoice.update": "invoice_update",
+    "customer.get": "customer_get",
+    "billing.remind": "billing_remind",
+    "invoice.submit": "invoice_submit",
+    "invoice.approve": "invoice_approve",
+    "invoice.reject": "invoice_reject",
+    "invoice.discharge": "invoice_discharge",
+    "invoice_start": "invoice_start",
+    "invoice.start": "invoice_start",
+    "invoice_status": "invoice_status",
+    "invoice.status": "invoice_status",
+    "invoice_resolve": "invoice_resolve",
+    "invoice.resolve": "invoice_resolve",
 }
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"Invoice": False, "CustomerCard": False}
@@ -80,93 +93,93 @@ TENANT_CLAIM: Final[str | None] = None
 AUTH_SCOPES: Final[tuple[str, ...]] = ("invoices:read", "invoices:write")
 # What a caller needs per tool ([tools.X] requires): refused FORBIDDEN without it, and not listed (handshake era).
 REQUIRES: Final[dict[str, Requirement]] = {
-    "invoice.update": Requirement(scopes=frozenset({"invoices:write"}), roles=frozenset()),
+    "invoice_update": Requirement(scopes=frozenset({"invoices:write"}), roles=frozenset()),
 }
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="invoice.get",
+        name="invoice_get",
         description="Fetch one invoice by id.\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No invoice has that id",
         input_schema=schemas.INVOICE_GET_INPUT,
         output_schema=schemas.INVOICE_GET_BY_ROLE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="invoice.list",
+        name="invoice_list",
         description="List invoices, optionally only those with a given status.",
         input_schema=schemas.INVOICE_LIST_INPUT,
         output_schema=schemas.INVOICE_COLLECTION_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="invoice.create",
+        name="invoice_create",
         description="Create a draft invoice.",
         input_schema=schemas.INVOICE_CREATE_INPUT,
         output_schema=schemas.INVOICE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="invoice.update",
+        name="invoice_update",
         description="Change an invoice's status or due date.",
         input_schema=schemas.INVOICE_UPDATE_INPUT,
         output_schema=schemas.INVOICE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="customer.get",
+        name="customer_get",
         description="Fetch one customer by id.",
         input_schema=schemas.CUSTOMER_GET_INPUT,
         output_schema=schemas.CUSTOMER_CARD_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="billing.remind",
+        name="billing_remind",
         description="Send a payment reminder for an overdue invoice.",
         input_schema=schemas.BILLING_REMIND_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="invoice.submit",
+        name="invoice_submit",
         description="Submit a draft invoice for review.",
         input_schema=schemas.INVOICE_SUBMIT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="invoice.approve",
+        name="invoice_approve",
         description="Approve an invoice under review.",
         input_schema=schemas.INVOICE_APPROVE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="invoice.reject",
+        name="invoice_reject",
         description="Send an invoice under review back to draft.",
         input_schema=schemas.INVOICE_REJECT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="invoice.discharge",
+        name="invoice_discharge",
         description="Discharge an approved invoice: it is settled and closed for good.",
         input_schema=schemas.INVOICE_DISCHARGE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="invoice.start",
+        name="invoice_start",
         description='Start a new "invoice" workflow in state "draft" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="invoice.status",
+        name="invoice_status",
         description='The current state of a "invoice" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="invoice.resolve",
-        description='Settle a call of invoice.discharge whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
+        name="invoice_resolve",
+        description='Settle a call of invoice_discharge whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
         input_schema=schemas.WORKFLOW_RESOLVE_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False),
@@ -175,10 +188,10 @@ TOOLS: Final[list[types.Tool]] = [
 
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
-    "invoice.submit": 'Submit a draft invoice for review. (Workflow "invoice": runs only in state draft; pass workflow_id from invoice.start.)',
-    "invoice.approve": 'Approve an invoice under review. (Workflow "invoice": runs only in state review; pass workflow_id from invoice.start.)',
-    "invoice.reject": 'Send an invoice under review back to draft. (Workflow "invoice": runs only in state review; pass workflow_id from invoice.start.)',
-    "invoice.discharge": 'Discharge an approved invoice: it is settled and closed for good. (Workflow "invoice": runs only in state approved; pass workflow_id from invoice.start.)',
+    "invoice_submit": 'Submit a draft invoice for review. (Workflow "invoice": runs only in state draft; pass workflow_id from invoice_start.)',
+    "invoice_approve": 'Approve an invoice under review. (Workflow "invoice": runs only in state review; pass workflow_id from invoice_start.)',
+    "invoice_reject": 'Send an invoice under review back to draft. (Workflow "invoice": runs only in state review; pass workflow_id from invoice_start.)',
+    "invoice_discharge": 'Discharge an approved invoice: it is settled and closed for good. (Workflow "invoice": runs only in state approved; pass workflow_id from invoice_start.)',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -189,7 +202,7 @@ MODERN_TOOLS: Final[list[types.Tool]] = [
 
 # Shown instead while the tool's workflow is in its initial state (handshake era).
 COMPACT_DESCRIPTIONS: Final[dict[str, str]] = {
-    "invoice.discharge": "Discharge invoice.",
+    "invoice_discharge": "Discharge invoice.",
 }
 COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
     tool.name: tool.model_copy(update={"description": COMPACT_DESCRIPTIONS[tool.name]})
@@ -199,27 +212,27 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
 TOOL_KINDS: Final[dict[str, str]] = {
-    "invoice.get": "query",
-    "invoice.list": "query",
-    "invoice.create": "mutation",
-    "invoice.update": "mutation",
-    "customer.get": "query",
-    "billing.remind": "action",
-    "invoice.submit": "action",
-    "invoice.approve": "action",
-    "invoice.reject": "action",
-    "invoice.discharge": "mutation",
+    "invoice_get": "query",
+    "invoice_list": "query",
+    "invoice_create": "mutation",
+    "invoice_update": "mutation",
+    "customer_get": "query",
+    "billing_remind": "action",
+    "invoice_submit": "action",
+    "invoice_approve": "action",
+    "invoice_reject": "action",
+    "invoice_discharge": "mutation",
 }
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {
-    "invoice.get": frozenset({"invoices"}),
-    "invoice.list": frozenset({"invoices"}),
-    "customer.get": frozenset({"customers"}),
-    "billing.remind": frozenset({"invoices", "reminders"}),
+    "invoice_get": frozenset({"invoices"}),
+    "invoice_list": frozenset({"invoices"}),
+    "customer_get": frozenset({"customers"}),
+    "billing_remind": frozenset({"invoices", "reminders"}),
 }
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
-    "invoice.start": ("invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"),
-    "invoice.status": ("invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"),
-    "invoice.resolve": ("invoice.submit", "invoice.approve", "invoice.reject", "invoice.discharge"),
+    "invoice_start": ("invoice_submit", "invoice_approve", "invoice_reject", "invoice_discharge"),
+    "invoice_status": ("invoice_submit", "invoice_approve", "invoice_reject", "invoice_discharge"),
+    "invoice_resolve": ("invoice_submit", "invoice_approve", "invoice_reject", "invoice_discharge"),
 }
 
 # Prompts: each template split at build time into literal text and argument slots (values are never evaluated).
@@ -236,7 +249,7 @@ PROMPTS: Final[list[PromptRoute]] = [
         (
             ("List the overdue invoices of customer ", False),
             ("customer_id", True),
-            (" with invoice.list, then suggest a ", False),
+            (" with invoice_list, then suggest a ", False),
             ("tone", True),
             (" reminder for each.", False),
         ),
@@ -289,9 +302,9 @@ def create_server(
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
-        "invoice.get": partial(
+        "invoice_get": partial(
             run_tool,
-            "invoice.get",
+            "invoice_get",
             inputs.parse_invoice_get,
             by_role(
                 partial(presenters.present_invoice, user=user),
@@ -300,85 +313,85 @@ def create_server(
                     ("support", presenters.present_invoice_support),
                 ),
             ),
-            functions.bind("get_invoice", "invoice.get"),
+            functions.bind("get_invoice", "invoice_get"),
             errors=frozenset({"NOT_FOUND"}),
             tool_names=TOOL_NAMES,
         ),
-        "invoice.list": partial(
+        "invoice_list": partial(
             run_tool,
-            "invoice.list",
+            "invoice_list",
             inputs.parse_invoice_list,
             presenters.present_invoice_many,
-            functions.bind("list_invoices", "invoice.list"),
+            functions.bind("list_invoices", "invoice_list"),
             tool_names=TOOL_NAMES,
         ),
-        "invoice.create": partial(
+        "invoice_create": partial(
             run_tool,
-            "invoice.create",
+            "invoice_create",
             inputs.parse_invoice_create,
             partial(presenters.present_invoice, user=user),
-            functions.bind("create_invoice", "invoice.create"),
+            functions.bind("create_invoice", "invoice_create"),
             tool_names=TOOL_NAMES,
         ),
-        "invoice.update": partial(
+        "invoice_update": partial(
             run_tool,
-            "invoice.update",
+            "invoice_update",
             inputs.parse_invoice_update,
             partial(presenters.present_invoice, user=user),
-            functions.bind("update_invoice", "invoice.update"),
+            functions.bind("update_invoice", "invoice_update"),
             tool_names=TOOL_NAMES,
         ),
-        "customer.get": partial(
+        "customer_get": partial(
             run_tool,
-            "customer.get",
+            "customer_get",
             inputs.parse_customer_get,
             partial(presenters.present_customer_card, user=user),
-            functions.bind("get_customer", "customer.get"),
+            functions.bind("get_customer", "customer_get"),
             tool_names=TOOL_NAMES,
         ),
-        "billing.remind": partial(
+        "billing_remind": partial(
             run_tool,
-            "billing.remind",
+            "billing_remind",
             inputs.parse_billing_remind,
             None,
-            functions.bind("send_reminder", "billing.remind"),
+            functions.bind("send_reminder", "billing_remind"),
             tool_names=TOOL_NAMES,
         ),
-        "invoice.submit": partial(
+        "invoice_submit": partial(
             run_tool,
-            "invoice.submit",
+            "invoice_submit",
             inputs.parse_invoice_submit,
             None,
-            functions.bind("submit_invoice", "invoice.submit"),
+            functions.bind("submit_invoice", "invoice_submit"),
             tool_names=TOOL_NAMES,
         ),
-        "invoice.approve": partial(
+        "invoice_approve": partial(
             run_tool,
-            "invoice.approve",
+            "invoice_approve",
             inputs.parse_invoice_approve,
             None,
-            functions.bind("approve_invoice", "invoice.approve"),
+            functions.bind("approve_invoice", "invoice_approve"),
             tool_names=TOOL_NAMES,
         ),
-        "invoice.reject": partial(
+        "invoice_reject": partial(
             run_tool,
-            "invoice.reject",
+            "invoice_reject",
             inputs.parse_invoice_reject,
             None,
-            functions.bind("reject_invoice", "invoice.reject"),
+            functions.bind("reject_invoice", "invoice_reject"),
             tool_names=TOOL_NAMES,
         ),
-        "invoice.discharge": partial(
+        "invoice_discharge": partial(
             run_tool,
-            "invoice.discharge",
+            "invoice_discharge",
             inputs.parse_invoice_discharge,
             None,
-            functions.bind("discharge_invoice", "invoice.discharge"),
+            functions.bind("discharge_invoice", "invoice_discharge"),
             tool_names=TOOL_NAMES,
         ),
-        "invoice.start": partial(gate.start, MACHINES["invoice"]),
-        "invoice.status": partial(gate.status, MACHINES["invoice"]),
-        "invoice.resolve": partial(gate.resolve, MACHINES["invoice"]),
+        "invoice_start": partial(gate.start, MACHINES["invoice"]),
+        "invoice_status": partial(gate.status, MACHINES["invoice"]),
+        "invoice_resolve": partial(gate.resolve, MACHINES["invoice"]),
     }
     served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
     routes = {name: route for name, route in routes.items() if name in served}
@@ -388,7 +401,7 @@ def create_server(
             ResourceRoute(
                 "invoice",
                 "invoice://{id}",
-                "One invoice, as invoice.get shows it: hidden fields gone, PII redacted, with its rules.",
+                "One invoice, as invoice_get shows it: hidden fields gone, PII redacted, with its rules.",
                 partial(
                     run_tool,
                     "invoice",

@@ -24,11 +24,14 @@ INVOICE_MACHINE: Final = Machine(
         ("approved", "DISCHARGE"): "discharged",
     },
     tools_by_state={
-        "draft": ("invoice.submit",),
-        "review": ("invoice.approve", "invoice.reject"),
-        "approved": ("invoice.discharge",),
+        "draft": ("invoice_submit",),
+        "review": ("invoice_approve", "invoice_reject"),
+        "approved": ("invoice_discharge",),
         "discharged": (),
     },
+    start_tool="invoice_start",
+    status_tool="invoice_status",
+    resolve_tool="invoice_resolve",
 )
 
 MACHINES: Final[dict[str, Machine]] = {
@@ -36,8 +39,8 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "invoice.submit": Binding("invoice", frozenset({"draft"}), "SUBMIT", retry_in_doubt=True),
-    "invoice.approve": Binding("invoice", frozenset({"review"}), "APPROVE", retry_in_doubt=True),
-    "invoice.reject": Binding("invoice", frozenset({"review"}), "REJECT", retry_in_doubt=True),
-    "invoice.discharge": Binding("invoice", frozenset({"approved"}), "DISCHARGE", retry_in_doubt=False),
+    "invoice_submit": Binding("invoice", frozenset({"draft"}), "SUBMIT", retry_in_doubt=True),
+    "invoice_approve": Binding("invoice", frozenset({"review"}), "APPROVE", retry_in_doubt=True),
+    "invoice_reject": Binding("invoice", frozenset({"review"}), "REJECT", retry_in_doubt=True),
+    "invoice_discharge": Binding("invoice", frozenset({"approved"}), "DISCHARGE", retry_in_doubt=False),
 }

@@ -39,7 +39,7 @@ _TICKET_LIST_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class TicketGetInput:
-    """Validated arguments of the ticket.get tool."""
+    """Validated arguments of the ticket_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -61,7 +61,7 @@ def parse_ticket_get(arguments: Mapping[str, Any]) -> TicketGetInput:
 
 @dataclass(frozen=True, slots=True)
 class TicketListInput:
-    """Validated arguments of the ticket.list tool."""
+    """Validated arguments of the ticket_list tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 

@@ -30,27 +30,32 @@ HANDLERS_MODULE: Final = "helpdesk_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"ticket.get": "ticket.get", "ticket.list": "ticket.list"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "ticket_get": "ticket_get",
+    "ticket_list": "ticket_list",
+    "ticket.get": "ticket_get",
+    "ticket.list": "ticket_list",
+}
 # [auth]: the token claims holding roles and tenant, and the scopes advertised under --auth.
 ROLES_CLAIM: Final = "roles"
 TENANT_CLAIM: Final[str | None] = "org_id"
 AUTH_SCOPES: Final[tuple[str, ...]] = ("tickets:read",)
 # What a caller needs per tool ([tools.X] requires): refused FORBIDDEN without it, and not listed (handshake era).
 REQUIRES: Final[dict[str, Requirement]] = {
-    "ticket.get": Requirement(scopes=frozenset({"tickets:read"}), roles=frozenset()),
+    "ticket_get": Requirement(scopes=frozenset({"tickets:read"}), roles=frozenset()),
 }
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="ticket.get",
-        description="ticket.get",
+        name="ticket_get",
+        description="ticket_get",
         input_schema=schemas.TICKET_GET_INPUT,
         output_schema=schemas.TICKET_GET_BY_ROLE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="ticket.list",
-        description="ticket.list",
+        name="ticket_list",
+        description="ticket_list",
         input_schema=schemas.TICKET_LIST_INPUT,
         output_schema=schemas.TICKET_LIST_BY_ROLE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -58,7 +63,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"ticket.get": "query", "ticket.list": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"ticket_get": "query", "ticket_list": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -73,9 +78,9 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "ticket.get": partial(
+        "ticket_get": partial(
             run_tool,
-            "ticket.get",
+            "ticket_get",
             inputs.parse_ticket_get,
             by_role(
                 presenters.present_ticket,
@@ -85,15 +90,15 @@ def create_server(
                     ("agent", presenters.present_ticket_agent),
                 ),
             ),
-            functions.bind("ticket_get", "ticket.get"),
+            functions.bind("ticket_get", "ticket_get"),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.list": partial(
+        "ticket_list": partial(
             run_tool,
-            "ticket.list",
+            "ticket_list",
             inputs.parse_ticket_list,
             by_role(presenters.present_ticket_many, (("agent", presenters.present_ticket_agent_many),)),
-            functions.bind("ticket_list", "ticket.list"),
+            functions.bind("ticket_list", "ticket_list"),
             tool_names=TOOL_NAMES,
         ),
     }

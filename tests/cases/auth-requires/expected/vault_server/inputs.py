@@ -45,7 +45,7 @@ _NOTE_COUNT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class NoteGetInput:
-    """Validated arguments of the note.get tool."""
+    """Validated arguments of the note_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -67,7 +67,7 @@ def parse_note_get(arguments: Mapping[str, Any]) -> NoteGetInput:
 
 @dataclass(frozen=True, slots=True)
 class NoteDeleteInput:
-    """Validated arguments of the note.delete tool."""
+    """Validated arguments of the note_delete tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -89,7 +89,7 @@ def parse_note_delete(arguments: Mapping[str, Any]) -> NoteDeleteInput:
 
 @dataclass(frozen=True, slots=True)
 class NoteCountInput:
-    """Validated arguments of the note.count tool."""
+    """Validated arguments of the note_count tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 

@@ -31,9 +31,12 @@ HANDLERS_MODULE: Final = "vault_server_handlers"
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "note.get": "note.get",
-    "note.delete": "note.delete",
-    "note.count": "note.count",
+    "note_get": "note_get",
+    "note_delete": "note_delete",
+    "note_count": "note_count",
+    "note.get": "note_get",
+    "note.delete": "note_delete",
+    "note.count": "note_count",
 }
 # [auth]: the token claims holding roles and tenant, and the scopes advertised under --auth.
 ROLES_CLAIM: Final = "groups"
@@ -41,26 +44,26 @@ TENANT_CLAIM: Final[str | None] = None
 AUTH_SCOPES: Final[tuple[str, ...]] = ("notes:read", "notes:write")
 # What a caller needs per tool ([tools.X] requires): refused FORBIDDEN without it, and not listed (handshake era).
 REQUIRES: Final[dict[str, Requirement]] = {
-    "note.get": Requirement(scopes=frozenset({"notes:read"}), roles=frozenset()),
-    "note.delete": Requirement(scopes=frozenset({"notes:write"}), roles=frozenset({"admin", "owner"})),
+    "note_get": Requirement(scopes=frozenset({"notes:read"}), roles=frozenset()),
+    "note_delete": Requirement(scopes=frozenset({"notes:write"}), roles=frozenset({"admin", "owner"})),
 }
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="note.get",
+        name="note_get",
         description="Fetch one note.",
         input_schema=schemas.NOTE_GET_INPUT,
         output_schema=schemas.NOTE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="note.delete",
+        name="note_delete",
         description="Delete a note.",
         input_schema=schemas.NOTE_DELETE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="note.count",
+        name="note_count",
         description="How many notes there are.",
         input_schema=schemas.NOTE_COUNT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -68,7 +71,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"note.get": "query", "note.delete": "mutation", "note.count": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"note_get": "query", "note_delete": "mutation", "note_count": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -83,28 +86,28 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "note.get": partial(
+        "note_get": partial(
             run_tool,
-            "note.get",
+            "note_get",
             inputs.parse_note_get,
             presenters.present_note,
-            functions.bind("note_get", "note.get"),
+            functions.bind("note_get", "note_get"),
             tool_names=TOOL_NAMES,
         ),
-        "note.delete": partial(
+        "note_delete": partial(
             run_tool,
-            "note.delete",
+            "note_delete",
             inputs.parse_note_delete,
             None,
-            functions.bind("note_delete", "note.delete"),
+            functions.bind("note_delete", "note_delete"),
             tool_names=TOOL_NAMES,
         ),
-        "note.count": partial(
+        "note_count": partial(
             run_tool,
-            "note.count",
+            "note_count",
             inputs.parse_note_count,
             None,
-            functions.bind("note_count", "note.count"),
+            functions.bind("note_count", "note_count"),
             tool_names=TOOL_NAMES,
         ),
     }

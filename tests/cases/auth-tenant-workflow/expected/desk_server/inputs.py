@@ -54,7 +54,7 @@ def parse_whoami(arguments: Mapping[str, Any]) -> WhoamiInput:
 
 @dataclass(frozen=True, slots=True)
 class TicketCloseInput:
-    """Validated arguments of the ticket.close tool."""
+    """Validated arguments of the ticket_close tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 

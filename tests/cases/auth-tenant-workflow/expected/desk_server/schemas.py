@@ -12,7 +12,7 @@ TICKET_CLOSE_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "The handle from ticket.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from ticket_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "additionalProperties": False,
@@ -58,7 +58,7 @@ WORKFLOW_STATUS_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "A handle returned by this workflow's start tool (W.start for W.status); omit it (older protocols only) for this session's own workflow.",
+            "description": "A handle returned by this workflow's start tool (W_start for W_status); omit it (older protocols only) for this session's own workflow.",
         },
     },
     "additionalProperties": False,

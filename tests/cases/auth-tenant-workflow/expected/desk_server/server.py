@@ -47,10 +47,14 @@ HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
     "whoami": "whoami",
-    "ticket.close": "ticket.close",
-    "ticket.start": "ticket.start",
-    "ticket.status": "ticket.status",
-    "ticket.resolve": "ticket.resolve",
+    "ticket_close": "ticket_close",
+    "ticket.close": "ticket_close",
+    "ticket_start": "ticket_start",
+    "ticket.start": "ticket_start",
+    "ticket_status": "ticket_status",
+    "ticket.status": "ticket_status",
+    "ticket_resolve": "ticket_resolve",
+    "ticket.resolve": "ticket_resolve",
 }
 # [auth]: the token claims holding roles and tenant, and the scopes advertised under --auth.
 ROLES_CLAIM: Final = "roles"
@@ -67,28 +71,28 @@ TOOLS: Final[list[types.Tool]] = [
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="ticket.close",
+        name="ticket_close",
         description="Close the ticket.",
         input_schema=schemas.TICKET_CLOSE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="ticket.start",
+        name="ticket_start",
         description='Start a new "ticket" workflow in state "open" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="ticket.status",
+        name="ticket_status",
         description='The current state of a "ticket" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="ticket.resolve",
-        description='Settle a call of ticket.close whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
+        name="ticket_resolve",
+        description='Settle a call of ticket_close whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
         input_schema=schemas.WORKFLOW_RESOLVE_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False),
@@ -97,7 +101,7 @@ TOOLS: Final[list[types.Tool]] = [
 
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
-    "ticket.close": 'Close the ticket. (Workflow "ticket": runs only in state open; pass workflow_id from ticket.start.)',
+    "ticket_close": 'Close the ticket. (Workflow "ticket": runs only in state open; pass workflow_id from ticket_start.)',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -115,12 +119,12 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
 }
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"whoami": "query", "ticket.close": "mutation"}
+TOOL_KINDS: Final[dict[str, str]] = {"whoami": "query", "ticket_close": "mutation"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
-    "ticket.start": ("ticket.close",),
-    "ticket.status": ("ticket.close",),
-    "ticket.resolve": ("ticket.close",),
+    "ticket_start": ("ticket_close",),
+    "ticket_status": ("ticket_close",),
+    "ticket_resolve": ("ticket_close",),
 }
 
 
@@ -170,17 +174,17 @@ def create_server(
             functions.bind("whoami", "whoami"),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.close": partial(
+        "ticket_close": partial(
             run_tool,
-            "ticket.close",
+            "ticket_close",
             inputs.parse_ticket_close,
             None,
-            functions.bind("ticket_close", "ticket.close"),
+            functions.bind("ticket_close", "ticket_close"),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.start": partial(gate.start, MACHINES["ticket"]),
-        "ticket.status": partial(gate.status, MACHINES["ticket"]),
-        "ticket.resolve": partial(gate.resolve, MACHINES["ticket"]),
+        "ticket_start": partial(gate.start, MACHINES["ticket"]),
+        "ticket_status": partial(gate.status, MACHINES["ticket"]),
+        "ticket_resolve": partial(gate.resolve, MACHINES["ticket"]),
     }
     served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
     routes = {name: route for name, route in routes.items() if name in served}

@@ -39,7 +39,7 @@ _ROW_ALL_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class RowGetInput:
-    """Validated arguments of the row.get tool."""
+    """Validated arguments of the row_get tool."""
 
     id: int
     fields_set: frozenset[str] = field(default=frozenset())
@@ -61,7 +61,7 @@ def parse_row_get(arguments: Mapping[str, Any]) -> RowGetInput:
 
 @dataclass(frozen=True, slots=True)
 class RowAllInput:
-    """Validated arguments of the row.all tool."""
+    """Validated arguments of the row_all tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 

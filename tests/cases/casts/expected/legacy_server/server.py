@@ -29,18 +29,23 @@ HANDLERS_MODULE: Final = "legacy_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"row.get": "row.get", "row.all": "row.all"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "row_get": "row_get",
+    "row_all": "row_all",
+    "row.get": "row_get",
+    "row.all": "row_all",
+}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="row.get",
+        name="row_get",
         description="Read one row.",
         input_schema=schemas.ROW_GET_INPUT,
         output_schema=schemas.ROW_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="row.all",
+        name="row_all",
         description="Read every row.",
         input_schema=schemas.ROW_ALL_INPUT,
         output_schema=schemas.ROW_COLLECTION_OUTPUT,
@@ -49,7 +54,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"row.get": "query", "row.all": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"row_get": "query", "row_all": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -64,20 +69,20 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "row.get": partial(
+        "row_get": partial(
             run_tool,
-            "row.get",
+            "row_get",
             inputs.parse_row_get,
             presenters.present_row,
-            functions.bind("row_get", "row.get"),
+            functions.bind("row_get", "row_get"),
             tool_names=TOOL_NAMES,
         ),
-        "row.all": partial(
+        "row_all": partial(
             run_tool,
-            "row.all",
+            "row_all",
             inputs.parse_row_all,
             presenters.present_row_many,
-            functions.bind("row_all", "row.all"),
+            functions.bind("row_all", "row_all"),
             tool_names=TOOL_NAMES,
         ),
     }

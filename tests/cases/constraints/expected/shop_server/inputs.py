@@ -49,7 +49,7 @@ _SKU_PATTERN: Final[re.Pattern[str]] = re.compile("^[A-Z]{3}-[0-9]+\\Z", re.ASCI
 
 @dataclass(frozen=True, slots=True)
 class OrderPlaceInput:
-    """Validated arguments of the order.place tool."""
+    """Validated arguments of the order_place tool."""
 
     code: str
     amount: float

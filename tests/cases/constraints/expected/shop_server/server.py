@@ -29,11 +29,11 @@ HANDLERS_MODULE: Final = "shop_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"order.place": "order.place"}
+TOOL_NAMES: Final[dict[str, str]] = {"order_place": "order_place", "order.place": "order_place"}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="order.place",
+        name="order_place",
         title="Place an order",
         description="Place an order.",
         input_schema=schemas.ORDER_PLACE_INPUT,
@@ -42,7 +42,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"order.place": "action"}
+TOOL_KINDS: Final[dict[str, str]] = {"order_place": "action"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -57,12 +57,12 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "order.place": partial(
+        "order_place": partial(
             run_tool,
-            "order.place",
+            "order_place",
             inputs.parse_order_place,
             None,
-            functions.bind("order_place", "order.place"),
+            functions.bind("order_place", "order_place"),
             tool_names=TOOL_NAMES,
         ),
     }

@@ -81,7 +81,7 @@ def parse_clock_now(arguments: Mapping[str, Any]) -> ClockNowInput:
 
 @dataclass(frozen=True, slots=True)
 class NotesAppendInput:
-    """Validated arguments of the notes.append tool."""
+    """Validated arguments of the notes_append tool."""
 
     text: str
     fields_set: frozenset[str] = field(default=frozenset())

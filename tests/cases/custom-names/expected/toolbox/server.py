@@ -29,7 +29,12 @@ HANDLERS_MODULE: Final = "impl.ops"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"ping": "ping", "Clock-Now": "Clock-Now", "notes.append": "notes.append"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "ping": "ping",
+    "Clock-Now": "Clock-Now",
+    "notes_append": "notes_append",
+    "notes.append": "notes_append",
+}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
@@ -45,7 +50,7 @@ TOOLS: Final[list[types.Tool]] = [
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="notes.append",
+        name="notes_append",
         description="Append a note.",
         input_schema=schemas.NOTES_APPEND_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
@@ -53,7 +58,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"ping": "query", "Clock-Now": "action", "notes.append": "mutation"}
+TOOL_KINDS: Final[dict[str, str]] = {"ping": "query", "Clock-Now": "action", "notes_append": "mutation"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -84,12 +89,12 @@ def create_server(
             functions.bind("now", "Clock-Now"),
             tool_names=TOOL_NAMES,
         ),
-        "notes.append": partial(
+        "notes_append": partial(
             run_tool,
-            "notes.append",
+            "notes_append",
             inputs.parse_notes_append,
             None,
-            functions.bind("append_note", "notes.append"),
+            functions.bind("append_note", "notes_append"),
             tool_names=TOOL_NAMES,
         ),
     }

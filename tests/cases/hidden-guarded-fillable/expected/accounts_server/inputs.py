@@ -48,7 +48,7 @@ _ACCOUNT_RENAME_GUARDED_INPUTS: Final[frozenset[str]] = frozenset({"created_at",
 
 @dataclass(frozen=True, slots=True)
 class AccountCreateInput:
-    """Validated arguments of the account.create tool."""
+    """Validated arguments of the account_create tool."""
 
     email: str
     display_name: str
@@ -84,7 +84,7 @@ def parse_account_create(arguments: Mapping[str, Any]) -> AccountCreateInput:
 
 @dataclass(frozen=True, slots=True)
 class AccountUpdateInput:
-    """Validated arguments of the account.update tool."""
+    """Validated arguments of the account_update tool."""
 
     id: str
     display_name: str | None
@@ -114,7 +114,7 @@ def parse_account_update(arguments: Mapping[str, Any]) -> AccountUpdateInput:
 
 @dataclass(frozen=True, slots=True)
 class AccountRenameInput:
-    """Validated arguments of the account.rename tool."""
+    """Validated arguments of the account_rename tool."""
 
     id: str
     display_name: str

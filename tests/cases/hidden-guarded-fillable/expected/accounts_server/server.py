@@ -30,28 +30,31 @@ HANDLERS_MODULE: Final = "accounts_server_handlers"
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "account.create": "account.create",
-    "account.update": "account.update",
-    "account.rename": "account.rename",
+    "account_create": "account_create",
+    "account_update": "account_update",
+    "account_rename": "account_rename",
+    "account.create": "account_create",
+    "account.update": "account_update",
+    "account.rename": "account_rename",
 }
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="account.create",
+        name="account_create",
         description="Open an account.",
         input_schema=schemas.ACCOUNT_CREATE_INPUT,
         output_schema=schemas.ACCOUNT_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="account.update",
+        name="account_update",
         description="Change an account; only the fields sent change.",
         input_schema=schemas.ACCOUNT_UPDATE_INPUT,
         output_schema=schemas.ACCOUNT_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="account.rename",
+        name="account_rename",
         description="Rename an account (a non-partial operation: display_name is required).",
         input_schema=schemas.ACCOUNT_RENAME_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
@@ -60,9 +63,9 @@ TOOLS: Final[list[types.Tool]] = [
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
 TOOL_KINDS: Final[dict[str, str]] = {
-    "account.create": "mutation",
-    "account.update": "mutation",
-    "account.rename": "mutation",
+    "account_create": "mutation",
+    "account_update": "mutation",
+    "account_rename": "mutation",
 }
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
@@ -78,28 +81,28 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "account.create": partial(
+        "account_create": partial(
             run_tool,
-            "account.create",
+            "account_create",
             inputs.parse_account_create,
             presenters.present_account,
-            functions.bind("account_create", "account.create"),
+            functions.bind("account_create", "account_create"),
             tool_names=TOOL_NAMES,
         ),
-        "account.update": partial(
+        "account_update": partial(
             run_tool,
-            "account.update",
+            "account_update",
             inputs.parse_account_update,
             presenters.present_account,
-            functions.bind("account_update", "account.update"),
+            functions.bind("account_update", "account_update"),
             tool_names=TOOL_NAMES,
         ),
-        "account.rename": partial(
+        "account_rename": partial(
             run_tool,
-            "account.rename",
+            "account_rename",
             inputs.parse_account_rename,
             None,
-            functions.bind("rename", "account.rename"),
+            functions.bind("rename", "account_rename"),
             tool_names=TOOL_NAMES,
         ),
     }

@@ -70,7 +70,7 @@ _ORDER_NOTE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class OrderViewInput:
-    """Validated arguments of the order.view tool."""
+    """Validated arguments of the order_view tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -92,7 +92,7 @@ def parse_order_view(arguments: Mapping[str, Any]) -> OrderViewInput:
 
 @dataclass(frozen=True, slots=True)
 class OrderAddInput:
-    """Validated arguments of the order.add tool."""
+    """Validated arguments of the order_add tool."""
 
     sku: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -114,7 +114,7 @@ def parse_order_add(arguments: Mapping[str, Any]) -> OrderAddInput:
 
 @dataclass(frozen=True, slots=True)
 class OrderCheckoutInput:
-    """Validated arguments of the order.checkout tool."""
+    """Validated arguments of the order_checkout tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 
@@ -132,7 +132,7 @@ def parse_order_checkout(arguments: Mapping[str, Any]) -> OrderCheckoutInput:
 
 @dataclass(frozen=True, slots=True)
 class OrderPayInput:
-    """Validated arguments of the order.pay tool."""
+    """Validated arguments of the order_pay tool."""
 
     amount: float
     fields_set: frozenset[str] = field(default=frozenset())
@@ -154,7 +154,7 @@ def parse_order_pay(arguments: Mapping[str, Any]) -> OrderPayInput:
 
 @dataclass(frozen=True, slots=True)
 class OrderCancelInput:
-    """Validated arguments of the order.cancel tool."""
+    """Validated arguments of the order_cancel tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 
@@ -172,7 +172,7 @@ def parse_order_cancel(arguments: Mapping[str, Any]) -> OrderCancelInput:
 
 @dataclass(frozen=True, slots=True)
 class OrderShipInput:
-    """Validated arguments of the order.ship tool."""
+    """Validated arguments of the order_ship tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 
@@ -190,7 +190,7 @@ def parse_order_ship(arguments: Mapping[str, Any]) -> OrderShipInput:
 
 @dataclass(frozen=True, slots=True)
 class OrderNoteInput:
-    """Validated arguments of the order.note tool."""
+    """Validated arguments of the order_note tool."""
 
     text: str
     fields_set: frozenset[str] = field(default=frozenset())

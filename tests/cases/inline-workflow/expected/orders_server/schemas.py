@@ -18,7 +18,7 @@ ORDER_ADD_INPUT: Final[dict[str, Any]] = {
         "sku": {"type": "string"},
         "order_flow": {
             "type": "string",
-            "description": "The handle from checkout.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from checkout_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["sku"],
@@ -30,7 +30,7 @@ ORDER_CHECKOUT_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "order_flow": {
             "type": "string",
-            "description": "The handle from checkout.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from checkout_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "additionalProperties": False,
@@ -42,7 +42,7 @@ ORDER_PAY_INPUT: Final[dict[str, Any]] = {
         "amount": {"type": "number"},
         "order_flow": {
             "type": "string",
-            "description": "The handle from checkout.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from checkout_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["amount"],
@@ -54,7 +54,7 @@ ORDER_CANCEL_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "order_flow": {
             "type": "string",
-            "description": "The handle from checkout.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from checkout_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "additionalProperties": False,
@@ -65,7 +65,7 @@ ORDER_SHIP_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "order_flow": {
             "type": "string",
-            "description": "The handle from checkout.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from checkout_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "additionalProperties": False,
@@ -77,7 +77,7 @@ ORDER_NOTE_INPUT: Final[dict[str, Any]] = {
         "text": {"type": "string"},
         "order_flow": {
             "type": "string",
-            "description": "The handle from checkout.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from checkout_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["text"],
@@ -119,7 +119,7 @@ WORKFLOW_STATUS_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "order_flow": {
             "type": "string",
-            "description": "A handle returned by this workflow's start tool (W.start for W.status); omit it (older protocols only) for this session's own workflow.",
+            "description": "A handle returned by this workflow's start tool (W_start for W_status); omit it (older protocols only) for this session's own workflow.",
         },
     },
     "additionalProperties": False,

@@ -46,81 +46,91 @@ HANDLERS_MODULE: Final = "orders_server_handlers"
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "order.view": "order.view",
-    "order.add": "order.add",
-    "order.checkout": "order.checkout",
-    "order.pay": "order.pay",
-    "order.cancel": "order.cancel",
-    "order.ship": "order.ship",
-    "order.note": "order.note",
-    "checkout.start": "checkout.start",
-    "checkout.status": "checkout.status",
-    "checkout.resolve": "checkout.resolve",
+    "order_view": "order_view",
+    "order_add": "order_add",
+    "order_checkout": "order_checkout",
+    "order_pay": "order_pay",
+    "order_cancel": "order_cancel",
+    "order_ship": "order_ship",
+    "order_note": "order_note",
+    "order.view": "order_view",
+    "order.add": "order_add",
+    "order.checkout": "order_checkout",
+    "order.pay": "order_pay",
+    "order.cancel": "order_cancel",
+    "order.ship": "order_ship",
+    "order.note": "order_note",
+    "checkout_start": "checkout_start",
+    "checkout.start": "checkout_start",
+    "checkout_status": "checkout_status",
+    "checkout.status": "checkout_status",
+    "checkout_resolve": "checkout_resolve",
+    "checkout.resolve": "checkout_resolve",
 }
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="order.view",
+        name="order_view",
         description="Look at the order (always allowed).",
         input_schema=schemas.ORDER_VIEW_INPUT,
         output_schema=schemas.ORDER_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="order.add",
+        name="order_add",
         description="Add an item to the cart.",
         input_schema=schemas.ORDER_ADD_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="order.checkout",
+        name="order_checkout",
         description="Go to payment.",
         input_schema=schemas.ORDER_CHECKOUT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="order.pay",
+        name="order_pay",
         description="Pay.",
         input_schema=schemas.ORDER_PAY_INPUT,
         output_schema=schemas.ORDER_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="order.cancel",
+        name="order_cancel",
         description="Back to the cart.",
         input_schema=schemas.ORDER_CANCEL_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="order.ship",
+        name="order_ship",
         description="Ship a paid order.",
         input_schema=schemas.ORDER_SHIP_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="order.note",
+        name="order_note",
         description="Add a note while paying or paid (gated only).",
         input_schema=schemas.ORDER_NOTE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="checkout.start",
+        name="checkout_start",
         description='Start a new "checkout" workflow in state "cart" and get its order_flow: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="checkout.status",
+        name="checkout_status",
         description='The current state of a "checkout" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="checkout.resolve",
-        description='Settle a call of order.add, order.pay, order.ship whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
+        name="checkout_resolve",
+        description='Settle a call of order_add, order_pay, order_ship whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
         input_schema=schemas.WORKFLOW_RESOLVE_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False),
@@ -129,12 +139,12 @@ TOOLS: Final[list[types.Tool]] = [
 
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
-    "order.add": 'Add an item to the cart. (Workflow "checkout": runs only in state cart; pass order_flow from checkout.start.)',
-    "order.checkout": 'Go to payment. (Workflow "checkout": runs only in state cart; pass order_flow from checkout.start.)',
-    "order.pay": 'Pay. (Workflow "checkout": runs only in state payment; pass order_flow from checkout.start.)',
-    "order.cancel": 'Back to the cart. (Workflow "checkout": runs only in state payment; pass order_flow from checkout.start.)',
-    "order.ship": 'Ship a paid order. (Workflow "checkout": runs only in state paid; pass order_flow from checkout.start.)',
-    "order.note": 'Add a note while paying or paid (gated only). (Workflow "checkout": runs only in state payment, paid; pass order_flow from checkout.start.)',
+    "order_add": 'Add an item to the cart. (Workflow "checkout": runs only in state cart; pass order_flow from checkout_start.)',
+    "order_checkout": 'Go to payment. (Workflow "checkout": runs only in state cart; pass order_flow from checkout_start.)',
+    "order_pay": 'Pay. (Workflow "checkout": runs only in state payment; pass order_flow from checkout_start.)',
+    "order_cancel": 'Back to the cart. (Workflow "checkout": runs only in state payment; pass order_flow from checkout_start.)',
+    "order_ship": 'Ship a paid order. (Workflow "checkout": runs only in state paid; pass order_flow from checkout_start.)',
+    "order_note": 'Add a note while paying or paid (gated only). (Workflow "checkout": runs only in state payment, paid; pass order_flow from checkout_start.)',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -145,7 +155,7 @@ MODERN_TOOLS: Final[list[types.Tool]] = [
 
 # Shown instead while the tool's workflow is in its initial state (handshake era).
 COMPACT_DESCRIPTIONS: Final[dict[str, str]] = {
-    "order.add": "Add item.",
+    "order_add": "Add item.",
 }
 COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
     tool.name: tool.model_copy(update={"description": COMPACT_DESCRIPTIONS[tool.name]})
@@ -155,32 +165,32 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
 TOOL_KINDS: Final[dict[str, str]] = {
-    "order.view": "query",
-    "order.add": "mutation",
-    "order.checkout": "action",
-    "order.pay": "mutation",
-    "order.cancel": "action",
-    "order.ship": "mutation",
-    "order.note": "action",
+    "order_view": "query",
+    "order_add": "mutation",
+    "order_checkout": "action",
+    "order_pay": "mutation",
+    "order_cancel": "action",
+    "order_ship": "mutation",
+    "order_note": "action",
 }
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
-    "checkout.start": ("order.add", "order.checkout", "order.pay", "order.cancel", "order.ship", "order.note"),
-    "checkout.status": (
-        "order.add",
-        "order.checkout",
-        "order.pay",
-        "order.cancel",
-        "order.ship",
-        "order.note",
+    "checkout_start": ("order_add", "order_checkout", "order_pay", "order_cancel", "order_ship", "order_note"),
+    "checkout_status": (
+        "order_add",
+        "order_checkout",
+        "order_pay",
+        "order_cancel",
+        "order_ship",
+        "order_note",
     ),
-    "checkout.resolve": (
-        "order.add",
-        "order.checkout",
-        "order.pay",
-        "order.cancel",
-        "order.ship",
-        "order.note",
+    "checkout_resolve": (
+        "order_add",
+        "order_checkout",
+        "order_pay",
+        "order_cancel",
+        "order_ship",
+        "order_note",
     ),
 }
 
@@ -223,65 +233,65 @@ def create_server(
     )
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
     routes: dict[str, Route] = {
-        "order.view": partial(
+        "order_view": partial(
             run_tool,
-            "order.view",
+            "order_view",
             inputs.parse_order_view,
             presenters.present_order,
-            functions.bind("order_view", "order.view"),
+            functions.bind("order_view", "order_view"),
             tool_names=TOOL_NAMES,
         ),
-        "order.add": partial(
+        "order_add": partial(
             run_tool,
-            "order.add",
+            "order_add",
             inputs.parse_order_add,
             None,
-            functions.bind("order_add", "order.add"),
+            functions.bind("order_add", "order_add"),
             tool_names=TOOL_NAMES,
         ),
-        "order.checkout": partial(
+        "order_checkout": partial(
             run_tool,
-            "order.checkout",
+            "order_checkout",
             inputs.parse_order_checkout,
             None,
-            functions.bind("order_checkout", "order.checkout"),
+            functions.bind("order_checkout", "order_checkout"),
             tool_names=TOOL_NAMES,
         ),
-        "order.pay": partial(
+        "order_pay": partial(
             run_tool,
-            "order.pay",
+            "order_pay",
             inputs.parse_order_pay,
             presenters.present_order,
-            functions.bind("order_pay", "order.pay"),
+            functions.bind("order_pay", "order_pay"),
             tool_names=TOOL_NAMES,
         ),
-        "order.cancel": partial(
+        "order_cancel": partial(
             run_tool,
-            "order.cancel",
+            "order_cancel",
             inputs.parse_order_cancel,
             None,
-            functions.bind("order_cancel", "order.cancel"),
+            functions.bind("order_cancel", "order_cancel"),
             tool_names=TOOL_NAMES,
         ),
-        "order.ship": partial(
+        "order_ship": partial(
             run_tool,
-            "order.ship",
+            "order_ship",
             inputs.parse_order_ship,
             None,
-            functions.bind("order_ship", "order.ship"),
+            functions.bind("order_ship", "order_ship"),
             tool_names=TOOL_NAMES,
         ),
-        "order.note": partial(
+        "order_note": partial(
             run_tool,
-            "order.note",
+            "order_note",
             inputs.parse_order_note,
             None,
-            functions.bind("order_note", "order.note"),
+            functions.bind("order_note", "order_note"),
             tool_names=TOOL_NAMES,
         ),
-        "checkout.start": partial(gate.start, MACHINES["checkout"]),
-        "checkout.status": partial(gate.status, MACHINES["checkout"]),
-        "checkout.resolve": partial(gate.resolve, MACHINES["checkout"]),
+        "checkout_start": partial(gate.start, MACHINES["checkout"]),
+        "checkout_status": partial(gate.status, MACHINES["checkout"]),
+        "checkout_resolve": partial(gate.resolve, MACHINES["checkout"]),
     }
     served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
     routes = {name: route for name, route in routes.items() if name in served}

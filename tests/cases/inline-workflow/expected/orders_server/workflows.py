@@ -25,11 +25,14 @@ CHECKOUT_MACHINE: Final = Machine(
         ("paid", "SHIP"): "shipped",
     },
     tools_by_state={
-        "cart": ("order.add", "order.checkout"),
-        "payment": ("order.pay", "order.cancel", "order.note"),
-        "paid": ("order.ship", "order.note"),
+        "cart": ("order_add", "order_checkout"),
+        "payment": ("order_pay", "order_cancel", "order_note"),
+        "paid": ("order_ship", "order_note"),
         "shipped": (),
     },
+    start_tool="checkout_start",
+    status_tool="checkout_status",
+    resolve_tool="checkout_resolve",
 )
 
 MACHINES: Final[dict[str, Machine]] = {
@@ -37,10 +40,10 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "order.add": Binding("checkout", frozenset({"cart"}), "TOUCH", retry_in_doubt=False),
-    "order.checkout": Binding("checkout", frozenset({"cart"}), "CHECKOUT", retry_in_doubt=True),
-    "order.pay": Binding("checkout", frozenset({"payment"}), "PAY", retry_in_doubt=False),
-    "order.cancel": Binding("checkout", frozenset({"payment"}), "CANCEL", retry_in_doubt=True),
-    "order.ship": Binding("checkout", frozenset({"paid"}), "SHIP", retry_in_doubt=False),
-    "order.note": Binding("checkout", frozenset({"paid", "payment"}), None, retry_in_doubt=True),
+    "order_add": Binding("checkout", frozenset({"cart"}), "TOUCH", retry_in_doubt=False),
+    "order_checkout": Binding("checkout", frozenset({"cart"}), "CHECKOUT", retry_in_doubt=True),
+    "order_pay": Binding("checkout", frozenset({"payment"}), "PAY", retry_in_doubt=False),
+    "order_cancel": Binding("checkout", frozenset({"payment"}), "CANCEL", retry_in_doubt=True),
+    "order_ship": Binding("checkout", frozenset({"paid"}), "SHIP", retry_in_doubt=False),
+    "order_note": Binding("checkout", frozenset({"paid", "payment"}), None, retry_in_doubt=True),
 }

@@ -34,7 +34,7 @@ _DOC_PUT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class DocPutInput:
-    """Validated arguments of the doc.put tool."""
+    """Validated arguments of the doc_put tool."""
 
     id: str
     meta: Any | None

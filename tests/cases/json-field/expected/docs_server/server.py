@@ -29,11 +29,11 @@ HANDLERS_MODULE: Final = "docs_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"doc.put": "doc.put"}
+TOOL_NAMES: Final[dict[str, str]] = {"doc_put": "doc_put", "doc.put": "doc_put"}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="doc.put",
+        name="doc_put",
         description="Store a document's metadata.",
         input_schema=schemas.DOC_PUT_INPUT,
         output_schema=schemas.DOC_RESULT_OUTPUT,
@@ -42,7 +42,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"doc.put": "action"}
+TOOL_KINDS: Final[dict[str, str]] = {"doc_put": "action"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -57,12 +57,12 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "doc.put": partial(
+        "doc_put": partial(
             run_tool,
-            "doc.put",
+            "doc_put",
             inputs.parse_doc_put,
             presenters.present_doc,
-            functions.bind("doc_put", "doc.put"),
+            functions.bind("doc_put", "doc_put"),
             tool_names=TOOL_NAMES,
         ),
     }

@@ -41,7 +41,7 @@ _BIN_GUARDED: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class StockSetInput:
-    """Validated arguments of the stock.set tool."""
+    """Validated arguments of the stock_set tool."""
 
     prices: dict[str, float]
     bins: dict[str, dict[str, Any]] | None

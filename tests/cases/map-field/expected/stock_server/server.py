@@ -29,11 +29,11 @@ HANDLERS_MODULE: Final = "stock_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"stock.set": "stock.set"}
+TOOL_NAMES: Final[dict[str, str]] = {"stock_set": "stock_set", "stock.set": "stock_set"}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="stock.set",
+        name="stock_set",
         description="Set prices and bins.",
         input_schema=schemas.STOCK_SET_INPUT,
         output_schema=schemas.CATALOG_RESULT_OUTPUT,
@@ -42,7 +42,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"stock.set": "action"}
+TOOL_KINDS: Final[dict[str, str]] = {"stock_set": "action"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -57,12 +57,12 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "stock.set": partial(
+        "stock_set": partial(
             run_tool,
-            "stock.set",
+            "stock_set",
             inputs.parse_stock_set,
             presenters.present_catalog,
-            functions.bind("stock_set", "stock.set"),
+            functions.bind("stock_set", "stock_set"),
             tool_names=TOOL_NAMES,
         ),
     }

@@ -56,7 +56,7 @@ _SKU_PATTERN: Final[re.Pattern[str]] = re.compile("^[A-Z]+-[0-9]+\\Z", re.ASCII)
 
 @dataclass(frozen=True, slots=True)
 class OrderPlaceInput:
-    """Validated arguments of the order.place tool."""
+    """Validated arguments of the order_place tool."""
 
     address: dict[str, Any]
     lines: list[dict[str, Any]]
@@ -96,7 +96,7 @@ def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
 
 @dataclass(frozen=True, slots=True)
 class OrderSummaryInput:
-    """Validated arguments of the order.summary tool."""
+    """Validated arguments of the order_summary tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())

@@ -29,18 +29,23 @@ HANDLERS_MODULE: Final = "shop_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"order.place": "order.place", "order.summary": "order.summary"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "order_place": "order_place",
+    "order_summary": "order_summary",
+    "order.place": "order_place",
+    "order.summary": "order_summary",
+}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="order.place",
+        name="order_place",
         description="Place an order.",
         input_schema=schemas.ORDER_PLACE_INPUT,
         output_schema=schemas.ORDER_CARD_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="order.summary",
+        name="order_summary",
         description="Summarize an order.",
         input_schema=schemas.ORDER_SUMMARY_INPUT,
         output_schema=schemas.ORDER_SUMMARY_RESULT_OUTPUT,
@@ -49,7 +54,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"order.place": "mutation", "order.summary": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"order_place": "mutation", "order_summary": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -64,20 +69,20 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "order.place": partial(
+        "order_place": partial(
             run_tool,
-            "order.place",
+            "order_place",
             inputs.parse_order_place,
             presenters.present_order_card,
-            functions.bind("order_place", "order.place"),
+            functions.bind("order_place", "order_place"),
             tool_names=TOOL_NAMES,
         ),
-        "order.summary": partial(
+        "order_summary": partial(
             run_tool,
-            "order.summary",
+            "order_summary",
             inputs.parse_order_summary,
             presenters.present_order_summary,
-            functions.bind("order_summary", "order.summary"),
+            functions.bind("order_summary", "order_summary"),
             tool_names=TOOL_NAMES,
         ),
     }

@@ -39,7 +39,7 @@ _PERSON_CARD_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class TeamGetInput:
-    """Validated arguments of the team.get tool."""
+    """Validated arguments of the team_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -61,7 +61,7 @@ def parse_team_get(arguments: Mapping[str, Any]) -> TeamGetInput:
 
 @dataclass(frozen=True, slots=True)
 class PersonCardInput:
-    """Validated arguments of the person.card tool."""
+    """Validated arguments of the person_card tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())

@@ -29,18 +29,23 @@ HANDLERS_MODULE: Final = "teams_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"team.get": "team.get", "person.card": "person.card"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "team_get": "team_get",
+    "person_card": "person_card",
+    "team.get": "team_get",
+    "person.card": "person_card",
+}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="team.get",
+        name="team_get",
         description="One team with its lead and members.",
         input_schema=schemas.TEAM_GET_INPUT,
         output_schema=schemas.TEAM_VIEW_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="person.card",
+        name="person_card",
         description="A person as a card (inline schema).",
         input_schema=schemas.PERSON_CARD_INPUT,
         output_schema=schemas.PERSON_CARD_RESULT_OUTPUT,
@@ -49,7 +54,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"team.get": "query", "person.card": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"team_get": "query", "person_card": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -64,20 +69,20 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "team.get": partial(
+        "team_get": partial(
             run_tool,
-            "team.get",
+            "team_get",
             inputs.parse_team_get,
             presenters.present_team_view,
-            functions.bind("team_get", "team.get"),
+            functions.bind("team_get", "team_get"),
             tool_names=TOOL_NAMES,
         ),
-        "person.card": partial(
+        "person_card": partial(
             run_tool,
-            "person.card",
+            "person_card",
             inputs.parse_person_card,
             presenters.present_person_card,
-            functions.bind("person_card", "person.card"),
+            functions.bind("person_card", "person_card"),
             tool_names=TOOL_NAMES,
         ),
     }

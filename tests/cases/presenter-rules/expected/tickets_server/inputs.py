@@ -45,7 +45,7 @@ _TICKET_RAW_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class TicketGetInput:
-    """Validated arguments of the ticket.get tool."""
+    """Validated arguments of the ticket_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -67,7 +67,7 @@ def parse_ticket_get(arguments: Mapping[str, Any]) -> TicketGetInput:
 
 @dataclass(frozen=True, slots=True)
 class TicketSearchInput:
-    """Validated arguments of the ticket.search tool."""
+    """Validated arguments of the ticket_search tool."""
 
     text: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -89,7 +89,7 @@ def parse_ticket_search(arguments: Mapping[str, Any]) -> TicketSearchInput:
 
 @dataclass(frozen=True, slots=True)
 class TicketRawInput:
-    """Validated arguments of the ticket.raw tool."""
+    """Validated arguments of the ticket_raw tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())

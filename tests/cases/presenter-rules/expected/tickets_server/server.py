@@ -30,28 +30,31 @@ HANDLERS_MODULE: Final = "tickets_server_handlers"
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "ticket.get": "ticket.get",
-    "ticket.search": "ticket.search",
-    "ticket.raw": "ticket.raw",
+    "ticket_get": "ticket_get",
+    "ticket_search": "ticket_search",
+    "ticket_raw": "ticket_raw",
+    "ticket.get": "ticket_get",
+    "ticket.search": "ticket_search",
+    "ticket.raw": "ticket_raw",
 }
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="ticket.get",
+        name="ticket_get",
         description="One ticket, as a card.",
         input_schema=schemas.TICKET_GET_INPUT,
         output_schema=schemas.TICKET_CARD_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="ticket.search",
+        name="ticket_search",
         description="Tickets matching a text.",
         input_schema=schemas.TICKET_SEARCH_INPUT,
         output_schema=schemas.TICKET_CARD_COLLECTION_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="ticket.raw",
+        name="ticket_raw",
         description="One ticket, through the model's implicit presenter.",
         input_schema=schemas.TICKET_RAW_INPUT,
         output_schema=schemas.TICKET_RESULT_OUTPUT,
@@ -60,7 +63,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"ticket.get": "query", "ticket.search": "query", "ticket.raw": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"ticket_get": "query", "ticket_search": "query", "ticket_raw": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -75,28 +78,28 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "ticket.get": partial(
+        "ticket_get": partial(
             run_tool,
-            "ticket.get",
+            "ticket_get",
             inputs.parse_ticket_get,
             presenters.present_ticket_card,
-            functions.bind("ticket_get", "ticket.get"),
+            functions.bind("ticket_get", "ticket_get"),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.search": partial(
+        "ticket_search": partial(
             run_tool,
-            "ticket.search",
+            "ticket_search",
             inputs.parse_ticket_search,
             presenters.present_ticket_card_many,
-            functions.bind("ticket_search", "ticket.search"),
+            functions.bind("ticket_search", "ticket_search"),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.raw": partial(
+        "ticket_raw": partial(
             run_tool,
-            "ticket.raw",
+            "ticket_raw",
             inputs.parse_ticket_raw,
             presenters.present_ticket,
-            functions.bind("ticket_raw", "ticket.raw"),
+            functions.bind("ticket_raw", "ticket_raw"),
             tool_names=TOOL_NAMES,
         ),
     }

@@ -39,7 +39,7 @@ _CLIENT_PEOPLE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class ClientGetInput:
-    """Validated arguments of the client.get tool."""
+    """Validated arguments of the client_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -61,7 +61,7 @@ def parse_client_get(arguments: Mapping[str, Any]) -> ClientGetInput:
 
 @dataclass(frozen=True, slots=True)
 class ClientPeopleInput:
-    """Validated arguments of the client.people tool."""
+    """Validated arguments of the client_people tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 

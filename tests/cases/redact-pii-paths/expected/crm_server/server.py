@@ -38,20 +38,25 @@ HANDLERS_MODULE: Final = "crm_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"client.get": "client.get", "client.people": "client.people"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "client_get": "client_get",
+    "client_people": "client_people",
+    "client.get": "client_get",
+    "client.people": "client_people",
+}
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"Client": False}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="client.get",
+        name="client_get",
         description="One client.",
         input_schema=schemas.CLIENT_GET_INPUT,
         output_schema=schemas.CLIENT_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="client.people",
+        name="client_people",
         description="Clients as people.",
         input_schema=schemas.CLIENT_PEOPLE_INPUT,
         output_schema=schemas.PERSON_COLLECTION_OUTPUT,
@@ -60,7 +65,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"client.get": "query", "client.people": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"client_get": "query", "client_people": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -80,20 +85,20 @@ def create_server(
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
-        "client.get": partial(
+        "client_get": partial(
             run_tool,
-            "client.get",
+            "client_get",
             inputs.parse_client_get,
             partial(presenters.present_client, user=user),
-            functions.bind("client_get", "client.get"),
+            functions.bind("client_get", "client_get"),
             tool_names=TOOL_NAMES,
         ),
-        "client.people": partial(
+        "client_people": partial(
             run_tool,
-            "client.people",
+            "client_people",
             inputs.parse_client_people,
             presenters.present_person_many,
-            functions.bind("client_people", "client.people"),
+            functions.bind("client_people", "client_people"),
             tool_names=TOOL_NAMES,
         ),
     }

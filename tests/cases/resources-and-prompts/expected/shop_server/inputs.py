@@ -61,7 +61,7 @@ _COLOR_VALUES: Final[tuple[str, ...]] = ("red", "green")
 
 @dataclass(frozen=True, slots=True)
 class ItemGetInput:
-    """Validated arguments of the item.get tool."""
+    """Validated arguments of the item_get tool."""
 
     sku: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -83,7 +83,7 @@ def parse_item_get(arguments: Mapping[str, Any]) -> ItemGetInput:
 
 @dataclass(frozen=True, slots=True)
 class ItemRestockInput:
-    """Validated arguments of the item.restock tool."""
+    """Validated arguments of the item_restock tool."""
 
     sku: str
     quantity: int

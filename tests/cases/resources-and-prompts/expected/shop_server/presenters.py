@@ -53,7 +53,7 @@ def shape_item(src: object, at: str) -> dict[str, Any]:
 def item_notes_item(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Item item (and of the presenters it embeds)."""
     notes.rules.append("Quote prices from the price list, never from memory.")
-    notes.suggestions.append(("item.get", "Fetch " + _x_fmt(data.get("sku")) + " again after a change"))
+    notes.suggestions.append(("item_get", "Fetch " + _x_fmt(data.get("sku")) + " again after a change"))
 
 
 def present_item(raw: object) -> types.CallToolResult:

@@ -38,29 +38,34 @@ HANDLERS_MODULE: Final = "shop_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"item.get": "item.get", "item.restock": "item.restock"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "item_get": "item_get",
+    "item_restock": "item_restock",
+    "item.get": "item_get",
+    "item.restock": "item_restock",
+}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="item.get",
-        description="item.get",
+        name="item_get",
+        description="item_get",
         input_schema=schemas.ITEM_GET_INPUT,
         output_schema=schemas.ITEM_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="item.restock",
-        description="item.restock",
+        name="item_restock",
+        description="item_restock",
         input_schema=schemas.ITEM_RESTOCK_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"item.get": "query", "item.restock": "mutation"}
+TOOL_KINDS: Final[dict[str, str]] = {"item_get": "query", "item_restock": "mutation"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {
-    "item.get": frozenset({"items", "read"}),
-    "item.restock": frozenset({"items"}),
+    "item_get": frozenset({"items", "read"}),
+    "item_restock": frozenset({"items"}),
 }
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -102,20 +107,20 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "item.get": partial(
+        "item_get": partial(
             run_tool,
-            "item.get",
+            "item_get",
             inputs.parse_item_get,
             presenters.present_item,
-            functions.bind("item_get", "item.get"),
+            functions.bind("item_get", "item_get"),
             tool_names=TOOL_NAMES,
         ),
-        "item.restock": partial(
+        "item_restock": partial(
             run_tool,
-            "item.restock",
+            "item_restock",
             inputs.parse_item_restock,
             None,
-            functions.bind("item_restock", "item.restock"),
+            functions.bind("item_restock", "item_restock"),
             tool_names=TOOL_NAMES,
         ),
     }

@@ -76,7 +76,7 @@ _ADDRESS_GUARDED: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class RecordEchoInput:
-    """Validated arguments of the record.echo tool."""
+    """Validated arguments of the record_echo tool."""
 
     id: uuid.UUID
     label: str
@@ -199,7 +199,7 @@ def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
 
 @dataclass(frozen=True, slots=True)
 class RecordListInput:
-    """Validated arguments of the record.list tool."""
+    """Validated arguments of the record_list tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 

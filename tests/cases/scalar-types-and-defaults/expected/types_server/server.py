@@ -29,18 +29,23 @@ HANDLERS_MODULE: Final = "types_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"record.echo": "record.echo", "record.list": "record.list"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "record_echo": "record_echo",
+    "record_list": "record_list",
+    "record.echo": "record_echo",
+    "record.list": "record_list",
+}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="record.echo",
+        name="record_echo",
         description="Build a record from the arguments (every one has a default).",
         input_schema=schemas.RECORD_ECHO_INPUT,
         output_schema=schemas.RECORD_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="record.list",
+        name="record_list",
         description="Every record.",
         input_schema=schemas.RECORD_LIST_INPUT,
         output_schema=schemas.RECORD_COLLECTION_OUTPUT,
@@ -49,7 +54,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"record.echo": "query", "record.list": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"record_echo": "query", "record_list": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -64,20 +69,20 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "record.echo": partial(
+        "record_echo": partial(
             run_tool,
-            "record.echo",
+            "record_echo",
             inputs.parse_record_echo,
             presenters.present_record,
-            functions.bind("record_echo", "record.echo"),
+            functions.bind("record_echo", "record_echo"),
             tool_names=TOOL_NAMES,
         ),
-        "record.list": partial(
+        "record_list": partial(
             run_tool,
-            "record.list",
+            "record_list",
             inputs.parse_record_list,
             presenters.present_record_many,
-            functions.bind("record_list", "record.list"),
+            functions.bind("record_list", "record_list"),
             tool_names=TOOL_NAMES,
         ),
     }

@@ -45,7 +45,7 @@ _MESSAGE_DELETE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class MessageListInput:
-    """Validated arguments of the message.list tool."""
+    """Validated arguments of the message_list tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 
@@ -63,7 +63,7 @@ def parse_message_list(arguments: Mapping[str, Any]) -> MessageListInput:
 
 @dataclass(frozen=True, slots=True)
 class MessageReadInput:
-    """Validated arguments of the message.read tool."""
+    """Validated arguments of the message_read tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -85,7 +85,7 @@ def parse_message_read(arguments: Mapping[str, Any]) -> MessageReadInput:
 
 @dataclass(frozen=True, slots=True)
 class MessageDeleteInput:
-    """Validated arguments of the message.delete tool."""
+    """Validated arguments of the message_delete tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())

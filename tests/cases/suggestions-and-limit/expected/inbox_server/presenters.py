@@ -61,11 +61,11 @@ def shape_message(src: object, at: str) -> dict[str, Any]:
 def item_notes_message(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Message item (and of the presenters it embeds)."""
     if data.get("unread") is True:
-        notes.suggestions.append(("message.read", "Open " + _x_fmt(data.get("subject"))))
+        notes.suggestions.append(("message_read", "Open " + _x_fmt(data.get("subject"))))
     if _x_ge(data.get("spam_score"), 0.9):
         notes.suggestions.append(
             (
-                "message.delete",
+                "message_delete",
                 "Delete "
                 + _x_fmt(data.get("id"))
                 + ": it looks like spam ("
@@ -73,7 +73,7 @@ def item_notes_message(data: dict[str, Any], notes: Notes) -> None:
                 + "%)",
             )
         )
-    notes.suggestions.append(("message.list", "List the other messages"))
+    notes.suggestions.append(("message_list", "List the other messages"))
 
 
 def present_message(raw: object) -> types.CallToolResult:

@@ -30,28 +30,31 @@ HANDLERS_MODULE: Final = "inbox_server_handlers"
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "message.list": "message.list",
-    "message.read": "message.read",
-    "message.delete": "message.delete",
+    "message_list": "message_list",
+    "message_read": "message_read",
+    "message_delete": "message_delete",
+    "message.list": "message_list",
+    "message.read": "message_read",
+    "message.delete": "message_delete",
 }
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="message.list",
+        name="message_list",
         description="The messages, newest first.",
         input_schema=schemas.MESSAGE_LIST_INPUT,
         output_schema=schemas.MESSAGE_COLLECTION_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="message.read",
+        name="message_read",
         description="Read one message.",
         input_schema=schemas.MESSAGE_READ_INPUT,
         output_schema=schemas.MESSAGE_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="message.delete",
+        name="message_delete",
         description="Delete a message.",
         input_schema=schemas.MESSAGE_DELETE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
@@ -59,7 +62,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"message.list": "query", "message.read": "query", "message.delete": "mutation"}
+TOOL_KINDS: Final[dict[str, str]] = {"message_list": "query", "message_read": "query", "message_delete": "mutation"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -74,28 +77,28 @@ def create_server(
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     routes: dict[str, Route] = {
-        "message.list": partial(
+        "message_list": partial(
             run_tool,
-            "message.list",
+            "message_list",
             inputs.parse_message_list,
             presenters.present_message_many,
-            functions.bind("message_list", "message.list"),
+            functions.bind("message_list", "message_list"),
             tool_names=TOOL_NAMES,
         ),
-        "message.read": partial(
+        "message_read": partial(
             run_tool,
-            "message.read",
+            "message_read",
             inputs.parse_message_read,
             presenters.present_message,
-            functions.bind("message_read", "message.read"),
+            functions.bind("message_read", "message_read"),
             tool_names=TOOL_NAMES,
         ),
-        "message.delete": partial(
+        "message_delete": partial(
             run_tool,
-            "message.delete",
+            "message_delete",
             inputs.parse_message_delete,
             None,
-            functions.bind("message_delete", "message.delete"),
+            functions.bind("message_delete", "message_delete"),
             tool_names=TOOL_NAMES,
         ),
     }

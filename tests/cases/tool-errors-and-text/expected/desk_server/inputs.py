@@ -39,7 +39,7 @@ _TICKET_CLOSE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class TicketSummaryInput:
-    """Validated arguments of the ticket.summary tool."""
+    """Validated arguments of the ticket_summary tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -61,7 +61,7 @@ def parse_ticket_summary(arguments: Mapping[str, Any]) -> TicketSummaryInput:
 
 @dataclass(frozen=True, slots=True)
 class TicketCloseInput:
-    """Validated arguments of the ticket.close tool."""
+    """Validated arguments of the ticket_close tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())

@@ -47,35 +47,39 @@ HANDLERS_MODULE: Final = "desk_server_handlers"
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "ticket.summary": "ticket.summary",
-    "ticket.close": "ticket.close",
-    "ticket.start": "ticket.start",
-    "ticket.status": "ticket.status",
+    "ticket_summary": "ticket_summary",
+    "ticket_close": "ticket_close",
+    "ticket.summary": "ticket_summary",
+    "ticket.close": "ticket_close",
+    "ticket_start": "ticket_start",
+    "ticket.start": "ticket_start",
+    "ticket_status": "ticket_status",
+    "ticket.status": "ticket_status",
 }
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="ticket.summary",
+        name="ticket_summary",
         description="Summarise a ticket in one paragraph.\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No ticket has that id\n- TICKET_ARCHIVED_2024",
         input_schema=schemas.TICKET_SUMMARY_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="ticket.close",
+        name="ticket_close",
         description="Close the ticket.\n\nErrors it may return (tool_error codes):\n- CONFLICT: Someone else is editing the ticket",
         input_schema=schemas.TICKET_CLOSE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="ticket.start",
+        name="ticket_start",
         description='Start a new "ticket" workflow in state "open" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="ticket.status",
+        name="ticket_status",
         description='The current state of a "ticket" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
@@ -85,7 +89,7 @@ TOOLS: Final[list[types.Tool]] = [
 
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
-    "ticket.close": 'Close the ticket. (Workflow "ticket": runs only in state open; pass workflow_id from ticket.start.)\n\nErrors it may return (tool_error codes):\n- CONFLICT: Someone else is editing the ticket',
+    "ticket_close": 'Close the ticket. (Workflow "ticket": runs only in state open; pass workflow_id from ticket_start.)\n\nErrors it may return (tool_error codes):\n- CONFLICT: Someone else is editing the ticket',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -103,12 +107,12 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
 }
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"ticket.summary": "query", "ticket.close": "action"}
+TOOL_KINDS: Final[dict[str, str]] = {"ticket_summary": "query", "ticket_close": "action"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
-    "ticket.start": ("ticket.close",),
-    "ticket.status": ("ticket.close",),
-    "ticket.resolve": ("ticket.close",),
+    "ticket_start": ("ticket_close",),
+    "ticket_status": ("ticket_close",),
+    "ticket_resolve": ("ticket_close",),
 }
 
 
@@ -150,26 +154,26 @@ def create_server(
     )
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
     routes: dict[str, Route] = {
-        "ticket.summary": partial(
+        "ticket_summary": partial(
             run_tool,
-            "ticket.summary",
+            "ticket_summary",
             inputs.parse_ticket_summary,
             as_text_result,
-            functions.bind("ticket_summary", "ticket.summary"),
+            functions.bind("ticket_summary", "ticket_summary"),
             errors=frozenset({"NOT_FOUND", "TICKET_ARCHIVED_2024"}),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.close": partial(
+        "ticket_close": partial(
             run_tool,
-            "ticket.close",
+            "ticket_close",
             inputs.parse_ticket_close,
             None,
-            functions.bind("ticket_close", "ticket.close"),
+            functions.bind("ticket_close", "ticket_close"),
             errors=frozenset({"CONFLICT"}),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.start": partial(gate.start, MACHINES["ticket"]),
-        "ticket.status": partial(gate.status, MACHINES["ticket"]),
+        "ticket_start": partial(gate.start, MACHINES["ticket"]),
+        "ticket_status": partial(gate.status, MACHINES["ticket"]),
     }
     served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
     routes = {name: route for name, route in routes.items() if name in served}

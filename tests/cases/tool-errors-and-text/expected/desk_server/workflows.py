@@ -20,7 +20,10 @@ TICKET_MACHINE: Final = Machine(
     transitions={
         ("open", "CLOSE"): "closed",
     },
-    tools_by_state={"open": ("ticket.close",), "closed": ()},
+    tools_by_state={"open": ("ticket_close",), "closed": ()},
+    start_tool="ticket_start",
+    status_tool="ticket_status",
+    resolve_tool="ticket_resolve",
 )
 
 MACHINES: Final[dict[str, Machine]] = {
@@ -28,5 +31,5 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "ticket.close": Binding("ticket", frozenset({"open"}), "CLOSE", retry_in_doubt=True),
+    "ticket_close": Binding("ticket", frozenset({"open"}), "CLOSE", retry_in_doubt=True),
 }

@@ -39,7 +39,7 @@ _METRIC_LIST_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class MetricGetInput:
-    """Validated arguments of the metric.get tool."""
+    """Validated arguments of the metric_get tool."""
 
     name: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -61,7 +61,7 @@ def parse_metric_get(arguments: Mapping[str, Any]) -> MetricGetInput:
 
 @dataclass(frozen=True, slots=True)
 class MetricListInput:
-    """Validated arguments of the metric.list tool."""
+    """Validated arguments of the metric_list tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 

@@ -38,20 +38,25 @@ HANDLERS_MODULE: Final = "dashboard_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"metric.get": "metric.get", "metric.list": "metric.list"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "metric_get": "metric_get",
+    "metric_list": "metric_list",
+    "metric.get": "metric_get",
+    "metric.list": "metric_list",
+}
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"Metric": False}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="metric.get",
+        name="metric_get",
         description="One metric.",
         input_schema=schemas.METRIC_GET_INPUT,
         output_schema=schemas.METRIC_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="metric.list",
+        name="metric_list",
         description="Every metric.",
         input_schema=schemas.METRIC_LIST_INPUT,
         output_schema=schemas.METRIC_COLLECTION_OUTPUT,
@@ -60,7 +65,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"metric.get": "query", "metric.list": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"metric_get": "query", "metric_list": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -80,20 +85,20 @@ def create_server(
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
-        "metric.get": partial(
+        "metric_get": partial(
             run_tool,
-            "metric.get",
+            "metric_get",
             inputs.parse_metric_get,
             partial(presenters.present_metric, user=user),
-            functions.bind("metric_get", "metric.get"),
+            functions.bind("metric_get", "metric_get"),
             tool_names=TOOL_NAMES,
         ),
-        "metric.list": partial(
+        "metric_list": partial(
             run_tool,
-            "metric.list",
+            "metric_list",
             inputs.parse_metric_list,
             partial(presenters.present_metric_many, user=user),
-            functions.bind("metric_list", "metric.list"),
+            functions.bind("metric_list", "metric_list"),
             tool_names=TOOL_NAMES,
         ),
     }

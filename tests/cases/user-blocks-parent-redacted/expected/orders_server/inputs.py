@@ -33,7 +33,7 @@ _ORDER_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class OrderGetInput:
-    """Validated arguments of the order.get tool."""
+    """Validated arguments of the order_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())

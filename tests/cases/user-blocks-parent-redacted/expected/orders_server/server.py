@@ -38,14 +38,14 @@ HANDLERS_MODULE: Final = "orders_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"order.get": "order.get"}
+TOOL_NAMES: Final[dict[str, str]] = {"order_get": "order_get", "order.get": "order_get"}
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"CustomerCard": True}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="order.get",
-        description="order.get",
+        name="order_get",
+        description="order_get",
         input_schema=schemas.ORDER_GET_INPUT,
         output_schema=schemas.ORDER_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -53,7 +53,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"order.get": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"order_get": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -73,12 +73,12 @@ def create_server(
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
-        "order.get": partial(
+        "order_get": partial(
             run_tool,
-            "order.get",
+            "order_get",
             inputs.parse_order_get,
             partial(presenters.present_order, user=user),
-            functions.bind("get_order", "order.get"),
+            functions.bind("get_order", "order_get"),
             tool_names=TOOL_NAMES,
         ),
     }

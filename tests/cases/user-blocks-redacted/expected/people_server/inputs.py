@@ -45,7 +45,7 @@ _TEAM_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class PersonGetInput:
-    """Validated arguments of the person.get tool."""
+    """Validated arguments of the person_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -67,7 +67,7 @@ def parse_person_get(arguments: Mapping[str, Any]) -> PersonGetInput:
 
 @dataclass(frozen=True, slots=True)
 class TeamListInput:
-    """Validated arguments of the team.list tool."""
+    """Validated arguments of the team_list tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 
@@ -85,7 +85,7 @@ def parse_team_list(arguments: Mapping[str, Any]) -> TeamListInput:
 
 @dataclass(frozen=True, slots=True)
 class TeamGetInput:
-    """Validated arguments of the team.get tool."""
+    """Validated arguments of the team_get tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())

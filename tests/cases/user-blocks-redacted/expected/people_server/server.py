@@ -38,28 +38,35 @@ HANDLERS_MODULE: Final = "people_server_handlers"
 # module is not importable as it is (e.g. running straight from a checkout).
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
-TOOL_NAMES: Final[dict[str, str]] = {"person.get": "person.get", "team.list": "team.list", "team.get": "team.get"}
+TOOL_NAMES: Final[dict[str, str]] = {
+    "person_get": "person_get",
+    "team_list": "team_list",
+    "team_get": "team_get",
+    "person.get": "person_get",
+    "team.list": "team_list",
+    "team.get": "team_get",
+}
 # Presenters with audience = "user" blocks -> whether the spec sends them (user_blocks; default "omit").
 USER_BLOCKS: Final[dict[str, bool]] = {"Person": False, "Team": True}
 
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="person.get",
-        description="person.get",
+        name="person_get",
+        description="person_get",
         input_schema=schemas.PERSON_GET_INPUT,
         output_schema=schemas.PERSON_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="team.list",
-        description="team.list",
+        name="team_list",
+        description="team_list",
         input_schema=schemas.TEAM_LIST_INPUT,
         output_schema=schemas.TEAM_COLLECTION_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="team.get",
-        description="team.get",
+        name="team_get",
+        description="team_get",
         input_schema=schemas.TEAM_GET_INPUT,
         output_schema=schemas.TEAM_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -67,7 +74,7 @@ TOOLS: Final[list[types.Tool]] = [
 ]
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
-TOOL_KINDS: Final[dict[str, str]] = {"person.get": "query", "team.list": "query", "team.get": "query"}
+TOOL_KINDS: Final[dict[str, str]] = {"person_get": "query", "team_list": "query", "team_get": "query"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {}
 
@@ -87,28 +94,28 @@ def create_server(
     functions = Handlers(module)  # each bound once; it notes which take ctx (--http-response auto)
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
-        "person.get": partial(
+        "person_get": partial(
             run_tool,
-            "person.get",
+            "person_get",
             inputs.parse_person_get,
             partial(presenters.present_person, user=user),
-            functions.bind("get_person", "person.get"),
+            functions.bind("get_person", "person_get"),
             tool_names=TOOL_NAMES,
         ),
-        "team.list": partial(
+        "team_list": partial(
             run_tool,
-            "team.list",
+            "team_list",
             inputs.parse_team_list,
             partial(presenters.present_team_many, user=user),
-            functions.bind("list_teams", "team.list"),
+            functions.bind("list_teams", "team_list"),
             tool_names=TOOL_NAMES,
         ),
-        "team.get": partial(
+        "team_get": partial(
             run_tool,
-            "team.get",
+            "team_get",
             inputs.parse_team_get,
             partial(presenters.present_team, user=user),
-            functions.bind("get_team", "team.get"),
+            functions.bind("get_team", "team_get"),
             tool_names=TOOL_NAMES,
         ),
     }

@@ -51,7 +51,7 @@ _TICKET_CLOSE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class TicketBeginInput:
-    """Validated arguments of the ticket.begin tool."""
+    """Validated arguments of the ticket_begin tool."""
 
     id: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -73,7 +73,7 @@ def parse_ticket_begin(arguments: Mapping[str, Any]) -> TicketBeginInput:
 
 @dataclass(frozen=True, slots=True)
 class TicketPauseInput:
-    """Validated arguments of the ticket.pause tool."""
+    """Validated arguments of the ticket_pause tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 
@@ -91,7 +91,7 @@ def parse_ticket_pause(arguments: Mapping[str, Any]) -> TicketPauseInput:
 
 @dataclass(frozen=True, slots=True)
 class TicketResumeInput:
-    """Validated arguments of the ticket.resume tool."""
+    """Validated arguments of the ticket_resume tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 
@@ -109,7 +109,7 @@ def parse_ticket_resume(arguments: Mapping[str, Any]) -> TicketResumeInput:
 
 @dataclass(frozen=True, slots=True)
 class TicketCloseInput:
-    """Validated arguments of the ticket.close tool."""
+    """Validated arguments of the ticket_close tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 

@@ -40,7 +40,7 @@ def shape_ticket(src: object, at: str) -> dict[str, Any]:
 
 def item_notes_ticket(data: dict[str, Any], notes: Notes) -> None:
     """Rules and suggestions of one Ticket item (and of the presenters it embeds)."""
-    notes.suggestions.append(("ticket.close", "Close " + _x_fmt(data.get("id"))))
+    notes.suggestions.append(("ticket_close", "Close " + _x_fmt(data.get("id"))))
 
 
 def present_ticket(raw: object) -> types.CallToolResult:

@@ -46,50 +46,56 @@ HANDLERS_MODULE: Final = "desk_server_handlers"
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "ticket.begin": "ticket.begin",
-    "ticket.pause": "ticket.pause",
-    "ticket.resume": "ticket.resume",
-    "ticket.close": "ticket.close",
-    "flow.start": "flow.start",
-    "flow.status": "flow.status",
+    "ticket_begin": "ticket_begin",
+    "ticket_pause": "ticket_pause",
+    "ticket_resume": "ticket_resume",
+    "ticket_close": "ticket_close",
+    "ticket.begin": "ticket_begin",
+    "ticket.pause": "ticket_pause",
+    "ticket.resume": "ticket_resume",
+    "ticket.close": "ticket_close",
+    "flow_start": "flow_start",
+    "flow.start": "flow_start",
+    "flow_status": "flow_status",
+    "flow.status": "flow_status",
 }
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="ticket.begin",
-        description="ticket.begin",
+        name="ticket_begin",
+        description="ticket_begin",
         input_schema=schemas.TICKET_BEGIN_INPUT,
         output_schema=schemas.TICKET_RESULT_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="ticket.pause",
-        description="ticket.pause",
+        name="ticket_pause",
+        description="ticket_pause",
         input_schema=schemas.TICKET_PAUSE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="ticket.resume",
-        description="ticket.resume",
+        name="ticket_resume",
+        description="ticket_resume",
         input_schema=schemas.TICKET_RESUME_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="ticket.close",
-        description="ticket.close",
+        name="ticket_close",
+        description="ticket_close",
         input_schema=schemas.TICKET_CLOSE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="flow.start",
+        name="flow_start",
         description='Start a new "flow" workflow in state "open" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="flow.status",
+        name="flow_status",
         description='The current state of a "flow" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
@@ -99,10 +105,10 @@ TOOLS: Final[list[types.Tool]] = [
 
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
-    "ticket.begin": 'ticket.begin (Workflow "flow": runs only in state open; pass workflow_id from flow.start.)',
-    "ticket.pause": 'ticket.pause (Workflow "flow": runs only in state working; pass workflow_id from flow.start.)',
-    "ticket.resume": 'ticket.resume (Workflow "flow": runs only in state paused; pass workflow_id from flow.start.)',
-    "ticket.close": 'ticket.close (Workflow "flow": runs only in state open; pass workflow_id from flow.start.)',
+    "ticket_begin": 'ticket_begin (Workflow "flow": runs only in state open; pass workflow_id from flow_start.)',
+    "ticket_pause": 'ticket_pause (Workflow "flow": runs only in state working; pass workflow_id from flow_start.)',
+    "ticket_resume": 'ticket_resume (Workflow "flow": runs only in state paused; pass workflow_id from flow_start.)',
+    "ticket_close": 'ticket_close (Workflow "flow": runs only in state open; pass workflow_id from flow_start.)',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -113,7 +119,7 @@ MODERN_TOOLS: Final[list[types.Tool]] = [
 
 # Shown instead while the tool's workflow is in its initial state (handshake era).
 COMPACT_DESCRIPTIONS: Final[dict[str, str]] = {
-    "ticket.pause": "Pause.",
+    "ticket_pause": "Pause.",
 }
 COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
     tool.name: tool.model_copy(update={"description": COMPACT_DESCRIPTIONS[tool.name]})
@@ -123,16 +129,16 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
 TOOL_KINDS: Final[dict[str, str]] = {
-    "ticket.begin": "action",
-    "ticket.pause": "action",
-    "ticket.resume": "action",
-    "ticket.close": "action",
+    "ticket_begin": "action",
+    "ticket_pause": "action",
+    "ticket_resume": "action",
+    "ticket_close": "action",
 }
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
-    "flow.start": ("ticket.begin", "ticket.pause", "ticket.resume", "ticket.close"),
-    "flow.status": ("ticket.begin", "ticket.pause", "ticket.resume", "ticket.close"),
-    "flow.resolve": ("ticket.begin", "ticket.pause", "ticket.resume", "ticket.close"),
+    "flow_start": ("ticket_begin", "ticket_pause", "ticket_resume", "ticket_close"),
+    "flow_status": ("ticket_begin", "ticket_pause", "ticket_resume", "ticket_close"),
+    "flow_resolve": ("ticket_begin", "ticket_pause", "ticket_resume", "ticket_close"),
 }
 
 
@@ -174,40 +180,40 @@ def create_server(
     )
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
     routes: dict[str, Route] = {
-        "ticket.begin": partial(
+        "ticket_begin": partial(
             run_tool,
-            "ticket.begin",
+            "ticket_begin",
             inputs.parse_ticket_begin,
             presenters.present_ticket,
-            functions.bind("ticket_begin", "ticket.begin"),
+            functions.bind("ticket_begin", "ticket_begin"),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.pause": partial(
+        "ticket_pause": partial(
             run_tool,
-            "ticket.pause",
+            "ticket_pause",
             inputs.parse_ticket_pause,
             None,
-            functions.bind("ticket_pause", "ticket.pause"),
+            functions.bind("ticket_pause", "ticket_pause"),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.resume": partial(
+        "ticket_resume": partial(
             run_tool,
-            "ticket.resume",
+            "ticket_resume",
             inputs.parse_ticket_resume,
             None,
-            functions.bind("ticket_resume", "ticket.resume"),
+            functions.bind("ticket_resume", "ticket_resume"),
             tool_names=TOOL_NAMES,
         ),
-        "ticket.close": partial(
+        "ticket_close": partial(
             run_tool,
-            "ticket.close",
+            "ticket_close",
             inputs.parse_ticket_close,
             None,
-            functions.bind("ticket_close", "ticket.close"),
+            functions.bind("ticket_close", "ticket_close"),
             tool_names=TOOL_NAMES,
         ),
-        "flow.start": partial(gate.start, MACHINES["flow"]),
-        "flow.status": partial(gate.status, MACHINES["flow"]),
+        "flow_start": partial(gate.start, MACHINES["flow"]),
+        "flow_status": partial(gate.status, MACHINES["flow"]),
     }
     served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
     routes = {name: route for name, route in routes.items() if name in served}

@@ -24,11 +24,14 @@ FLOW_MACHINE: Final = Machine(
         ("paused", "RESUME"): "working",
     },
     tools_by_state={
-        "open": ("ticket.begin", "ticket.close"),
-        "working": ("ticket.pause",),
-        "paused": ("ticket.resume",),
+        "open": ("ticket_begin", "ticket_close"),
+        "working": ("ticket_pause",),
+        "paused": ("ticket_resume",),
         "closed": (),
     },
+    start_tool="flow_start",
+    status_tool="flow_status",
+    resolve_tool="flow_resolve",
 )
 
 MACHINES: Final[dict[str, Machine]] = {
@@ -36,8 +39,8 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "ticket.begin": Binding("flow", frozenset({"open"}), "START", retry_in_doubt=True),
-    "ticket.pause": Binding("flow", frozenset({"working"}), "PAUSE", retry_in_doubt=True),
-    "ticket.resume": Binding("flow", frozenset({"paused"}), "RESUME", retry_in_doubt=True),
-    "ticket.close": Binding("flow", frozenset({"open"}), "CLOSE", retry_in_doubt=True),
+    "ticket_begin": Binding("flow", frozenset({"open"}), "START", retry_in_doubt=True),
+    "ticket_pause": Binding("flow", frozenset({"working"}), "PAUSE", retry_in_doubt=True),
+    "ticket_resume": Binding("flow", frozenset({"paused"}), "RESUME", retry_in_doubt=True),
+    "ticket_close": Binding("flow", frozenset({"open"}), "CLOSE", retry_in_doubt=True),
 }

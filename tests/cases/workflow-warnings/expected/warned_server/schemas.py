@@ -10,7 +10,7 @@ GO_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "The handle from flow.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from flow_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "additionalProperties": False,
@@ -21,7 +21,7 @@ FINISH_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "The handle from flow.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from flow_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "additionalProperties": False,
@@ -32,7 +32,7 @@ WORKFLOW_STATUS_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "A handle returned by this workflow's start tool (W.start for W.status); omit it (older protocols only) for this session's own workflow.",
+            "description": "A handle returned by this workflow's start tool (W_start for W_status); omit it (older protocols only) for this session's own workflow.",
         },
     },
     "additionalProperties": False,

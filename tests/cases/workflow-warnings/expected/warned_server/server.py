@@ -48,8 +48,10 @@ HANDLERS_DIR: Final = "../.."
 TOOL_NAMES: Final[dict[str, str]] = {
     "go": "go",
     "finish": "finish",
-    "flow.start": "flow.start",
-    "flow.status": "flow.status",
+    "flow_start": "flow_start",
+    "flow.start": "flow_start",
+    "flow_status": "flow_status",
+    "flow.status": "flow_status",
 }
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
@@ -67,14 +69,14 @@ TOOLS: Final[list[types.Tool]] = [
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="flow.start",
+        name="flow_start",
         description='Start a new "flow" workflow in state "start" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="flow.status",
+        name="flow_status",
         description='The current state of a "flow" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
@@ -84,8 +86,8 @@ TOOLS: Final[list[types.Tool]] = [
 
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
-    "go": 'go (Workflow "flow": runs only in state start; pass workflow_id from flow.start.)',
-    "finish": 'finish (Workflow "flow": runs only in state middle; pass workflow_id from flow.start.)',
+    "go": 'go (Workflow "flow": runs only in state start; pass workflow_id from flow_start.)',
+    "finish": 'finish (Workflow "flow": runs only in state middle; pass workflow_id from flow_start.)',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -106,9 +108,9 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
 TOOL_KINDS: Final[dict[str, str]] = {"go": "action", "finish": "action"}
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
-    "flow.start": ("go", "finish"),
-    "flow.status": ("go", "finish"),
-    "flow.resolve": ("go", "finish"),
+    "flow_start": ("go", "finish"),
+    "flow_status": ("go", "finish"),
+    "flow_resolve": ("go", "finish"),
 }
 
 
@@ -166,8 +168,8 @@ def create_server(
             functions.bind("finish", "finish"),
             tool_names=TOOL_NAMES,
         ),
-        "flow.start": partial(gate.start, MACHINES["flow"]),
-        "flow.status": partial(gate.status, MACHINES["flow"]),
+        "flow_start": partial(gate.start, MACHINES["flow"]),
+        "flow_status": partial(gate.status, MACHINES["flow"]),
     }
     served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
     routes = {name: route for name, route in routes.items() if name in served}

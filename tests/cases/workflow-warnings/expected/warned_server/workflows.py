@@ -24,6 +24,9 @@ FLOW_MACHINE: Final = Machine(
         ("orphan", "GO"): "end",
     },
     tools_by_state={"start": ("go",), "middle": ("finish",), "end": (), "orphan": ()},
+    start_tool="flow_start",
+    status_tool="flow_status",
+    resolve_tool="flow_resolve",
 )
 
 MACHINES: Final[dict[str, Machine]] = {

@@ -51,7 +51,7 @@ _DOC_PUBLISH_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class DocSubmitInput:
-    """Validated arguments of the doc.submit tool."""
+    """Validated arguments of the doc_submit tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 
@@ -69,7 +69,7 @@ def parse_doc_submit(arguments: Mapping[str, Any]) -> DocSubmitInput:
 
 @dataclass(frozen=True, slots=True)
 class DocApproveInput:
-    """Validated arguments of the doc.approve tool."""
+    """Validated arguments of the doc_approve tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 
@@ -87,7 +87,7 @@ def parse_doc_approve(arguments: Mapping[str, Any]) -> DocApproveInput:
 
 @dataclass(frozen=True, slots=True)
 class DocRejectInput:
-    """Validated arguments of the doc.reject tool."""
+    """Validated arguments of the doc_reject tool."""
 
     reason: str
     fields_set: frozenset[str] = field(default=frozenset())
@@ -109,7 +109,7 @@ def parse_doc_reject(arguments: Mapping[str, Any]) -> DocRejectInput:
 
 @dataclass(frozen=True, slots=True)
 class DocPublishInput:
-    """Validated arguments of the doc.publish tool."""
+    """Validated arguments of the doc_publish tool."""
 
     fields_set: frozenset[str] = field(default=frozenset())
 

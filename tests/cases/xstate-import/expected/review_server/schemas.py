@@ -10,7 +10,7 @@ DOC_SUBMIT_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "The handle from document.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from document_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "additionalProperties": False,
@@ -21,7 +21,7 @@ DOC_APPROVE_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "The handle from document.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from document_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "additionalProperties": False,
@@ -33,7 +33,7 @@ DOC_REJECT_INPUT: Final[dict[str, Any]] = {
         "reason": {"type": "string"},
         "workflow_id": {
             "type": "string",
-            "description": "The handle from document.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from document_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "required": ["reason"],
@@ -45,7 +45,7 @@ DOC_PUBLISH_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "The handle from document.start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
+            "description": "The handle from document_start. Required on protocol 2026-07-28; on older protocols, omit it to use this session's own workflow.",
         },
     },
     "additionalProperties": False,
@@ -56,7 +56,7 @@ WORKFLOW_STATUS_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "workflow_id": {
             "type": "string",
-            "description": "A handle returned by this workflow's start tool (W.start for W.status); omit it (older protocols only) for this session's own workflow.",
+            "description": "A handle returned by this workflow's start tool (W_start for W_status); omit it (older protocols only) for this session's own workflow.",
         },
     },
     "additionalProperties": False,

@@ -46,58 +46,65 @@ HANDLERS_MODULE: Final = "review_server_handlers"
 HANDLERS_DIR: Final = "../.."
 # The tools a handler's ToolError(suggest=[...]) may name, by spec or wire name → the name the model sees.
 TOOL_NAMES: Final[dict[str, str]] = {
-    "doc.submit": "doc.submit",
-    "doc.approve": "doc.approve",
-    "doc.reject": "doc.reject",
-    "doc.publish": "doc.publish",
-    "document.start": "document.start",
-    "document.status": "document.status",
-    "document.resolve": "document.resolve",
+    "doc_submit": "doc_submit",
+    "doc_approve": "doc_approve",
+    "doc_reject": "doc_reject",
+    "doc_publish": "doc_publish",
+    "doc.submit": "doc_submit",
+    "doc.approve": "doc_approve",
+    "doc.reject": "doc_reject",
+    "doc.publish": "doc_publish",
+    "document_start": "document_start",
+    "document.start": "document_start",
+    "document_status": "document_status",
+    "document.status": "document_status",
+    "document_resolve": "document_resolve",
+    "document.resolve": "document_resolve",
 }
 
 # Handshake-era tools (a session sees the ones its workflow states allow).
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
-        name="doc.submit",
+        name="doc_submit",
         description="Submit the draft for review.",
         input_schema=schemas.DOC_SUBMIT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="doc.approve",
+        name="doc_approve",
         description="Approve the document.",
         input_schema=schemas.DOC_APPROVE_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="doc.reject",
+        name="doc_reject",
         description="Send the document back.",
         input_schema=schemas.DOC_REJECT_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="doc.publish",
+        name="doc_publish",
         description="Publish an approved document.",
         input_schema=schemas.DOC_PUBLISH_INPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
-        name="document.start",
+        name="document_start",
         description='Start a new "document" workflow in state "draft" and get its workflow_id: pass it to the workflow\'s tools.',
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
     ),
     types.Tool(
-        name="document.status",
+        name="document_status",
         description='The current state of a "document" workflow and the tools it allows now.',
         input_schema=schemas.WORKFLOW_STATUS_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
-        name="document.resolve",
-        description='Settle a call of doc.approve, doc.publish whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
+        name="document_resolve",
+        description='Settle a call of doc_approve, doc_publish whose outcome is unknown (the tool answered IN_DOUBT): first check with the user or the system whether it took effect, then pass outcome "completed" (the workflow moves on as if it had succeeded) or "not_completed" (the tool may be called again).',
         input_schema=schemas.WORKFLOW_RESOLVE_INPUT,
         output_schema=schemas.WORKFLOW_STATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False),
@@ -106,10 +113,10 @@ TOOLS: Final[list[types.Tool]] = [
 
 # 2026-07-28: one stable list for everyone, in which bound tools say which states they need.
 MODERN_DESCRIPTIONS: Final[dict[str, str]] = {
-    "doc.submit": 'Submit the draft for review. (Workflow "document": runs only in state draft; pass workflow_id from document.start.)',
-    "doc.approve": 'Approve the document. (Workflow "document": runs only in state in_review; pass workflow_id from document.start.)',
-    "doc.reject": 'Send the document back. (Workflow "document": runs only in state in_review; pass workflow_id from document.start.)',
-    "doc.publish": 'Publish an approved document. (Workflow "document": runs only in state approved; pass workflow_id from document.start.)',
+    "doc_submit": 'Submit the draft for review. (Workflow "document": runs only in state draft; pass workflow_id from document_start.)',
+    "doc_approve": 'Approve the document. (Workflow "document": runs only in state in_review; pass workflow_id from document_start.)',
+    "doc_reject": 'Send the document back. (Workflow "document": runs only in state in_review; pass workflow_id from document_start.)',
+    "doc_publish": 'Publish an approved document. (Workflow "document": runs only in state approved; pass workflow_id from document_start.)',
 }
 MODERN_TOOLS: Final[list[types.Tool]] = [
     tool.model_copy(update={"description": MODERN_DESCRIPTIONS[tool.name]})
@@ -128,16 +135,16 @@ COMPACT_TOOLS: Final[dict[str, types.Tool]] = {
 
 # Exposure (--expose, --tags): each tool's kind and tags, and the tools bound to each generated workflow tool.
 TOOL_KINDS: Final[dict[str, str]] = {
-    "doc.submit": "action",
-    "doc.approve": "mutation",
-    "doc.reject": "action",
-    "doc.publish": "mutation",
+    "doc_submit": "action",
+    "doc_approve": "mutation",
+    "doc_reject": "action",
+    "doc_publish": "mutation",
 }
 TOOL_TAGS: Final[dict[str, frozenset[str]]] = {}
 WORKFLOW_TOOLS: Final[dict[str, tuple[str, ...]]] = {
-    "document.start": ("doc.submit", "doc.approve", "doc.reject", "doc.publish"),
-    "document.status": ("doc.submit", "doc.approve", "doc.reject", "doc.publish"),
-    "document.resolve": ("doc.submit", "doc.approve", "doc.reject", "doc.publish"),
+    "document_start": ("doc_submit", "doc_approve", "doc_reject", "doc_publish"),
+    "document_status": ("doc_submit", "doc_approve", "doc_reject", "doc_publish"),
+    "document_resolve": ("doc_submit", "doc_approve", "doc_reject", "doc_publish"),
 }
 
 
@@ -179,41 +186,41 @@ def create_server(
     )
     gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
     routes: dict[str, Route] = {
-        "doc.submit": partial(
+        "doc_submit": partial(
             run_tool,
-            "doc.submit",
+            "doc_submit",
             inputs.parse_doc_submit,
             None,
-            functions.bind("doc_submit", "doc.submit"),
+            functions.bind("doc_submit", "doc_submit"),
             tool_names=TOOL_NAMES,
         ),
-        "doc.approve": partial(
+        "doc_approve": partial(
             run_tool,
-            "doc.approve",
+            "doc_approve",
             inputs.parse_doc_approve,
             None,
-            functions.bind("doc_approve", "doc.approve"),
+            functions.bind("doc_approve", "doc_approve"),
             tool_names=TOOL_NAMES,
         ),
-        "doc.reject": partial(
+        "doc_reject": partial(
             run_tool,
-            "doc.reject",
+            "doc_reject",
             inputs.parse_doc_reject,
             None,
-            functions.bind("doc_reject", "doc.reject"),
+            functions.bind("doc_reject", "doc_reject"),
             tool_names=TOOL_NAMES,
         ),
-        "doc.publish": partial(
+        "doc_publish": partial(
             run_tool,
-            "doc.publish",
+            "doc_publish",
             inputs.parse_doc_publish,
             None,
-            functions.bind("doc_publish", "doc.publish"),
+            functions.bind("doc_publish", "doc_publish"),
             tool_names=TOOL_NAMES,
         ),
-        "document.start": partial(gate.start, MACHINES["document"]),
-        "document.status": partial(gate.status, MACHINES["document"]),
-        "document.resolve": partial(gate.resolve, MACHINES["document"]),
+        "document_start": partial(gate.start, MACHINES["document"]),
+        "document_status": partial(gate.status, MACHINES["document"]),
+        "document_resolve": partial(gate.resolve, MACHINES["document"]),
     }
     served = exposed_tools(TOOL_KINDS, TOOL_TAGS, WORKFLOW_TOOLS, expose, tags)
     routes = {name: route for name, route in routes.items() if name in served}

@@ -24,11 +24,14 @@ DOCUMENT_MACHINE: Final = Machine(
         ("approved", "PUBLISH"): "published",
     },
     tools_by_state={
-        "draft": ("doc.submit",),
-        "in_review": ("doc.approve", "doc.reject"),
-        "approved": ("doc.publish",),
+        "draft": ("doc_submit",),
+        "in_review": ("doc_approve", "doc_reject"),
+        "approved": ("doc_publish",),
         "published": (),
     },
+    start_tool="document_start",
+    status_tool="document_status",
+    resolve_tool="document_resolve",
 )
 
 MACHINES: Final[dict[str, Machine]] = {
@@ -36,8 +39,8 @@ MACHINES: Final[dict[str, Machine]] = {
 }
 
 BINDINGS: Final[dict[str, Binding]] = {
-    "doc.submit": Binding("document", frozenset({"draft"}), "SUBMIT", retry_in_doubt=True),
-    "doc.approve": Binding("document", frozenset({"in_review"}), "APPROVE", retry_in_doubt=False),
-    "doc.reject": Binding("document", frozenset({"in_review"}), "REJECT", retry_in_doubt=True),
-    "doc.publish": Binding("document", frozenset({"approved"}), "PUBLISH", retry_in_doubt=False),
+    "doc_submit": Binding("document", frozenset({"draft"}), "SUBMIT", retry_in_doubt=True),
+    "doc_approve": Binding("document", frozenset({"in_review"}), "APPROVE", retry_in_doubt=False),
+    "doc_reject": Binding("document", frozenset({"in_review"}), "REJECT", retry_in_doubt=True),
+    "doc_publish": Binding("document", frozenset({"approved"}), "PUBLISH", retry_in_doubt=False),
 }
