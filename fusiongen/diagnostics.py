@@ -134,6 +134,7 @@ CODES: dict[str, str] = {
     "FG159": "suggestion names an unknown tool",
     "FG160": "UI block misused",
     "FG161": "user-only UI block shows a redacted field",
+    "FG168": "resource without requires reads what only tools with requires show",
     "FG170": "workflow state unknown",
     "FG171": "workflow event unknown",
     "FG172": "unsupported XState feature",

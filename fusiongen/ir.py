@@ -320,6 +320,7 @@ class PromptIR:
     arguments: tuple[PromptArgumentIR, ...]
     # The template split at build time: (text, False) is literal text, (name, True) an argument's value.
     parts: tuple[tuple[str, bool], ...]
+    requires: RequiresIR | None = None  # what a caller needs to list and get it, as a tool's
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final, NamedTuple, TextIO
+from typing import Any, Final, NamedTuple, TextIO, TypeVar
 
 import anyio
 import mcp_types as types
@@ -873,21 +873,26 @@ def handle_digest(handle: object) -> str:
 
 
 class AuditLog:
-    """`--audit-log FILE`: one JSON line per tool call: when (UTC), who (subject, tenant: null without identity),
-    which tool, its outcome code, and `arguments_sha256`, the SHA-256 of the arguments' canonical JSON (sorted
-    keys, no spaces, UTF-8). Never a value: the digest proves which arguments a call had to whoever holds them,
-    and tells nobody else what they were. Each line is flushed as written (an audit trail survives a crash)."""
+    """`--audit-log FILE`: one JSON line per request that reaches data or a handler (tools/call, resources/read,
+    prompts/get, completion/complete): when (UTC), who (subject, tenant: null without identity), which method
+    and name (null for a name the server does not have: a client's text is never written), its outcome code, and
+    `arguments_sha256`, the SHA-256 of the arguments' canonical JSON (sorted keys, no spaces, UTF-8). Never a
+    value: the digest proves which arguments a request had to whoever holds them, and tells nobody else what
+    they were. Each line is flushed as written (an audit trail survives a crash)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._lock = threading.Lock()  # the threaded stdio transport may call from other threads
 
-    def record(self, tool: str, identity: Identity | None, outcome: str, arguments: Mapping[str, Any]) -> None:
+    def record(
+        self, method: str, name: str | None, identity: Identity | None, outcome: str, arguments: Mapping[str, Any]
+    ) -> None:
         entry = {
             "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "subject": identity.subject if identity is not None else None,
             "tenant": identity.tenant if identity is not None else None,
-            "tool": tool,
+            "method": method,
+            "name": name,
             "outcome": outcome,
             "arguments_sha256": arguments_digest(arguments),
         }
@@ -956,7 +961,44 @@ async def logged_call(
         if logging_calls:
             logger.info("call tool=%s outcome=%s duration_ms=%.1f handle=%s", tool, outcome, elapsed, digest)
         if audit is not None:
-            audit.record(tool, with_identity(ctx).identity if ctx is not None else None, outcome, arguments)
+            audit.record(
+                "tools/call", tool, with_identity(ctx).identity if ctx is not None else None, outcome, arguments
+            )
+
+
+_Answer = TypeVar("_Answer")
+
+
+class SurfaceError(MCPError):
+    """A JSON-RPC error of resources/read, prompts/get or completion/complete, with the outcome code the audit
+    line and the log give it (`NOT_FOUND`, `VALIDATION_ERROR`, `FORBIDDEN`, a tool error's code)."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, outcome: str) -> None:
+        super().__init__(code, message, data)
+        self.outcome = outcome
+
+
+async def audited(
+    method: str, name: str | None, arguments: Mapping[str, Any], ctx: Any, call: Callable[[], Awaitable[_Answer]]
+) -> _Answer:
+    """Run one request of the surface beside tools (resources/read, prompts/get, completion/complete) and, with
+    `--audit-log`, write its audit line as a tool call's: the same caller, outcome and digest of its arguments."""
+    audit = AUDIT.log
+    if audit is None:
+        return await call()
+    outcome = "EXCEPTION"
+    try:
+        answer = await call()
+        outcome = "ok"
+        return answer
+    except SurfaceError as exc:
+        outcome = exc.outcome
+        raise
+    except BaseException as exc:
+        outcome = "CANCELLED" if isinstance(exc, anyio.get_cancelled_exc_class()) else "EXCEPTION"
+        raise
+    finally:
+        audit.record(method, name, with_identity(ctx).identity, outcome, arguments)
 
 
 def annotate_span(span: Span, tool: str, outcome: str, digest: str, workflow: str | None) -> None:
