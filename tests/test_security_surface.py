@@ -149,8 +149,12 @@ def bearer(url: str, token: str | None, mode: str) -> Any:
 
 
 def audit_lines(path: Path, subject: str | None) -> list[dict[str, Any]]:
+    """The end lines of `subject`'s requests (each has a begin line before it, with the same request id)."""
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return [line for line in lines if line["subject"] == subject]
+    begun = {line["request"] for line in lines if line["phase"] == "begin"}
+    ended = [line for line in lines if line["phase"] == "end" and line["subject"] == subject]
+    assert all(line["request"] in begun for line in ended)
+    return ended
 
 
 async def attack(client: Any) -> list[MCPError]:
