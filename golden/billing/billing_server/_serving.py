@@ -17,6 +17,7 @@ import math
 import os
 import re
 import signal
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -169,6 +170,14 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         "--auth-jwks-url", metavar="URL", type=url_argument, help="--auth jwt: the issuer's JSON Web Key Set"
     )
     parser.add_argument(
+        "--auth-jwks-cooldown",
+        type=seconds_argument,
+        default=None,
+        metavar="SECONDS",
+        help="--auth jwt: at least this long between two JWKS fetches, failed or not (default 30; 0: a fetch "
+        "whenever a token names an unknown key, one at a time)",
+    )
+    parser.add_argument(
         "--auth-algorithm",
         action="append",
         default=[],
@@ -216,13 +225,12 @@ def token_verifier(
     """The verifier --auth asks for, checked now: a missing or unusable option is a usage error (exit 2), not a
     server that starts and refuses everyone. None for --auth none."""
     if arguments.auth == "none":
-        stray = [
-            o for o in ("auth_issuer", "auth_audience", "auth_jwks_url", "auth_tokens_file") if getattr(arguments, o)
-        ]
+        given = ("auth_issuer", "auth_audience", "auth_jwks_url", "auth_jwks_cooldown", "auth_tokens_file")
+        stray = [o for o in given if getattr(arguments, o) is not None]
         if stray:
             parser.error(f"--{stray[0].replace('_', '-')} needs --auth jwt or --auth tokens")
         return None
-    from ._auth import JwtVerifier, StaticTokens  # only for --auth: a server without it never imports them
+    from ._auth import JWKS_COOLDOWN, JwtVerifier, StaticTokens  # only for --auth: else never imported
 
     if arguments.auth == "jwt":
         missing = [o for o in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(arguments, o)]
@@ -235,9 +243,19 @@ def token_verifier(
             algorithms=arguments.auth_algorithm or JWT_ALGORITHMS,
             roles_claim=roles_claim,
             tenant_claim=tenant_claim,
+            cooldown=JWKS_COOLDOWN if arguments.auth_jwks_cooldown is None else arguments.auth_jwks_cooldown,
         )
     if not arguments.auth_tokens_file:
         parser.error("--auth tokens needs --auth-tokens-file")
+    try:
+        mode = os.stat(arguments.auth_tokens_file).st_mode
+    except OSError as exc:
+        parser.error(f"--auth-tokens-file {arguments.auth_tokens_file}: {exc.strerror}")
+    if mode & 0o022:  # whoever may write it may add a token of their own, with any roles and scopes
+        parser.error(
+            f"--auth-tokens-file {arguments.auth_tokens_file}: writable by its group or by others "
+            f"(mode {stat.S_IMODE(mode):04o}): anyone who can write it can add a token; chmod go-w it"
+        )
     try:
         return StaticTokens.load(arguments.auth_tokens_file, tenants=tenant_claim is not None)
     except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
@@ -292,6 +310,17 @@ def positive_argument(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def seconds_argument(text: str) -> float:
+    """A duration that may be 0: a finite number of seconds, not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
     return value
 
 
