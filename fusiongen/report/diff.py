@@ -407,6 +407,33 @@ def _view_changes(subject: str, role: str, old: View, new: View) -> list[Change]
     return changes
 
 
+def _effect_kinds(entry: dict[str, object]) -> dict[tuple[str, str], str]:
+    rows = entry["effects"]
+    assert isinstance(rows, list)
+    kinds: dict[tuple[str, str], str] = {}
+    for r in rows:
+        kinds.setdefault((r["effect"], r["access"]), r["call"])
+    return kinds
+
+
+def diff_effects(sides: ToolSides) -> list[Change]:
+    """What its handler can do, by kind of effect (files read, network write, ...): a kind gained widens what a
+    client lets it do (a host that auto-approves it now approves that too); a kind lost is safe. A different call
+    of a kind it already had (a refactor) is no change."""
+    old, new = _effect_kinds(sides.old_entry), _effect_kinds(sides.new_entry)
+    changes = [
+        Change(Impact.WIDENED, sides.subject, "effect-gained", f"its handler can now {access} {effect}: {call}")
+        for (effect, access), call in new.items()
+        if (effect, access) not in old
+    ]
+    changes += [
+        Change(Impact.SAFE, sides.subject, "effect-removed", f"its handler no longer {access}s {effect}")
+        for (effect, access) in old
+        if (effect, access) not in new
+    ]
+    return changes
+
+
 FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
     "inputs": diff_inputs,
     "model_sees": diff_model_sees,
@@ -418,6 +445,7 @@ FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
     "states": diff_states,
     "requires": diff_requires,
     "audiences": diff_audiences,
+    "effects": diff_effects,
 }
 
 

@@ -346,6 +346,15 @@ def audience_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
     return rows
 
 
+def effect_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
+    """What its handler can do, as read from the handler module (docs/spec.md §6.8): each call once, with the
+    module's own functions it is reached through. No rows: nothing found (or no handler module to read)."""
+    rows = [
+        {"effect": e.category, "access": e.access, "call": e.call, "through": " → ".join(e.via)} for e in tool.effects
+    ]
+    return list({tuple(r.values()): r for r in rows}.values())
+
+
 TOOL_FACETS: tuple[Facet, ...] = (
     Facet("inputs", "Inputs (the model sends)", ("path", "type", "required", "nullable"), input_rows),
     Facet("model_sees", "Reaches the model", ("path", "type"), model_rows),
@@ -362,6 +371,12 @@ TOOL_FACETS: tuple[Facet, ...] = (
         ("role", "presenter", "path", "type", "exposure"),
         audience_rows,
     ),
+    Facet(
+        "effects",
+        "What its handler can do (read from the handler module)",
+        ("effect", "access", "call", "through"),
+        effect_rows,
+    ),
 )
 # A resource read is a query through its presenter: what its result exposes, as a tool's, and who may read it
 # (its requires); never bound, never presented per role, and without UI blocks (its contents are the structured
@@ -369,7 +384,7 @@ TOOL_FACETS: tuple[Facet, ...] = (
 RESOURCE_FACETS: tuple[Facet, ...] = tuple(
     f
     for f in TOOL_FACETS
-    if f.key in ("inputs", "model_sees", "redacted", "hidden", "rules", "suggestions", "requires")
+    if f.key in ("inputs", "model_sees", "redacted", "hidden", "rules", "suggestions", "requires", "effects")
 )
 PROMPT_REQUIRES_FACET: Facet = next(f for f in TOOL_FACETS if f.key == "requires")
 PROMPT_ARGUMENT_COLUMNS = ("name", "required", "values", "description")
@@ -480,6 +495,7 @@ def exposure(ir: ServerIR) -> Report:
     return {
         "server": ir.name,
         "version": ir.version,
+        "handlers_file": ir.handlers_file,  # where the handlers' effects were read from; None: not read
         "tools": [tool_entry(ir, t) for t in ir.tools],
         "resources": [resource_entry(ir, r) for r in ir.resources],
         "prompts": [prompt_entry(p) for p in ir.prompts],
@@ -516,9 +532,15 @@ def as_markdown(report: Report, spec: str | None = None) -> str:
         "",
         "Computed from the spec by `fusiongen explain`: every value a tool's or resource's result carries, what is",
         "masked or left out (for each role audience too), who may call it, the rules and suggestions it can add and",
-        "the workflow states it runs in; each prompt's arguments and template. Paths of a collection are paths of",
-        "one item.",
+        "the workflow states it runs in, what its handler can do; each prompt's arguments and template. Paths of a",
+        "collection are paths of one item.",
     ]
+    if report["handlers_file"] is not None:
+        lines += [
+            "",
+            f"Handler effects are read from `{comment_text(report['handlers_file'])}` beside the spec (docs/spec.md "
+            "§6.8 says what that can and cannot see).",
+        ]
     if spec is not None:
         lines += [
             "",
