@@ -1331,7 +1331,7 @@ _BACKTICKS: Final = re.compile("`+")
 
 
 def _one_line(value: str) -> str:
-    return _LINE_BREAKS.sub(" ", value)
+    return value if value.isprintable() else _LINE_BREAKS.sub(" ", value)  # every line break is unprintable
 
 
 def _cell(value: str) -> str:
@@ -1475,13 +1475,17 @@ def _result(
 
 
 def _guidance_blocks(rules: Sequence[str], suggestions: Sequence[tuple[str, str]]) -> list[types.TextContent]:
-    """`<domain_rules>` (if any rule), then `<action_suggestions>` (if any suggestion)."""
+    """`<domain_rules>` (if any rule), then `<action_suggestions>` (if any suggestion): one `- ` line each. A rule or
+    reason is one line whatever its template interpolated (a handler value, `{ctx.subject}`): a line break in it
+    becomes a space, as in table cells and lists, so no value can add a rule or suggestion line of its own."""
     blocks = []
     if rules:
-        lines = "".join([f"- {escape_text(rule)}\n" for rule in rules])
+        lines = "".join([f"- {_one_line(escape_text(rule))}\n" for rule in rules])
         blocks.append(types.TextContent(type="text", text=f"<domain_rules>\n{lines}</domain_rules>"))
     if suggestions:
-        lines = "".join([f"- {escape_text(tool)}: {escape_text(reason)}\n" for tool, reason in suggestions])
+        lines = "".join(
+            [f"- {_one_line(escape_text(tool))}: {_one_line(escape_text(reason))}\n" for tool, reason in suggestions]
+        )
         blocks.append(types.TextContent(type="text", text=f"<action_suggestions>\n{lines}</action_suggestions>"))
     return blocks
 
