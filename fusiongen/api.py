@@ -42,6 +42,7 @@ from fusiongen.report.diff import Change, diff
 from fusiongen.report.exposure import Report, as_markdown, exposure
 from fusiongen.scaffold.handlers import (
     append_stubs,
+    bound_names,
     check_handlers,
     handler_path,
     parse_handlers,
@@ -256,6 +257,9 @@ def _handler_update(generation: Generation, handlers: Path) -> tuple[str | None,
     if not handlers.exists():
         return scaffold(generation.ir), "scaffolded a stub per tool; implement them"
     source = handlers.read_text(encoding="utf-8")
+    names = bound_names(source)
+    if names is not None and all(tool.handler in names for tool in generation.ir.handled):
+        return None, "unchanged"  # nothing to append: the module is not read with libcst at all
     parsed = parse_handlers(source, display_path(handlers))
     if isinstance(parsed, Diagnostic):
         raise SpecError([parsed])
