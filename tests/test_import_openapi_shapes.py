@@ -246,3 +246,93 @@ def test_a_bomb_a_deep_or_a_recursive_document_is_fg300(tmp_path: Path, name: st
     assert result.code == 2, result.stderr
     assert _codes(result.stderr) == ["FG300"] and why in result.stderr
     assert not (tmp_path / "spec.toml").exists()
+
+
+# --- choosing operations and reading the report ----------------------------------------------------------
+
+PETSTORE = Path(__file__).parent / "fixtures" / "openapi" / "swagger-petstore-v3.yaml"
+
+
+def _tools_of(spec: Path) -> set[str]:
+    return {t.name for t in validate(spec)[1].tools}
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (("--methods", "get"), {"find_pets_by_status", "find_pets_by_tags", "get_pet_by_id", "get_inventory",
+                                "get_order_by_id", "login_user", "logout_user", "get_user_by_name"}),
+        (("--exclude-methods", "get,put,post"), {"delete_pet", "delete_order", "delete_user"}),
+        (("--paths", "/store/*", "--exclude-paths", "/store/order/*"), {"get_inventory", "place_order"}),
+        (("--tags", "pet", "--exclude-ops", "^(find|update)", "--exclude-methods", "delete"),
+         {"add_pet", "get_pet_by_id"}),  # uploadFile (octet-stream) is FG313 either way
+        (("--exclude-tags", "pet,store"), {"create_user", "create_users_with_list_input", "login_user",
+                                           "logout_user", "get_user_by_name", "update_user", "delete_user"}),
+    ],
+)  # fmt: skip
+def test_operations_are_included_and_excluded_by_tag_path_method_and_id(
+    tmp_path: Path, options: tuple[str, ...], expected: set[str]
+) -> None:
+    result = run("import", "openapi", PETSTORE, "-o", "spec.toml", *options, cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    assert _tools_of(tmp_path / "spec.toml") == expected
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--exclude-ops", "("), "--exclude-ops is not a regular expression"),
+        (("--methods", "get,fetch"), "not an HTTP method: fetch"),
+    ],
+)
+def test_a_bad_filter_is_fg331_and_writes_nothing(tmp_path: Path, options: tuple[str, ...], message: str) -> None:
+    result = run("import", "openapi", PETSTORE, "-o", "spec.toml", *options, cwd=tmp_path)
+    assert result.code == 2 and "FG331" in result.stderr and message in result.stderr
+    assert not (tmp_path / "spec.toml").exists()
+
+
+def test_warnings_are_summarised_by_code_and_listed_with_verbose(tmp_path: Path) -> None:
+    properties = {f"mail{index}": {"type": "string", "format": "email"} for index in range(5)}
+    document = {**SHAPES, "components": {"schemas": {**SHAPES["components"]["schemas"], "Mails": {
+        "type": "object", "properties": properties}}}}  # fmt: skip
+    quiet = _import(tmp_path, document)
+    assert quiet.code == 0, quiet.stderr
+    assert _codes(quiet.stderr) == ["FG335"] * 3
+    assert "warnings by code:\n  FG335: 5 (2 not shown: --verbose)\n" in quiet.stderr
+    loud = run("import", "openapi", "api.json", "-o", "spec.toml", "--verbose", cwd=tmp_path)
+    assert _codes(loud.stderr) == ["FG335"] * 5 and "  FG335: 5\n" in loud.stderr
+
+
+async def test_compact_keeps_the_listing_small_and_the_results_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--compact`: summaries, error codes without the generic meanings, `output_schemas = "none"`; a call
+    still returns the presented envelope, renamed fields read back."""
+    document = {**SHAPES, "paths": {**SHAPES["paths"]}}
+    document["paths"]["/incidents"] = {
+        **SHAPES["paths"]["/incidents"],
+        "post": {**SHAPES["paths"]["/incidents"]["post"], "summary": "Create an incident",
+                 "description": "Create an incident.\n\nA long text a model need not read on every listing."},
+    }  # fmt: skip
+    result = _import(tmp_path, document, "--handlers", "http", "--compact")
+    assert result.code == 0, result.stderr
+    assert 'output_schemas = "none"' in (tmp_path / "spec.toml").read_text(encoding="utf-8")
+    _, ir, _ = validate(tmp_path / "spec.toml")
+    build(tmp_path / "spec.toml", tmp_path / "out")
+    with (
+        serving(tmp_path / "api.json", "/v1") as upstream,
+        importable(tmp_path / "out", tmp_path, modules=(ir.package, ir.handlers_module)),
+    ):
+        monkeypatch.setenv("SHAPES_BASE_URL", upstream.base_url)
+        package = importlib.import_module(ir.package)
+        handlers = importlib.import_module(ir.handlers_module)
+        async with Client(package.create_server(handlers), mode="legacy", cache=None) as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            called = await client.call_tool("create_incident", {"type_2": "incident", "title": "t"})
+    tool = listed["create_incident"]
+    assert tool.output_schema is None and all(t.output_schema is None for t in listed.values())
+    assert tool.description == (
+        "Create an incident\n\nErrors it may return (tool_error codes):"
+        "\n- NOT_FOUND\n- CONFLICT\n- INVALID_REQUEST\n- RATE_LIMITED\n- UNAVAILABLE"
+    )
+    assert not called.is_error and called.structured_content["data"]["type_2"] == "incident"

@@ -10,6 +10,7 @@ comment in the TOML where it was simplified: nothing is dropped silently.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import ipaddress
 import re
@@ -107,12 +108,23 @@ class Imported:
     tools: dict[str, Tool] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     unsafe_server: bool = False  # servers[0] is not a default the handlers may call (FG338)
+    compact: bool = False  # --compact: summaries, documented error meanings only, no output schemas
 
 
 @dataclass
 class Filters:
+    """Which operations are imported: each filter given must hold (an include: at least one of its values
+    matches; an exclude: none does). Tags match as written or normalized; paths are `fnmatch` globs on the
+    path template (`/repos/*`: `*` crosses `/`); methods are lower case."""
+
     tags: frozenset[str] = frozenset()
     include_ops: re.Pattern[str] | None = None
+    exclude_tags: frozenset[str] = frozenset()
+    exclude_ops: re.Pattern[str] | None = None
+    paths: tuple[str, ...] = ()
+    exclude_paths: tuple[str, ...] = ()
+    methods: frozenset[str] = frozenset()
+    exclude_methods: frozenset[str] = frozenset()
 
 
 def identifier(name: str) -> str:
@@ -173,10 +185,11 @@ def model_name(name: str) -> str:
 class Mapper:
     """Holds the document and what has been mapped so far; one instance per import."""
 
-    def __init__(self, document: Document, filters: Filters, checks: Checks) -> None:
+    def __init__(self, document: Document, filters: Filters, checks: Checks, *, compact: bool = False) -> None:
         self.doc = document
         self.filters = filters
         self.checks = checks
+        self.compact = compact
         info: Any = document.data.get("info") if isinstance(document.data.get("info"), Mapping) else {}
         self.out = Imported(
             title=str(info.get("title") or "API"),
@@ -561,20 +574,29 @@ class Mapper:
                 found.append(name)
         return found
 
-    def selected(self, operation: Mapping[str, Any], name: str) -> bool:
+    def selected(self, operation: Mapping[str, Any], name: str, path: str, method: str) -> bool:
+        wanted = self.filters
         raw = operation.get("tags")
         tags = {t for t in raw if isinstance(t, str)} if isinstance(raw, list) else set()
         tags |= {n for t in tags if (n := normalized_tag(t)) is not None}
-        if self.filters.tags and not tags & self.filters.tags:
+        if (wanted.tags and not tags & wanted.tags) or tags & wanted.exclude_tags:
             return False
-        pattern = self.filters.include_ops
-        return pattern is None or bool(pattern.search(str(operation.get("operationId") or name)))
+        if (wanted.methods and method not in wanted.methods) or method in wanted.exclude_methods:
+            return False
+        if wanted.paths and not any(fnmatch.fnmatchcase(path, glob) for glob in wanted.paths):
+            return False
+        if any(fnmatch.fnmatchcase(path, glob) for glob in wanted.exclude_paths):
+            return False
+        operation_id = str(operation.get("operationId") or name)
+        if wanted.exclude_ops is not None and wanted.exclude_ops.search(operation_id):
+            return False
+        return wanted.include_ops is None or bool(wanted.include_ops.search(operation_id))
 
     def operation(
         self, path: str, method: str, operation: Mapping[str, Any], pointer: str, shared: list[Any], item_pointer: str
     ) -> None:
         name = tool_name(str(operation.get("operationId") or f"{method} {path}"))
-        if not self.selected(operation, name):
+        if not self.selected(operation, name, path, method):
             return
         if method in ("options", "trace"):
             self.warn("FG321", pointer, f"{method.upper()} operations are not imported")
@@ -589,7 +611,7 @@ class Mapper:
             self.warn("FG323", pointer, f"tool name {name!r} is taken; this one is {unique!r}")
             name = unique
         tool = Tool(name, pointer, method, path, KINDS.get(method, "action"))
-        tool.description = _description(operation)
+        tool.description = _summary(operation) if self.compact else _description(operation)
         tool.tags = self.tags(operation, pointer, tool.comments)
         if not self.body(tool, operation, pointer):
             return
@@ -758,7 +780,8 @@ class Mapper:
                 described[code].append(f"{status}: {first_line or GENERIC[code]}")
             else:
                 unmapped.append(f"{status}" + (f" ({first_line})" if first_line else ""))
-        tool.errors = {code: "; ".join(texts) or GENERIC[code] for code, texts in described.items()}
+        generic = {code: "" if self.compact else GENERIC[code] for code in described}  # --compact: the code alone
+        tool.errors = {code: "; ".join(texts) or generic[code] for code, texts in described.items()}
         if unmapped:
             tool.comments.append(
                 f"documented {', '.join(unmapped)}: the httpx handler reports it as INTERNAL_ERROR "
@@ -872,6 +895,15 @@ def _text(value: Any) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
+def _summary(operation: Mapping[str, Any]) -> str | None:
+    """`--compact`: the summary, else the description's first paragraph (what a model chooses a tool by)."""
+    summary = _text(operation.get("summary"))
+    if summary:
+        return summary
+    description = _text(operation.get("description"))
+    return description.split("\n\n", 1)[0].strip() if description else None
+
+
 def _description(operation: Mapping[str, Any]) -> str | None:
     summary, description = _text(operation.get("summary")), _text(operation.get("description"))
     if summary and description and description != summary:
@@ -887,9 +919,10 @@ def _kind(schema: Any, document: Document) -> Any:
     return resolved.get("type") if isinstance(resolved, Mapping) else None
 
 
-def map_document(document: Document, filters: Filters, checks: Checks) -> Imported:
+def map_document(document: Document, filters: Filters, checks: Checks, *, compact: bool = False) -> Imported:
     """Every component schema, then every selected operation (models they name inline are added)."""
-    mapper = Mapper(document, filters, checks)
+    mapper = Mapper(document, filters, checks, compact=compact)
+    mapper.out.compact = compact
     for name, _ in items((document.data.get("components") or {}).get("schemas")):
         mapper.model_for_ref(f"{SCHEMAS}{name}")
     mapper.operations()
