@@ -27,7 +27,7 @@ from fusiongen.importers.openapi.constraints import Checks
 from fusiongen.importers.openapi.document import load_document
 from fusiongen.importers.openapi.emit import NotOurs, emit_spec
 from fusiongen.importers.openapi.http_handlers import append_functions, module_text
-from fusiongen.importers.openapi.mapping import Filters, map_document
+from fusiongen.importers.openapi.mapping import METHODS, Filters, map_document
 from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
 from fusiongen.ir import EffectIR, ServerIR, ToolIR
 from fusiongen.load.loader import LoadedSpec, load_spec
@@ -45,6 +45,7 @@ from fusiongen.report.exposure import Report, as_markdown, exposure
 from fusiongen.scaffold.effects import analyse
 from fusiongen.scaffold.handlers import (
     append_stubs,
+    bound_names,
     check_handlers,
     handler_path,
     parse_handlers,
@@ -341,6 +342,9 @@ def _handler_update(generation: Generation, handlers: Path) -> tuple[str | None,
     if not handlers.exists():
         return scaffold(generation.ir), "scaffolded a stub per tool; implement them"
     source = handlers.read_text(encoding="utf-8")
+    names = bound_names(source)
+    if names is not None and all(tool.handler in names for tool in generation.ir.handled):
+        return None, "unchanged"  # nothing to append: the module is not read with libcst at all
     parsed = parse_handlers(source, display_path(handlers))
     if isinstance(parsed, Diagnostic):
         raise SpecError([parsed])
@@ -469,17 +473,45 @@ def import_openapi(
     tags: frozenset[str] = frozenset(),
     include_ops: str | None = None,
     http_handlers: bool = False,
+    exclude_tags: frozenset[str] = frozenset(),
+    exclude_ops: str | None = None,
+    paths: tuple[str, ...] = (),
+    exclude_paths: tuple[str, ...] = (),
+    methods: frozenset[str] = frozenset(),
+    exclude_methods: frozenset[str] = frozenset(),
+    compact: bool = False,
 ) -> ImportResult:
     """Map an OpenAPI document into `spec_path` (its region only, if it exists), validate what was written,
-    and with `http_handlers` write (or extend) the httpx handler module beside it."""
-    try:
-        pattern = re.compile(include_ops) if include_ops is not None else None
-    except re.error as exc:
-        raise SpecError(
-            [Diagnostic("FG331", f"--include-ops is not a regular expression: {exc}", "<command line>")]
-        ) from exc
+    and with `http_handlers` write (or extend) the httpx handler module beside it. The filters select
+    operations (`Filters`); `compact`: the smaller view for a large API (docs/openapi.md §5)."""
+    patterns: dict[str, re.Pattern[str] | None] = {}
+    problems: list[Diagnostic] = []
+    for option, text in (("--include-ops", include_ops), ("--exclude-ops", exclude_ops)):
+        try:
+            patterns[option] = re.compile(text) if text is not None else None
+        except re.error as exc:
+            problems.append(Diagnostic("FG331", f"{option} is not a regular expression: {exc}", "<command line>"))
+    unknown = sorted((methods | exclude_methods) - set(METHODS))
+    if unknown:
+        problems.append(
+            Diagnostic(
+                "FG331", f"not an HTTP method: {', '.join(unknown)} (one of {', '.join(METHODS)})", "<command line>"
+            )
+        )
+    if problems:
+        raise SpecError(problems)
+    filters = Filters(
+        tags,
+        patterns["--include-ops"],
+        exclude_tags,
+        patterns["--exclude-ops"],
+        paths,
+        exclude_paths,
+        methods,
+        exclude_methods,
+    )
     document = load_document(document_path)
-    imported = map_document(document, Filters(tags, pattern), Checks(pattern_problem, value_refused))
+    imported = map_document(document, filters, Checks(pattern_problem, value_refused), compact=compact)
     existing = spec_path.read_text(encoding="utf-8") if spec_path.exists() else None
     source = relative(document_path, spec_path.parent)
     try:

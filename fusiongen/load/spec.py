@@ -110,6 +110,11 @@ class ServerSpec(_Strict):
         "over it is a build error (FG501); a result with no bound (a string without max_length, a list without "
         "max_items...) is a warning naming what to bound (FG502).",
     )
+    output_schemas: Literal["full", "none"] = Field(
+        default="full",
+        description='Each tool\'s outputSchema in tools/list: "full" (the default), or "none" to keep a large API\'s '
+        "listing small (results keep their envelope and presenters; clients just cannot validate them).",
+    )
 
 
 class ModelSpec(_Strict):

@@ -131,4 +131,5 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         prompts=prompts,
         max_list_tokens=server.max_list_tokens,
         max_result_tokens=server.max_result_tokens,
+        output_schemas=server.output_schemas == "full",
     )
