@@ -304,6 +304,11 @@ class ToolIR:
     # What its handler can do, read from the handler module by `api.validate` (empty: nothing found, or no
     # module to read: ServerIR.handlers_file says which).
     effects: tuple[EffectIR, ...] = ()
+    # Freshness (docs/spec.md §6.9): the tools whose earlier results its success makes stale (spec names, resolved
+    # from `invalidates`), the tools whose success makes its own results stale (wire names), and `immutable`.
+    invalidates: tuple[str, ...] = ()
+    stale_after: tuple[str, ...] = ()
+    immutable: bool = False
 
     @property
     def label(self) -> str:
@@ -366,6 +371,7 @@ class ServerIR:
     prompts: tuple[PromptIR, ...] = ()
     # The handler module's path relative to the spec's folder, when `api.validate` read it for effects.
     handlers_file: str | None = None
+    registry_name: str = "invalid.example/server"  # [server] registry_name: server.json's name
 
     @property
     def handled(self) -> tuple[ToolIR, ...]:

@@ -219,6 +219,13 @@ _SUGGESTIONS: Final = {
 }
 
 
+_STALE: Final = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Tools whose earlier results this change made stale: call them again before relying on them.",
+}
+
+
 def output_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any] | None:
     """The envelope a presenter result's structuredContent is: `data`, then for a collection its counts, then
     the guidance. Every key is always present but `notice`, which a collection has only when truncated.
@@ -241,6 +248,8 @@ def output_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any] | None:
     else:
         properties = {"data": item}
     properties |= {"rules": dict(_RULES), "suggestions": dict(_SUGGESTIONS)}
+    if tool.invalidates:
+        properties["stale"] = dict(_STALE)
     required = [key for key in properties if key != "notice"]
     schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
     return builder.finish(schema)
