@@ -25,6 +25,10 @@ class TypeIR:
     model: str | None = None
     values: TypeIR | None = None  # a map's value type
     inline: bool = False  # a model generated for an inline object (`type = "object"`), not a declared one
+    # The type could not be resolved and an error says so (FG110, or a model set aside): held as json, which
+    # every later check accepts, so that one mistake is reported once and not again as the type errors a
+    # stand-in type would cause (a comparison, a constraint, a default).
+    unknown: bool = False
 
     @property
     def models(self) -> tuple[str, ...]:
