@@ -30,6 +30,7 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, Transpo
 
 from ._identity import JWT_ALGORITHMS
 from ._runtime import (
+    DEFAULT_LIVE_STARTS,
     DEFAULT_STARTS_PER_MINUTE,
     USER_BLOCK_MODES,
     AuditLog,
@@ -298,8 +299,23 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         type=count_argument,
         default=DEFAULT_STARTS_PER_MINUTE,
         metavar="N",
-        help="<workflow>.start calls one client (an HTTP session, else a peer address) may make per minute, in "
-        f"bursts of as many; more get RATE_LIMITED (default {DEFAULT_STARTS_PER_MINUTE})",
+        help="<workflow>.start calls one client (an authenticated subject, else an HTTP session) may make per "
+        f"minute, in bursts of as many; more get RATE_LIMITED (default {DEFAULT_STARTS_PER_MINUTE})",
+    )
+    parser.add_argument(
+        "--max-live-starts",
+        type=count_argument,
+        default=DEFAULT_LIVE_STARTS,
+        metavar="N",
+        help="<workflow>.start calls one client may make per --handle-idle-ttl (each creates a record that lives "
+        f"that long): the records one client can pile up in the store (default {DEFAULT_LIVE_STARTS})",
+    )
+    parser.add_argument(
+        "--start-limit-by-address",
+        action="store_true",
+        help="count unauthenticated 2026-07-28 clients by their peer address for the start limits (only when "
+        "nothing such as a proxy or a NAT puts several clients behind one address); without it they are not "
+        "limited per client",
     )
 
 
