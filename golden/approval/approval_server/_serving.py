@@ -97,6 +97,14 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP: seconds after which an idle session is closed, freeing its slot (default 1800)",
     )
     parser.add_argument(
+        "--max-header-size",
+        type=count_argument,
+        default=DEFAULT_MAX_HEADER_SIZE,
+        metavar="BYTES",
+        help="HTTP: a request's line and headers at most this many bytes, checked as they arrive, before any "
+        f"authentication; more get 431 and the connection is closed (default {DEFAULT_MAX_HEADER_SIZE})",
+    )
+    parser.add_argument(
         "--max-request-body",
         type=count_argument,
         default=DEFAULT_MAX_REQUEST_BODY_SIZE,
@@ -834,6 +842,66 @@ def replace_metadata_routes(
     app.router.routes[:] = [*routes, bare, *kept]
 
 
+# A request's line and headers: 64 KiB holds the largest bearer JWTs issuers mint, many times over.
+DEFAULT_MAX_HEADER_SIZE = 65_536
+_HEAD_END = b"\r\n\r\n"
+
+
+def http_protocol(limit: int) -> Any:
+    """uvicorn's HTTP protocol with the request head bounded by `limit` bytes, before anything reads it.
+
+    h11 has the bound (`h11_max_incomplete_event_size`, set by serve_http); httptools (the `fast` extra) has
+    none: llhttp keeps a header value however long it grows, so one unauthenticated request with a 32 MB header
+    cost 64 MB. Its protocol gets the bound here, counted as bytes arrive: a head over it is answered 431 and the
+    connection closed, and nothing of it reaches the parser past the bound."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+    except ImportError:
+        return "h11"
+
+    class BoundedHead(HttpToolsProtocol):
+        head = 0  # bytes of the current request's head seen so far
+        in_head = True
+        tail = b""  # the last bytes seen, for a head end split across reads
+        refused = False
+
+        def data_received(self, data: bytes) -> None:
+            if self.refused:
+                return
+            if self.in_head:
+                seen = self.tail + data
+                end = seen.find(_HEAD_END)
+                if end < 0:
+                    self.head += len(data)
+                    self.tail = seen[-3:]
+                else:
+                    self.head += end + len(_HEAD_END) - len(self.tail)
+                    self.in_head, self.tail = False, b""
+                if self.head > limit:
+                    self.refuse()
+                    return
+            super().data_received(data)
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self.head, self.in_head, self.tail = 0, True, b""  # a next request on the connection has its own head
+
+        def refuse(self) -> None:
+            self.logger.warning("Refused a request whose head exceeds %d bytes", limit)
+            message = b"Request header fields too large."
+            self.transport.write(
+                STATUS_LINE[431]
+                + b"content-type: text/plain; charset=utf-8\r\ncontent-length: "
+                + str(len(message)).encode("ascii")
+                + b"\r\nconnection: close\r\n\r\n"
+                + message
+            )
+            self.transport.close()
+            self.refused = True  # nothing more of it is read
+
+    return BoundedHead
+
+
 class HeaderValuesTrimmed:
     """An ASGI wrapper that removes the optional whitespace around each request header value, as RFC 9110 §5.5
     says a field value is parsed. uvicorn's h11 parser does it; its httptools parser (the `fast` extra) hands
@@ -874,6 +942,8 @@ async def serve_http(
         HeaderValuesTrimmed(app),
         host=arguments.host,
         port=arguments.port,
+        http=http_protocol(arguments.max_header_size),
+        h11_max_incomplete_event_size=arguments.max_header_size,
         log_level=arguments.dependency_log_level,
         log_config=None,
         access_log=arguments.dependency_log_level in ("debug", "info"),
