@@ -897,9 +897,13 @@ def domain_error(
     return error_result(text + "</tool_error>")
 
 
-# <workflow>.start calls a client may make per minute (and in one burst): far more than an agent working
-# through workflows needs, far fewer than it takes to fill a store with abandoned handles.
-DEFAULT_STARTS_PER_MINUTE = 60
+# <workflow>.start calls a client (an authenticated subject, a handshake session: see _gate.client_key) may make
+# per minute, in one burst too: ten a second, more than any agent (or a team behind one token) working through
+# workflows starts, and it slows a loop that starts without end.
+DEFAULT_STARTS_PER_MINUTE = 600
+# Records one client may start per handle idle TTL (each lives that long): what bounds the store one client can
+# fill. Far more handles than an agent holds at once.
+DEFAULT_LIVE_STARTS = 10_000
 
 # --- call log ----------------------------------------------------------------------------------------
 
