@@ -13,8 +13,10 @@ import os
 import re
 import tempfile
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import libcst
 
 from fusiongen.codegen.budget import ToolBudget, budget_table, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
@@ -27,9 +29,9 @@ from fusiongen.importers.openapi.emit import NotOurs, emit_spec
 from fusiongen.importers.openapi.http_handlers import append_functions, module_text
 from fusiongen.importers.openapi.mapping import METHODS, Filters, map_document
 from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
-from fusiongen.ir import ServerIR
+from fusiongen.ir import EffectIR, ServerIR, ToolIR
 from fusiongen.load.loader import LoadedSpec, load_spec
-from fusiongen.load.revision import spec_at_revision
+from fusiongen.load.revision import git_show, spec_at_revision
 from fusiongen.load.spec import json_schema
 from fusiongen.lower.constraints import pattern_problem
 from fusiongen.lower.fields import value_refused
@@ -40,6 +42,7 @@ from fusiongen.report import diff as diff_report
 from fusiongen.report import exposure as exposure_report
 from fusiongen.report.diff import Change, diff
 from fusiongen.report.exposure import Report, as_markdown, exposure
+from fusiongen.scaffold.effects import analyse
 from fusiongen.scaffold.handlers import (
     append_stubs,
     bound_names,
@@ -108,9 +111,31 @@ def diff_specs(old_spec: Path | None, new_spec: Path, *, revision: str | None = 
     else:
         with tempfile.TemporaryDirectory(prefix="fusiongen-diff-") as folder:
             copy = spec_at_revision(new_spec, revision, Path(folder))
-            _, old_ir, _ = validate(copy, shown=f"{display_path(new_spec)}@{revision}")
+            shown = f"{display_path(new_spec)}@{revision}"
+            _handlers_at_revision(new_spec, revision, copy, shown)
+            _, old_ir, _ = validate(copy, shown=shown)
     _, new_ir, _ = validate(new_spec)
     return diff(old_ir, new_ir)
+
+
+def _handlers_at_revision(spec: Path, revision: str, copy: Path, shown: str) -> None:
+    """Put the handler module as committed at `revision` beside the spec's copy, so the old IR's effects are
+    those of the old handlers (none copied if the spec does not lower, or the module was not committed)."""
+    try:
+        ir, _ = lower(load_spec(copy, shown))
+    except SpecError:
+        return  # validate reports it
+    folder = spec.parent if str(spec.parent) else Path(".")
+    parts = ir.handlers_module.split(".")
+    for candidate in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
+        try:
+            text = git_show(folder, revision, candidate)
+        except SpecError:
+            continue
+        target = copy.parent / candidate
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text)
+        return
 
 
 def exposure_text(report: Report, fmt: str) -> str:
@@ -137,10 +162,70 @@ def validate(spec_path: Path, *, shown: str | None = None) -> tuple[LoadedSpec, 
     diagnostics name the file (default: its path, as the user sees it)."""
     loaded = load_spec(spec_path, shown if shown is not None else display_path(spec_path))
     ir, warnings = lower(loaded)
+    ir, refused = with_effects(loaded, ir)
     over, unbounded = over_budget(loaded, ir)
-    if over:
-        raise SpecError([*warnings, *over, *unbounded])
+    if over or refused:
+        raise SpecError([*warnings, *refused, *over, *unbounded])
     return loaded, ir, [*warnings, *unbounded]
+
+
+def with_effects(loaded: LoadedSpec, ir: ServerIR) -> tuple[ServerIR, list[Diagnostic]]:
+    """The IR with what each handler can do (`scaffold.effects`, read from the handler module's text; nothing
+    when the module is not beside the spec or does not parse: `check` and `build` report that), and FG420 /
+    FG421 for a query whose handler can write, execute, or escapes the analysis."""
+    path = handler_path(loaded.path.parent, ir.handlers_module)
+    relative_path = path.relative_to(loaded.path.parent).as_posix()
+    # Absent, it is what `build` scaffolds: stubs, which do nothing; the report is then the same before and after.
+    module = (
+        parse_handlers(path.read_bytes().decode("utf-8", "replace"), display_path(path))
+        if path.is_file()
+        else libcst.Module(body=[])
+    )
+    if isinstance(module, Diagnostic):
+        return replace(ir, handlers_file=relative_path), []
+    found = analyse(module, ir.package)
+
+    def read(tool: ToolIR) -> ToolIR:
+        return replace(tool, effects=found.of(tool.handler))
+
+    ir = replace(
+        ir,
+        tools=tuple(read(t) for t in ir.tools),
+        resources=tuple(replace(r, tool=read(r.tool)) for r in ir.resources),
+        handlers_file=relative_path,
+    )
+    shown = (Path(loaded.display_path).parent / relative_path).as_posix()
+    refused = [
+        _refused_effect(tool, effect, shown)
+        for tool in ir.handled
+        if tool.kind == "query"
+        for effect in tool.effects
+        if effect.refuses_query
+    ]
+    return ir, refused
+
+
+def _refused_effect(tool: ToolIR, effect: EffectIR, handler_file: str) -> Diagnostic:
+    path = " → ".join((tool.handler, *effect.via))
+    where = f" (through {path})" if effect.via else ""
+    if effect.access == "dynamic":
+        return Diagnostic(
+            "FG421",
+            f"{tool.label} is a query (readOnlyHint: clients may run it without asking), but its handler "
+            f'"{tool.handler}" calls {effect.call}{where}, which static analysis cannot follow',
+            handler_file,
+            Position(effect.line, effect.column),
+            hint="call the module or function directly so its effects can be read, or make it a mutation or action",
+        )
+    what = {"execute": "execute", "write": "write"}[effect.access]
+    return Diagnostic(
+        "FG420",
+        f"{tool.label} is a query (readOnlyHint: clients may run it without asking), but its handler "
+        f'"{tool.handler}" can {what} ({effect.category}): {effect.call}{where}',
+        handler_file,
+        Position(effect.line, effect.column),
+        hint='make it kind = "mutation" (or "action"), or move the write or process out of its handler',
+    )
 
 
 def over_budget(loaded: LoadedSpec, ir: ServerIR) -> tuple[list[Diagnostic], list[Diagnostic]]:

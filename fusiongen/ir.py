@@ -258,6 +258,28 @@ class IconIR:
 
 
 @dataclass(frozen=True)
+class EffectIR:
+    """Something a tool's handler can do, found by reading the handler module (docs/spec.md §6.8).
+
+    `access` is what a client's trust depends on: "read", "write" (files, the environment, an HTTP method that
+    is not GET/HEAD/OPTIONS, a raw socket), "execute" (a process, evaluated code, native code), "dynamic" (a
+    call the analysis cannot resolve by construction: `__import__`, `importlib`, `getattr` on a module with a
+    computed name) or "unknown" (a call into a module the analysis does not read)."""
+
+    category: str  # files | processes | network | code | environment | dynamic | unknown
+    access: str  # read | write | execute | dynamic | unknown
+    call: str  # what is called, as the analysis names it: "subprocess.run", "httpx.post", "open(mode 'w')"
+    line: int  # where, in the handler module
+    column: int
+    via: tuple[str, ...] = ()  # the module's own functions from the handler down to the one that calls it
+
+    @property
+    def refuses_query(self) -> bool:
+        """Whether it contradicts `kind = "query"` (readOnlyHint): it can change something or escapes analysis."""
+        return self.access in ("write", "execute", "dynamic")
+
+
+@dataclass(frozen=True)
 class ToolIR:
     name: str  # the spec's name, e.g. "invoice.get": diagnostics and spec lookups use it
     wire: str  # the MCP tool name the model sees ([server] tool_names): "invoice.get", or "invoice_get"
@@ -279,6 +301,9 @@ class ToolIR:
     icons: tuple[IconIR, ...] = ()
     tags: tuple[str, ...] = ()  # what `--tags` selects by
     resource: bool = False  # the read of the resource `name`, not a tool (see ResourceIR)
+    # What its handler can do, read from the handler module by `api.validate` (empty: nothing found, or no
+    # module to read: ServerIR.handlers_file says which).
+    effects: tuple[EffectIR, ...] = ()
 
     @property
     def label(self) -> str:
@@ -320,6 +345,7 @@ class PromptIR:
     arguments: tuple[PromptArgumentIR, ...]
     # The template split at build time: (text, False) is literal text, (name, True) an argument's value.
     parts: tuple[tuple[str, bool], ...]
+    requires: RequiresIR | None = None  # what a caller needs to list and get it, as a tool's
 
 
 @dataclass(frozen=True)
@@ -338,6 +364,8 @@ class ServerIR:
     auth: AuthIR | None = None
     resources: tuple[ResourceIR, ...] = ()
     prompts: tuple[PromptIR, ...] = ()
+    # The handler module's path relative to the spec's folder, when `api.validate` read it for effects.
+    handlers_file: str | None = None
 
     @property
     def handled(self) -> tuple[ToolIR, ...]:

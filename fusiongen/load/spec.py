@@ -301,6 +301,11 @@ class ResourceSpec(_Strict):
     input: dict[str, FieldDecl] = Field(
         default_factory=dict, description="The template variables' types (default: required strings)."
     )
+    requires: RequiresSpec | None = Field(
+        default=None,
+        description="What a caller needs to see and read it (HTTP with --auth), as a tool's requires; "
+        "`requires = {}` says it is open on purpose where a tool with requires reads the same model.",
+    )
 
 
 class PromptArgumentSpec(_Strict):
@@ -315,6 +320,9 @@ class PromptSpec(_Strict):
     arguments: dict[str, PromptArgumentSpec] = Field(default_factory=dict)
     template: str = Field(
         description="The message text; {name} is replaced by that argument's text, {{ and }} are braces."
+    )
+    requires: RequiresSpec | None = Field(
+        default=None, description="What a caller needs to see and get it (HTTP with --auth), as a tool's requires."
     )
 
 

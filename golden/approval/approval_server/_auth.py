@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +81,16 @@ def shortfall(requirement: Requirement, ctx: Any) -> str | None:
         names = ", ".join(f'"{r}"' for r in sorted(requirement.roles))
         return f"it needs the role {names}" if len(requirement.roles) == 1 else f"it needs one of the roles {names}"
     return None
+
+
+def refusal_by(requires: Mapping[str, Requirement]) -> Callable[[str, Any], str | None]:
+    """The `_surface.Refusal` of resources or prompts: what the caller lacks for the named one's `requires`."""
+
+    def refusal(name: str, ctx: Any) -> str | None:
+        requirement = requires.get(name)
+        return shortfall(requirement, ctx) if requirement is not None else None
+
+    return refusal
 
 
 def forbidden_call(tool: str, reason: str) -> types.CallToolResult:

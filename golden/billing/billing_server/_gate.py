@@ -31,7 +31,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,6 +233,16 @@ def in_doubt(tool: str, workflow: str, pending: Pending, resolve: str) -> types.
     )
 
 
+def not_yours(tool: str, pending_tool: str, reason: str) -> types.CallToolResult:
+    """`<workflow>.resolve` of a call the caller may not make itself: refused, and nothing changes."""
+    return error_result(
+        f'<tool_error tool="{escape_attribute(tool)}" code="FORBIDDEN" severity="error"><message>You may not settle '
+        f"the call in doubt, a call of {escape_text(pending_tool)}: {escape_text(reason)}.</message><recovery>Do "
+        "not retry with the same credentials; ask someone who may call it to check and resolve it.</recovery>"
+        "</tool_error>"
+    )
+
+
 def rate_limited(tool: str, wait: float) -> types.CallToolResult:
     seconds = max(1, int(wait + 0.999))
     return error_result(
@@ -269,8 +279,12 @@ class Gate:
         handle_key: str,
         *,
         starts_per_minute: int | None = None,
+        refusal: Callable[[str, Any], str | None] | None = None,
     ) -> None:
         self.store = store
+        # Why the caller may not call a tool (its `requires`, checked by `_auth`), or None: `<workflow>.resolve`
+        # settles a call of that tool, so whoever may not call it may not settle it either.
+        self.refusal = refusal
         self.machines = machines
         self.bindings = bindings
         self.handle_key = handle_key
@@ -569,6 +583,9 @@ class Gate:
                         self.allowed(machine, record.state),
                         {"workflow": machine.name, "currentState": record.state},
                     )
+                reason = self.refusal(pending.tool, ctx) if self.refusal is not None else None
+                if reason is not None:  # settling it is calling it: "completed" would fire its transition
+                    return not_yours(tool, pending.tool, reason)
                 if outcome == "completed":
                     saved = await self.store.compare_and_set(handle, record.version, target, fence=fence)
                     moved = saved is not None

@@ -19,7 +19,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
 from . import inputs, presenters, schemas
-from ._auth import Requirement, refused, shortfall, visible_tools
+from ._auth import Requirement, refusal_by, refused, shortfall, visible_tools
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
     DEFAULT_STARTS_PER_MINUTE,
@@ -286,7 +286,10 @@ def create_server(
         if isinstance(state_store, str)
         else state_store
     )
-    gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
+    # <workflow>.resolve settles a call of a bound tool: only a caller who may call that tool may settle it.
+    gate = Gate(
+        store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute, refusal=refusal_by(REQUIRES)
+    )
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
         "invoice.get": partial(
