@@ -513,7 +513,7 @@ def import_openapi(
 ) -> ImportResult:
     """Map an OpenAPI document into `spec_path` (its region only, if it exists), validate what was written,
     and with `http_handlers` write (or extend) the httpx handler module beside it. The filters select
-    operations (`Filters`); `compact`: the smaller view for a large API (docs/openapi.md §5)."""
+    operations (`Filters`); `compact`: the smaller view for a large API (docs/openapi.md §6)."""
     from fusiongen.importers.openapi.constraints import Checks
     from fusiongen.importers.openapi.document import load_document
     from fusiongen.importers.openapi.emit import NotOurs, emit_spec
