@@ -25,6 +25,10 @@ class TypeIR:
     model: str | None = None
     values: TypeIR | None = None  # a map's value type
     inline: bool = False  # a model generated for an inline object (`type = "object"`), not a declared one
+    # The type could not be resolved and an error says so (FG110, or a model set aside): held as json, which
+    # every later check accepts, so that one mistake is reported once and not again as the type errors a
+    # stand-in type would cause (a comparison, a constraint, a default).
+    unknown: bool = False
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -304,6 +308,11 @@ class ToolIR:
     # What its handler can do, read from the handler module by `api.validate` (empty: nothing found, or no
     # module to read: ServerIR.handlers_file says which).
     effects: tuple[EffectIR, ...] = ()
+    # Freshness (docs/spec.md §6.9): the tools whose earlier results its success makes stale (spec names, resolved
+    # from `invalidates`), the tools whose success makes its own results stale (wire names), and `immutable`.
+    invalidates: tuple[str, ...] = ()
+    stale_after: tuple[str, ...] = ()
+    immutable: bool = False
 
     @property
     def label(self) -> str:
@@ -366,6 +375,7 @@ class ServerIR:
     prompts: tuple[PromptIR, ...] = ()
     # The handler module's path relative to the spec's folder, when `api.validate` read it for effects.
     handlers_file: str | None = None
+    registry_name: str = "invalid.example/server"  # [server] registry_name: server.json's name
 
     @property
     def handled(self) -> tuple[ToolIR, ...]:
@@ -374,6 +384,7 @@ class ServerIR:
 
     max_list_tokens: int | None = None  # [server] max_list_tokens: each tools/list entry's budget (api checks it)
     max_result_tokens: int | None = None  # [server] max_result_tokens: each tool's worst-case result (api checks it)
+    output_schemas: bool = True  # [server] output_schemas = "none": tools/list carries no outputSchema
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

@@ -56,6 +56,7 @@ class ToolView:
     modern_description_literal: str  # 2026-07-28: the stable list says what a bound tool needs
     compact_description_literal: str | None
     errors_literal: str | None  # the codes its spec declares, for run_tool: `frozenset({...})`
+    stale_literal: str | None  # the tools its success makes stale (spec names, run_tool maps them to wire names)
     title_literal: str | None = None  # MCP Tool.title
     icons_literal: str | None = None  # MCP Tool.icons: a list of types.Icon(...)
 
@@ -168,6 +169,8 @@ class _ToolViews:
             out_name = f"{presenter.snake.upper()}_{'COLLECTION' if tool.returns.collection else 'RESULT'}_OUTPUT"
             if len(tool.presenters) > 1:  # the union of its audiences' envelopes is the tool's own
                 out_name = f"{upper}_BY_ROLE_OUTPUT"
+            if tool.invalidates:  # its envelope also says what its success made stale
+                out_name = f"{upper}_OUTPUT"
         in_schema = self.share_definitions(in_schema, "INPUT")
         out_schema = self.share_definitions(out_schema, "OUTPUT") if out_schema is not None else None
         kind_hints = {
@@ -199,6 +202,7 @@ class _ToolViews:
             modern_description_literal=py_string(modern_description(self.server, tool)),
             compact_description_literal=py_string(tool.compact_description) if tool.compact_description else None,
             errors_literal=py_literal(frozenset(code for code, _ in tool.errors)) if tool.errors else None,
+            stale_literal=py_literal(tool.invalidates) if tool.invalidates else None,
             title_literal=py_string(tool.title) if tool.title else None,
             icons_literal=_icons_literal(tool),
         )

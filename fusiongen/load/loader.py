@@ -307,8 +307,22 @@ def _syntax_diagnostics(source: str, exc: tomli.TOMLDecodeError, display_path: s
         for dup in duplicates
     ]
     if not any(d.position.line == line for d in found):
-        found.append(Diagnostic("FG001", f"TOML syntax error: {message}", display_path, Position(line, col)))
+        found.append(
+            Diagnostic(
+                "FG001", f"TOML syntax error: {message}", display_path, Position(line, col), hint=_syntax_hint(message)
+            )
+        )
     return found
+
+
+def _syntax_hint(message: str) -> str | None:
+    """What to write instead, for the syntax errors whose fix is not obvious from tomli's message."""
+    if message.startswith("Unescaped '\\'"):  # most often a regular expression: `pattern = "^\d+$"`
+        return (
+            'in a "..." string a backslash starts an escape: write a regular expression as a literal string '
+            "'...', e.g. pattern = '^\\d{13}$'"
+        )
+    return None
 
 
 def _describe(path: Loc) -> str:

@@ -434,6 +434,16 @@ def diff_effects(sides: ToolSides) -> list[Change]:
     return changes
 
 
+def diff_freshness(sides: ToolSides) -> list[Change]:
+    """What goes stale, and when: a change to what the model is told to re-read, so behaviour."""
+    old, new = sides.old_entry["freshness"], sides.new_entry["freshness"]
+    if old == new:
+        return []
+    assert isinstance(old, list) and isinstance(new, list)
+    shown = "; ".join(f"{r['freshness']} {r['tool']}".strip() for r in new) or "none"
+    return [Change(Impact.BEHAVIOUR, sides.subject, "freshness-changed", f"freshness is now: {shown}")]
+
+
 FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
     "inputs": diff_inputs,
     "model_sees": diff_model_sees,
@@ -445,6 +455,7 @@ FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
     "states": diff_states,
     "requires": diff_requires,
     "audiences": diff_audiences,
+    "freshness": diff_freshness,
     "effects": diff_effects,
 }
 

@@ -355,6 +355,15 @@ def effect_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
     return list({tuple(r.values()): r for r in rows}.values())
 
 
+def freshness_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
+    """Freshness (docs/spec.md §6.9): the reads a mutation's success makes stale (its result names them), the tools
+    whose success makes a query's results stale (its description names them), or a query's results never go stale."""
+    wire = {t.name: t.wire for t in ir.tools}
+    rows = [{"freshness": "its success makes stale", "tool": wire.get(n, n)} for n in tool.invalidates]
+    rows += [{"freshness": "stale after a successful", "tool": name} for name in tool.stale_after]
+    return rows + ([{"freshness": "immutable: never stale", "tool": ""}] if tool.immutable else [])
+
+
 TOOL_FACETS: tuple[Facet, ...] = (
     Facet("inputs", "Inputs (the model sends)", ("path", "type", "required", "nullable"), input_rows),
     Facet("model_sees", "Reaches the model", ("path", "type"), model_rows),
@@ -371,6 +380,7 @@ TOOL_FACETS: tuple[Facet, ...] = (
         ("role", "presenter", "path", "type", "exposure"),
         audience_rows,
     ),
+    Facet("freshness", "Freshness (what goes stale, and when)", ("freshness", "tool"), freshness_rows),
     Facet(
         "effects",
         "What its handler can do (read from the handler module)",

@@ -745,6 +745,58 @@ def done_result(tool: str, returned: object = None) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{tool}: done.")])
 
 
+def stale_notice(names: Sequence[str]) -> str:
+    """What a successful mutation tells the agent about results it read before (docs/spec.md §6.9)."""
+    them = "them" if len(names) > 1 else "it"
+    return f"Stale now: results read earlier from {', '.join(names)}; call {them} again before relying on {them}."
+
+
+def with_stale(
+    result: types.CallToolResult, stale: Sequence[str], tool_names: Mapping[str, str] | None
+) -> types.CallToolResult:
+    """A successful mutation's result, naming (by the wire names the client uses) the tools whose earlier results
+    it made stale: in an envelope, as `stale` and as the last rule, in `<domain_rules>` too; in a text result,
+    after its text in the same block, so that a client passing on only the first block passes it on."""
+    names = [tool_names.get(n, n) for n in stale] if tool_names is not None else list(stale)
+    notice = stale_notice(names)
+    structured = result.structured_content
+    content = list(result.content)
+    if isinstance(structured, dict) and isinstance(structured.get("rules"), list):
+        structured = {**structured, "rules": [*structured["rules"], notice], "stale": names}
+        line = f"- {escape_text(notice)}\n"
+        at = next(
+            (
+                i
+                for i, b in enumerate(content)
+                if isinstance(b, types.TextContent) and b.text.startswith("<domain_rules>")
+            ),
+            None,
+        )
+        if at is not None:
+            block = content[at]
+            assert isinstance(block, types.TextContent)
+            content[at] = types.TextContent(
+                type="text", text=block.text.removesuffix("</domain_rules>") + line + "</domain_rules>"
+            )
+        else:
+            before = next(
+                (
+                    i
+                    for i, b in enumerate(content)
+                    if isinstance(b, types.TextContent) and b.text.startswith("<action_suggestions>")
+                ),
+                len(content),
+            )
+            content.insert(before, types.TextContent(type="text", text=f"<domain_rules>\n{line}</domain_rules>"))
+        return types.CallToolResult(content=content, structured_content=structured, is_error=False)
+    first = content[0] if content else None
+    if isinstance(first, types.TextContent):
+        content[0] = types.TextContent(type="text", text=f"{first.text}\n\n{notice}", annotations=first.annotations)
+    else:
+        content.insert(0, types.TextContent(type="text", text=notice))
+    return types.CallToolResult(content=content, structured_content=structured, is_error=result.is_error)
+
+
 def text_result(text: str) -> types.CallToolResult:
     """The handler's own text as one text block (a str subclass as the plain string it holds)."""
     return types.CallToolResult(content=[types.TextContent(type="text", text=str.__str__(text))])
@@ -1118,8 +1170,10 @@ async def run_tool(
     *,
     errors: frozenset[str] = frozenset(),
     tool_names: Mapping[str, str] | None = None,
+    stale: tuple[str, ...] = (),
 ) -> types.CallToolResult:
-    """Validate the arguments, run the handler, present what it returned.
+    """Validate the arguments, run the handler, present what it returned (`stale`: the tools, by spec name,
+    whose earlier results its success makes stale, which the result then names).
 
     Each step fails closed into an error result a model can act on: a handler's exception text is never
     shown (it may carry hidden data), and data that does not fit its presenter is not sent at all. Only a
@@ -1149,11 +1203,13 @@ async def run_tool(
             raise
         return handler_failed(tool, exc)
     if present is None:
-        return done_result(tool, raw)
+        done = done_result(tool, raw)
+        return with_stale(done, stale, tool_names) if stale else done
     if raw is None:
         return no_result(tool)
     try:
-        return presented_as(caller.identity, present, raw)  # by_role and `ctx.*` expressions read the caller
+        result = presented_as(caller.identity, present, raw)  # by_role and `ctx.*` expressions read the caller
+        return with_stale(result, stale, tool_names) if stale and not result.is_error else result
     except OutputError as exc:
         return output_invalid(tool, exc)
     except BaseException as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)

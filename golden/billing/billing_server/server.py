@@ -88,14 +88,14 @@ REQUIRES: Final[dict[str, Requirement]] = {
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
         name="invoice.get",
-        description="Fetch one invoice by id.\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No invoice has that id",
+        description="Fetch one invoice by id.\n\nVolatile: a successful invoice.update changes what it returns; read it again after one rather than reuse an earlier result.\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No invoice has that id",
         input_schema=schemas.INVOICE_GET_INPUT,
         output_schema=schemas.INVOICE_GET_BY_ROLE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
         name="invoice.list",
-        description="List invoices, optionally only those with a given status.",
+        description="List invoices, optionally only those with a given status.\n\nVolatile: a successful invoice.update changes what it returns; read it again after one rather than reuse an earlier result.",
         input_schema=schemas.INVOICE_LIST_INPUT,
         output_schema=schemas.INVOICE_COLLECTION_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -111,7 +111,7 @@ TOOLS: Final[list[types.Tool]] = [
         name="invoice.update",
         description="Change an invoice's status or due date.",
         input_schema=schemas.INVOICE_UPDATE_INPUT,
-        output_schema=schemas.INVOICE_RESULT_OUTPUT,
+        output_schema=schemas.INVOICE_UPDATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
@@ -341,6 +341,7 @@ def create_server(
             inputs.parse_invoice_update,
             partial(presenters.present_invoice, user=user),
             functions.bind("update_invoice", "invoice.update"),
+            stale=("invoice.get", "invoice.list"),
             tool_names=TOOL_NAMES,
         ),
         "customer.get": partial(
