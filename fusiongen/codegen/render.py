@@ -51,12 +51,13 @@ PACKAGE_TEMPLATES: tuple[tuple[str, str, Needed], ...] = (
 # (runtime module, which specs need it): copied from fusiongen/runtime/ byte for byte.
 RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = (
     ("_auth", lambda view: True),
+    ("_dependencies", lambda view: True),  # the version ranges pyproject.toml declares, checked at import
     ("_expressions", lambda view: view.uses_expressions),
     ("_gate", lambda view: bool(view.workflows)),
     ("_identity", lambda view: True),
     ("_runtime", lambda view: True),
     ("_serving", lambda view: True),
-    ("_session", lambda view: True),
+    ("_fast_path", lambda view: True),  # imported only when serving, inside the fence (_serving.fast_path_problem)
     ("_stdio", lambda view: True),
     ("_surface", lambda view: True),
     ("_store_base", lambda view: bool(view.workflows)),
