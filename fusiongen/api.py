@@ -322,6 +322,8 @@ def default_out(spec_path: Path) -> Path:
 
 def _generated_from(out_dir: Path, spec_from_out: str) -> bool:
     """Whether `out_dir` holds the project files `build` writes from that spec (found by their header)."""
+    from fusiongen.codegen.render import headers
+
     for name, header in zip(("pyproject.toml", "README.md"), headers(spec_from_out), strict=True):
         try:
             with (out_dir / name).open("rb") as handle:

@@ -34,7 +34,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
-from mcp_types.jsonrpc import INVALID_PARAMS
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from opentelemetry.trace import Span, get_current_span
 
 from ._identity import Identity, presented_as, presented_identity, with_identity
