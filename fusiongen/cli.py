@@ -321,6 +321,60 @@ def init(
     _guarded(run)
 
 
+class Document(StrEnum):
+    spec = "spec"
+    openapi = "openapi"
+    ecosystem = "ecosystem"
+    architecture = "architecture"
+    changelog = "changelog"
+
+
+DOCUMENT_FILES = {
+    Document.spec: "spec.md",
+    Document.openapi: "openapi.md",
+    Document.ecosystem: "ecosystem.md",
+    Document.architecture: "architecture.md",
+    Document.changelog: "CHANGELOG.md",
+}
+
+
+def document_path(document: Document) -> Path | None:
+    """Where an installed fusiongen keeps a document: `fusiongen/docs/` in a wheel (pyproject.toml ships them
+    there), or the checkout's `docs/` (and its root, for the changelog) for an editable install."""
+    package = Path(__file__).resolve().parent
+    name = DOCUMENT_FILES[document]
+    for candidate in (package / "docs" / name, package.parent / "docs" / name, package.parent / name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@app.command(cls=_Command)
+def docs(
+    document: Annotated[Document, typer.Argument(help="Which document.")] = Document.spec,
+    path: Annotated[bool, typer.Option("--path", help="Print where the file is instead of its text.")] = False,
+) -> None:
+    """Read fusiongen's documentation as installed: the reference (spec), openapi, ecosystem, architecture or
+    the changelog. Paged on a terminal, printed otherwise (`fusiongen docs spec | less`)."""
+
+    def run() -> int:
+        found = document_path(document)
+        if found is None:
+            typer.echo(f"fusiongen: {DOCUMENT_FILES[document]} is not installed with this fusiongen", err=True)
+            return EXIT_INTERNAL
+        if path:
+            typer.echo(str(found))
+        elif sys.stdout.isatty():
+            import pydoc  # the standard library's pager: $MANPAGER, $PAGER or less, as `help()` pages
+
+            pydoc.pager(found.read_text(encoding="utf-8"))
+        else:
+            sys.stdout.write(found.read_text(encoding="utf-8"))
+        return EXIT_OK
+
+    _guarded(run)
+
+
 import_app = typer.Typer(no_args_is_help=True, help="Start a spec from a document another tool wrote.")
 app.add_typer(import_app, name="import")
 
