@@ -375,6 +375,60 @@ def docs(
     _guarded(run)
 
 
+@app.command(cls=_Command)
+def inspect(
+    spec: SpecArg,
+    inspector_args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="After --: the Inspector's own options, e.g. --method tools/call --tool-name T "
+            "--tool-args-json '{...}'.",
+            show_default=False,
+        ),
+    ] = None,
+    out: OutOption = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Inspect a server already serving HTTP here (…/mcp), not stdio.")
+    ] = None,
+    inspector: Annotated[
+        str | None,
+        typer.Option(
+            "--inspector",
+            help="The Inspector command (default: $FUSIONGEN_INSPECTOR, else npx -y "
+            "@modelcontextprotocol/inspector@2.12.0).",
+        ),
+    ] = None,
+) -> None:
+    """Run the MCP Inspector's CLI against the server built from SPEC, in the 2026-07-28 era (every tool
+    listed; workflows walked by handle). One Inspector call per run: docs/spec.md §11.9."""
+    import shlex
+    import subprocess
+
+    from fusiongen.api import INSPECTOR, inspection
+
+    def run() -> int:
+        command = inspector or os.environ.get("FUSIONGEN_INSPECTOR")
+        planned = inspection(
+            spec,
+            out_dir_for(spec, out, False),
+            url=url,
+            inspector=shlex.split(command) if command else INSPECTOR,
+            python=sys.executable,
+            inspector_args=inspector_args or [],
+        )
+        typer.echo(f"fusiongen: {planned.note}", err=True)
+        try:
+            return subprocess.run(planned.argv, cwd=planned.cwd, env={**os.environ, **planned.env}).returncode
+        except FileNotFoundError:
+            typer.echo(
+                f"fusiongen: cannot run {planned.argv[0]!r}: install Node.js (for npx), or pass --inspector",
+                err=True,
+            )
+            return EXIT_INVALID
+
+    _guarded(run)
+
+
 import_app = typer.Typer(no_args_is_help=True, help="Start a spec from a document another tool wrote.")
 app.add_typer(import_app, name="import")
 
