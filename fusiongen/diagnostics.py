@@ -165,6 +165,9 @@ CODES: dict[str, str] = {
     "FG197": "hidden, guarded or cast outside an inline object",
     "FG198": "inline object's generated model name already taken",
     "FG199": "list items table declares more than a type and fields",
+    "FG200": "invalidates names no tool (or a glob matches none)",
+    "FG201": "invalidates on a query, immutable off a query, or invalidates naming a non-query or immutable tool",
+    "FG202": "[server] registry_name is not the MCP registry's namespace/name",
     # fusiongen import openapi: what an OpenAPI document has that the spec cannot say (warnings), by JSON pointer
     "FG300": "OpenAPI document cannot be read or parsed",
     "FG301": "not an OpenAPI 3.0 or 3.1 document",

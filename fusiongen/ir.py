@@ -276,6 +276,10 @@ class EffectIR:
     line: int  # where, in the handler module
     column: int
     via: tuple[str, ...] = ()  # the module's own functions from the handler down to the one that calls it
+    # An environment variable's name, when the call names it by a literal or a module constant: `server.json`
+    # lists those the handlers read (`required`: read as os.environ[...], which fails when it is unset).
+    variable: str | None = None
+    required: bool = False
 
     @property
     def refuses_query(self) -> bool:
@@ -308,6 +312,11 @@ class ToolIR:
     # What its handler can do, read from the handler module by `api.validate` (empty: nothing found, or no
     # module to read: ServerIR.handlers_file says which).
     effects: tuple[EffectIR, ...] = ()
+    # Freshness (docs/spec.md §6.9): the tools whose earlier results its success makes stale (spec names, resolved
+    # from `invalidates`), the tools whose success makes its own results stale (wire names), and `immutable`.
+    invalidates: tuple[str, ...] = ()
+    stale_after: tuple[str, ...] = ()
+    immutable: bool = False
 
     @property
     def label(self) -> str:
@@ -370,6 +379,7 @@ class ServerIR:
     prompts: tuple[PromptIR, ...] = ()
     # The handler module's path relative to the spec's folder, when `api.validate` read it for effects.
     handlers_file: str | None = None
+    registry_name: str = "invalid.example/server"  # [server] registry_name: server.json's name
 
     @property
     def handled(self) -> tuple[ToolIR, ...]:
@@ -378,6 +388,7 @@ class ServerIR:
 
     max_list_tokens: int | None = None  # [server] max_list_tokens: each tools/list entry's budget (api checks it)
     max_result_tokens: int | None = None  # [server] max_result_tokens: each tool's worst-case result (api checks it)
+    output_schemas: bool = True  # [server] output_schemas = "none": tools/list carries no outputSchema
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

@@ -128,6 +128,9 @@ def add_exposure_arguments(parser: argparse.ArgumentParser) -> None:
 ResourceRead = Callable[[Mapping[str, Any], Any], Awaitable[types.CallToolResult]]
 
 
+_SEGMENT_ENDS: Final = re.compile(r"[/?#]")
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ResourceRoute:
     name: str
@@ -135,25 +138,39 @@ class ResourceRoute:
     description: str | None
     read: ResourceRead
     numeric: frozenset[str] = frozenset()  # variables whose text is a JSON number or boolean, not a string
-    pattern: re.Pattern[str] = dataclasses.field(init=False)
+    # The template as literal text (False) and variable names (True), in order; no two variables are adjacent.
+    parts: tuple[tuple[str, bool], ...] = dataclasses.field(init=False)
     variables: tuple[str, ...] = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
-        variables = tuple(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", self.uri))
-        regex = "".join(
-            f"(?P<{part[1:-1]}>[^/?#]+)" if part.startswith("{") else re.escape(part)
-            for part in re.split(r"(\{[A-Za-z_][A-Za-z0-9_]*\})", self.uri)
-            if part
-        )
-        object.__setattr__(self, "variables", variables)
-        object.__setattr__(self, "pattern", re.compile(regex + r"\Z"))
+        pieces = re.split(r"(\{[A-Za-z_][A-Za-z0-9_]*\})", self.uri)
+        parts = tuple((p[1:-1], True) if p.startswith("{") else (p, False) for p in pieces if p)
+        object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "variables", tuple(text for text, variable in parts if variable))
 
     def match(self, uri: str) -> dict[str, Any] | None:
-        """The variables of `uri` if it is this resource's, percent-decoded (and numbers as numbers)."""
-        found = self.pattern.match(uri)
-        if found is None:
+        """The variables of `uri` if it is this resource's, percent-decoded (and numbers as numbers).
+
+        One pass, left to right, in time linear in the URI (a regular expression with several variables
+        backtracks: quadratic on a long URI, and the event loop stalls meanwhile): each variable's value runs to
+        the first occurrence of the literal text that follows it in the template (to the end for the last one),
+        must not be empty, and holds no `/`, `?` or `#`. So a value never contains the text that follows it."""
+        found: dict[str, str] = {}
+        at, parts = 0, self.parts
+        for i, (text, variable) in enumerate(parts):
+            if not variable:
+                if not uri.startswith(text, at):
+                    return None
+                at += len(text)
+                continue
+            end = uri.find(parts[i + 1][0], at) if i + 1 < len(parts) else len(uri)
+            if end <= at or _SEGMENT_ENDS.search(uri, at, end):
+                return None
+            found[text] = uri[at:end]
+            at = end
+        if at != len(uri):
             return None
-        return {name: _variable(unquote(value), name in self.numeric) for name, value in found.groupdict().items()}
+        return {name: _variable(unquote(value), name in self.numeric) for name, value in found.items()}
 
 
 def _variable(text: str, numeric: bool) -> Any:
