@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import tempfile
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -309,12 +310,38 @@ def publish(generation: Generation, out_dir: Path) -> Published:
     return publish_bundle(generation.bundle, out_dir)
 
 
+def default_out(spec_path: Path) -> Path:
+    """Where a spec's server goes when no `-o` is given: `<spec dir>/<spec stem>`, unless only the spec's own
+    folder holds a project generated from it (as `fusiongen init` builds one): then that folder, so that
+    `check` compares what is there and `build` rebuilds it, rather than a second server one folder down."""
+    beside, below = spec_path.parent, spec_path.parent / spec_path.stem
+    if not _generated_from(below, relative(spec_path, below)) and _generated_from(beside, spec_path.name):
+        return beside
+    return below
+
+
+def _generated_from(out_dir: Path, spec_from_out: str) -> bool:
+    """Whether `out_dir` holds the project files `build` writes from that spec (found by their header)."""
+    from fusiongen.codegen.render import headers
+
+    for name, header in zip(("pyproject.toml", "README.md"), headers(spec_from_out)[:2], strict=True):
+        try:
+            with (out_dir / name).open("rb") as handle:
+                if handle.readline().decode("utf-8", "replace") == header:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 @dataclass(frozen=True)
 class BuildResult:
     generation: Generation
     published: Published
     handlers: Path
     handlers_note: str | None  # what happened to the handler module; None: it was already complete
+    # What `check` would say of the handler module as written (FG401, FG410): the server is written anyway.
+    handler_problems: list[Diagnostic] = field(default_factory=list)
 
 
 def build(spec_path: Path, out_dir: Path) -> BuildResult:
@@ -327,7 +354,8 @@ def build(spec_path: Path, out_dir: Path) -> BuildResult:
     published = publish(generation, out_dir)
     if handlers_text is not None:
         write_user_file(handlers, handlers_text)
-    return BuildResult(generation, published, handlers, note if handlers_text is not None else None)
+    problems = [d for d in handler_diagnostics(generation) if d.is_error]  # stubs (FG411) are what build made
+    return BuildResult(generation, published, handlers, note if handlers_text is not None else None, problems)
 
 
 def _handler_update(generation: Generation, handlers: Path) -> tuple[str | None, str]:
@@ -425,12 +453,13 @@ def init_project(directory: Path, name: str | None) -> list[str]:
         for path in project.files:  # leave the folder as it was: init either makes a working project or nothing
             path.unlink(missing_ok=True)
         raise
-    shown = display_path(directory)
+    go = "" if directory.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(display_path(directory))} && "
     return [
         f"created {', '.join(display_path(p) for p in project.files)}",
         f"built {display_path(directory / project.package)}/",
-        f"run it:   cd {shown} && python -m {project.package}          (stdio; add --http for HTTP)",
-        f"test it:  cd {shown} && pip install pytest && python -m pytest",
+        f"run it:   {go}python -m {project.package}          (stdio; add --http for HTTP)",
+        f"test it:  {go}pip install pytest && python -m pytest",
+        f"rebuild:  {go}fusiongen build {shlex.quote(project.spec.name)}          (after editing the spec)",
     ]
 
 
@@ -486,7 +515,7 @@ def import_openapi(
 ) -> ImportResult:
     """Map an OpenAPI document into `spec_path` (its region only, if it exists), validate what was written,
     and with `http_handlers` write (or extend) the httpx handler module beside it. The filters select
-    operations (`Filters`); `compact`: the smaller view for a large API (docs/openapi.md §5)."""
+    operations (`Filters`); `compact`: the smaller view for a large API (docs/openapi.md §6)."""
     from fusiongen.importers.openapi.constraints import Checks
     from fusiongen.importers.openapi.document import load_document
     from fusiongen.importers.openapi.emit import NotOurs, emit_spec

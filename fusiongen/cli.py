@@ -131,9 +131,12 @@ FormatOption = Annotated[Format, typer.Option("--format", help="Diagnostics as t
 
 
 def out_dir_for(spec: Path, out: Path | None, several: bool) -> Path:
-    """Where a spec's server goes: OUT, OUT/<stem> when building several, or <spec dir>/<stem>."""
+    """Where a spec's server goes: OUT, OUT/<stem> when building several, or without OUT `api.default_out`
+    (<spec dir>/<stem>, or the spec's folder when `init` built the project there)."""
     if out is None:
-        return spec.parent / spec.stem
+        from fusiongen.api import default_out
+
+        return default_out(spec)
     return out / spec.stem if several else out
 
 
@@ -180,6 +183,14 @@ def build(
             )
             if result.handlers_note is not None:
                 typer.echo(f"{prefix}{display_path(result.handlers)}: {result.handlers_note}", err=True)
+            if result.handler_problems:
+                _print_diagnostics(result.handler_problems)
+                typer.echo(
+                    f"{prefix}{len(result.handler_problems)} handler problem(s): the server was written, "
+                    "but it cannot call these handlers",
+                    err=True,
+                )
+                failed += 1
             if budget:
                 sys.stdout.write(api.budget_text(result.generation.ir))
         return EXIT_INVALID if failed else EXIT_OK

@@ -398,16 +398,20 @@ class Gate:
         )
 
     def wrong_state(self, tool: str, machine: Machine, binding: Binding, state: str) -> types.CallToolResult:
+        """Refused outside the tool's states. A workflow in a final state is done for good (docs/spec.md §10.5):
+        the way on is another one, from `W.start`, which the refusal offers."""
         allowed = self.allowed(machine, state)
+        done = not allowed and state in machine.finals
         return forbidden(
             tool,
             f'Tool "{tool}" is not available in the current state ("{state}") of workflow "{machine.name}".',
             "Call one of the available actions first."
             if allowed
-            else f'Workflow "{machine.name}" is in its final state: nothing more can be done with it.'
-            if state in machine.finals
+            else f'Workflow "{machine.name}" is in its final state: nothing more can be done with it. For another '
+            f"one, call {machine.start_tool} and pass the {self.handle_key} it returns."
+            if done
             else f'No tool of workflow "{machine.name}" can run in state "{state}".',
-            allowed,
+            [machine.start_tool] if done else allowed,
             {"workflow": machine.name, "currentState": state, "requiredStates": ", ".join(sorted(binding.states))},
         )
 
