@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -130,9 +131,12 @@ FormatOption = Annotated[Format, typer.Option("--format", help="Diagnostics as t
 
 
 def out_dir_for(spec: Path, out: Path | None, several: bool) -> Path:
-    """Where a spec's server goes: OUT, OUT/<stem> when building several, or <spec dir>/<stem>."""
+    """Where a spec's server goes: OUT, OUT/<stem> when building several, or without OUT `api.default_out`
+    (<spec dir>/<stem>, or the spec's folder when `init` built the project there)."""
     if out is None:
-        return spec.parent / spec.stem
+        from fusiongen.api import default_out
+
+        return default_out(spec)
     return out / spec.stem if several else out
 
 
@@ -179,6 +183,14 @@ def build(
             )
             if result.handlers_note is not None:
                 typer.echo(f"{prefix}{display_path(result.handlers)}: {result.handlers_note}", err=True)
+            if result.handler_problems:
+                _print_diagnostics(result.handler_problems)
+                typer.echo(
+                    f"{prefix}{len(result.handler_problems)} handler problem(s): the server was written, "
+                    "but it cannot call these handlers",
+                    err=True,
+                )
+                failed += 1
             if budget:
                 sys.stdout.write(api.budget_text(result.generation.ir))
         return EXIT_INVALID if failed else EXIT_OK
@@ -309,6 +321,114 @@ def init(
     _guarded(run)
 
 
+class Document(StrEnum):
+    spec = "spec"
+    openapi = "openapi"
+    ecosystem = "ecosystem"
+    architecture = "architecture"
+    changelog = "changelog"
+
+
+DOCUMENT_FILES = {
+    Document.spec: "spec.md",
+    Document.openapi: "openapi.md",
+    Document.ecosystem: "ecosystem.md",
+    Document.architecture: "architecture.md",
+    Document.changelog: "CHANGELOG.md",
+}
+
+
+def document_path(document: Document) -> Path | None:
+    """Where an installed fusiongen keeps a document: `fusiongen/docs/` in a wheel (pyproject.toml ships them
+    there), or the checkout's `docs/` (and its root, for the changelog) for an editable install."""
+    package = Path(__file__).resolve().parent
+    name = DOCUMENT_FILES[document]
+    for candidate in (package / "docs" / name, package.parent / "docs" / name, package.parent / name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@app.command(cls=_Command)
+def docs(
+    document: Annotated[Document, typer.Argument(help="Which document.")] = Document.spec,
+    path: Annotated[bool, typer.Option("--path", help="Print where the file is instead of its text.")] = False,
+) -> None:
+    """Read fusiongen's documentation as installed: the reference (spec), openapi, ecosystem, architecture or
+    the changelog. Paged on a terminal, printed otherwise (`fusiongen docs spec | less`)."""
+
+    def run() -> int:
+        found = document_path(document)
+        if found is None:
+            typer.echo(f"fusiongen: {DOCUMENT_FILES[document]} is not installed with this fusiongen", err=True)
+            return EXIT_INTERNAL
+        if path:
+            typer.echo(str(found))
+        elif sys.stdout.isatty():
+            import pydoc  # the standard library's pager: $MANPAGER, $PAGER or less, as `help()` pages
+
+            pydoc.pager(found.read_text(encoding="utf-8"))
+        else:
+            sys.stdout.write(found.read_text(encoding="utf-8"))
+        return EXIT_OK
+
+    _guarded(run)
+
+
+@app.command(cls=_Command)
+def inspect(
+    spec: SpecArg,
+    inspector_args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="After --: the Inspector's own options, e.g. --method tools/call --tool-name T "
+            "--tool-args-json '{...}'.",
+            show_default=False,
+        ),
+    ] = None,
+    out: OutOption = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Inspect a server already serving HTTP here (…/mcp), not stdio.")
+    ] = None,
+    inspector: Annotated[
+        str | None,
+        typer.Option(
+            "--inspector",
+            help="The Inspector command (default: $FUSIONGEN_INSPECTOR, else npx -y "
+            "@modelcontextprotocol/inspector@2.12.0).",
+        ),
+    ] = None,
+) -> None:
+    """Run the MCP Inspector's CLI against the server built from SPEC, in the 2026-07-28 era (every tool
+    listed; workflows walked by handle). One Inspector call per run: docs/spec.md §11.9."""
+    import shlex
+    import subprocess
+
+    from fusiongen.api import INSPECTOR, inspection
+
+    def run() -> int:
+        command = inspector or os.environ.get("FUSIONGEN_INSPECTOR")
+        planned = inspection(
+            spec,
+            out_dir_for(spec, out, False),
+            url=url,
+            inspector=shlex.split(command) if command else INSPECTOR,
+            python=sys.executable,
+            inspector_args=inspector_args or [],
+        )
+        typer.echo(f"fusiongen: {planned.note}", err=True)
+        try:
+            return subprocess.run(planned.argv, cwd=planned.cwd, env={**os.environ, **planned.env}).returncode
+        except FileNotFoundError:
+            typer.echo(
+                f"fusiongen: cannot run {planned.argv[0]!r}: install Node.js (for npx), or pass --inspector",
+                err=True,
+            )
+            return EXIT_INVALID
+
+    _guarded(run)
+
+
 import_app = typer.Typer(no_args_is_help=True, help="Start a spec from a document another tool wrote.")
 app.add_typer(import_app, name="import")
 
@@ -324,23 +444,89 @@ def import_openapi(
     include_ops: Annotated[
         str | None, typer.Option("--include-ops", help="Only operations whose operationId matches this regex.")
     ] = None,
+    exclude_tags: Annotated[
+        str | None, typer.Option("--exclude-tags", help="Not the operations with one of these tags (a,b).")
+    ] = None,
+    exclude_ops: Annotated[
+        str | None, typer.Option("--exclude-ops", help="Not the operations whose operationId matches this regex.")
+    ] = None,
+    paths: Annotated[
+        str | None, typer.Option("--paths", help="Only operations whose path matches one of these globs (/repos/*,…).")
+    ] = None,
+    exclude_paths: Annotated[
+        str | None, typer.Option("--exclude-paths", help="Not the operations whose path matches one of these globs.")
+    ] = None,
+    methods: Annotated[
+        str | None, typer.Option("--methods", help="Only operations of these HTTP methods (get,post).")
+    ] = None,
+    exclude_methods: Annotated[
+        str | None, typer.Option("--exclude-methods", help="Not the operations of these HTTP methods (delete).")
+    ] = None,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact", help="A small view for a large API: summaries, no error boilerplate, no output schemas."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Every warning, not only the first few of each code.")
+    ] = False,
 ) -> None:
     """Write (or update) a spec from an OpenAPI document; warn, by JSON pointer, about what it cannot say."""
     from fusiongen.api import import_openapi as run_import
+
+    def listed(text: str | None, *, lower: bool = False) -> tuple[str, ...]:
+        return tuple(
+            dict.fromkeys(p.strip().lower() if lower else p.strip() for p in (text or "").split(",") if p.strip())
+        )
 
     def run() -> int:
         if handlers not in (None, "http"):
             typer.echo(f'fusiongen: --handlers must be "http", not {handlers!r}', err=True)
             return EXIT_INVALID
-        selected = frozenset(t.strip() for t in (tags or "").split(",") if t.strip())
-        result = run_import(document, out, tags=selected, include_ops=include_ops, http_handlers=handlers == "http")
-        _print_diagnostics([*result.warnings, *result.spec_warnings])
+        result = run_import(
+            document,
+            out,
+            tags=frozenset(listed(tags)),
+            include_ops=include_ops,
+            http_handlers=handlers == "http",
+            exclude_tags=frozenset(listed(exclude_tags)),
+            exclude_ops=exclude_ops,
+            paths=listed(paths),
+            exclude_paths=listed(exclude_paths),
+            methods=frozenset(listed(methods, lower=True)),
+            exclude_methods=frozenset(listed(exclude_methods, lower=True)),
+            compact=compact,
+        )
+        _print_summarised([*result.warnings, *result.spec_warnings], verbose=verbose)
         typer.echo(f"{display_path(result.spec)}: written; {len(result.warnings)} simplification(s) reported", err=True)
         if result.handlers is not None:
             typer.echo(f"{display_path(result.handlers)}: {result.handlers_note}", err=True)
         return EXIT_OK
 
     _guarded(run)
+
+
+SHOWN_PER_CODE = 3  # warnings of one code printed in full without --verbose (a large API has 1,000 of FG335)
+
+
+def _print_summarised(diagnostics: list[Diagnostic], *, verbose: bool) -> None:
+    """Every error; of each warning code, the first SHOWN_PER_CODE in full (all with `verbose`), then one
+    summary line per code with its count, most frequent first."""
+    ordered = sorted_diagnostics(diagnostics)
+    counts = Counter(d.code for d in ordered if not d.is_error)
+    shown: Counter[str] = Counter()
+    for diagnostic in ordered:
+        if not diagnostic.is_error and not verbose:
+            shown[diagnostic.code] += 1
+            if shown[diagnostic.code] > SHOWN_PER_CODE:
+                continue
+        typer.echo(diagnostic.format(), err=True)
+    if counts and (verbose or any(n > SHOWN_PER_CODE for n in counts.values())):
+        typer.echo("warnings by code:", err=True)
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            hidden = "" if verbose or count <= SHOWN_PER_CODE else f" ({count - SHOWN_PER_CODE} not shown: --verbose)"
+            typer.echo(f"  {code}: {count}{hidden}", err=True)
 
 
 def main() -> None:

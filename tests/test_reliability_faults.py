@@ -62,11 +62,11 @@ async def _held(tool, real, args, ctx):
 
 
 async def approve_invoice(args, ctx):
-    return await _held("invoice.approve", _real.approve_invoice, args, ctx)
+    return await _held("invoice_approve", _real.approve_invoice, args, ctx)
 
 
 async def discharge_invoice(args, ctx):
-    return await _held("invoice.discharge", _real.discharge_invoice, args, ctx)
+    return await _held("invoice_discharge", _real.discharge_invoice, args, ctx)
 '''
 
 

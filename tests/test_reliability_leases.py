@@ -207,15 +207,15 @@ async def test_a_handler_slower_than_the_lease_commits_exactly_once(make_store: 
         ran.append("slow")
         first_running.set()
         await renewals(12)  # outlives four lease periods
-        return _runtime.done_result("expense_submit")
+        return _runtime.done_result("expense.submit")
 
     async def fast(arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
         ran.append("fast")
-        return _runtime.done_result("expense_submit")
+        return _runtime.done_result("expense.submit")
 
-    first = asyncio.create_task(gate_a.call("expense_submit", {HANDLE_KEY: handle}, Ctx(), slow))
+    first = asyncio.create_task(gate_a.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), slow))
     await asyncio.wait_for(first_running.wait(), WAIT)
-    second = asyncio.create_task(gate_b.call("expense_submit", {HANDLE_KEY: handle}, Ctx(), fast))
+    second = asyncio.create_task(gate_b.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), fast))
     done = await asyncio.wait_for(first, WAIT)
     refused = await asyncio.wait_for(second, WAIT)
     assert not done.is_error, text_of(done)
@@ -241,9 +241,9 @@ async def test_a_caller_whose_lease_was_taken_over_gets_an_error(make_store: Cal
         await asyncio.wait_for(taken.wait(), WAIT)
         finish.set()
         await thief
-        return _runtime.done_result("expense_submit")
+        return _runtime.done_result("expense.submit")
 
-    result = await gate_a.call("expense_submit", {HANDLE_KEY: handle}, Ctx(), stalled)
+    result = await gate_a.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), stalled)
     assert result.is_error, "a caller whose transition was lost was told it succeeded"
     assert 'code="CONFLICT"' in text_of(result) and "was not saved" in text_of(result)
     assert "done." not in text_of(result)

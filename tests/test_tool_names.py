@@ -2,10 +2,10 @@
 function name; `"dotted"`, chosen explicitly, serves the spec's names.
 
 OpenAI's function names must match `^[a-zA-Z0-9_-]{1,64}$`, so `invoice.get` cannot be offered to it. The
-spec of `tests/cases/snake-tool-names` keeps its dotted names and sets no `tool_names`; its server is walked here through a whole
-workflow, in both protocol eras, by a real `mcp.Client`: tools/list, the refusals' `<action>`s and `tool`
-attributes, status's `allowed_tools` and `pending.next`, IN_DOUBT's recovery and the suggestions must all
-name wire names (`invoice_start`, never `invoice.start`).
+spec of `tests/cases/snake-tool-names` keeps its dotted names and sets no `tool_names`; its server is walked
+here through a whole workflow, in both protocol eras, by a real `mcp.Client`: tools/list, the refusals'
+`<action>`s and `tool` attributes, status's `allowed_tools` and `pending.next`, IN_DOUBT's recovery and the
+suggestions must all name wire names (`invoice_start`, never `invoice.start`).
 """
 
 from __future__ import annotations

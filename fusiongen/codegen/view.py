@@ -12,7 +12,7 @@ from typing import Any
 
 from fusiongen.codegen.constants import ConstantView
 from fusiongen.codegen.jsonschema import input_schema, output_schema
-from fusiongen.codegen.runtime_copy import exports
+from fusiongen.codegen.runtime_copy import declared_dependencies, exports
 from fusiongen.codegen.view_inputs import InputFieldView, InputViews, NestedInputView
 from fusiongen.codegen.view_presenters import PresenterView, build_presenters, user_blocks_in
 from fusiongen.codegen.view_shapes import ShapeView, ShapeViews
@@ -56,6 +56,7 @@ class ToolView:
     modern_description_literal: str  # 2026-07-28: the stable list says what a bound tool needs
     compact_description_literal: str | None
     errors_literal: str | None  # the codes its spec declares, for run_tool: `frozenset({...})`
+    stale_literal: str | None  # the tools its success makes stale (spec names, run_tool maps them to wire names)
     title_literal: str | None = None  # MCP Tool.title
     icons_literal: str | None = None  # MCP Tool.icons: a list of types.Icon(...)
 
@@ -108,12 +109,23 @@ class ServerView:
     user_blocks_literal: str | None
     tool_names_literal: str  # TOOL_NAMES: spec and wire names → wire name, for the tools a ToolError suggests
     auth_exports: tuple[str, ...] = ()
+    # pyproject.toml: the requirements (TOML strings) of the project, and of each extra it declares
+    dependencies_toml: tuple[str, ...] = ()
+    extras_toml: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # (wire name literal, scopes literal, roles literal) of each tool with `requires`, in spec order.
     requires: tuple[tuple[str, str, str], ...] = ()
+    # The same of each resource (by name) and prompt (by name) with `requires`.
+    resource_requires: tuple[tuple[str, str, str], ...] = ()
+    prompt_requires: tuple[tuple[str, str, str], ...] = ()
     auth_scopes_literal: str | None = None  # the declared scopes, advertised in the metadata under --auth
     roles_claim_literal: str = '"roles"'
     tenant_claim_literal: str = "None"
     auth_declared: bool = False  # the spec has an [auth] table
+
+    @property
+    def guarded(self) -> bool:
+        """Something has `requires`: server.py imports `_auth`'s checks."""
+        return bool(self.requires or self.resource_requires or self.prompt_requires)
 
 
 class _ToolViews:
@@ -160,6 +172,8 @@ class _ToolViews:
             out_name = f"{presenter.snake.upper()}_{'COLLECTION' if tool.returns.collection else 'RESULT'}_OUTPUT"
             if len(tool.presenters) > 1:  # the union of its audiences' envelopes is the tool's own
                 out_name = f"{upper}_BY_ROLE_OUTPUT"
+            if tool.invalidates:  # its envelope also says what its success made stale
+                out_name = f"{upper}_OUTPUT"
         in_schema = self.share_definitions(in_schema, "INPUT")
         out_schema = self.share_definitions(out_schema, "OUTPUT") if out_schema is not None else None
         kind_hints = {
@@ -191,6 +205,7 @@ class _ToolViews:
             modern_description_literal=py_string(modern_description(self.server, tool)),
             compact_description_literal=py_string(tool.compact_description) if tool.compact_description else None,
             errors_literal=py_literal(frozenset(code for code, _ in tool.errors)) if tool.errors else None,
+            stale_literal=py_literal(tool.invalidates) if tool.invalidates else None,
             title_literal=py_string(tool.title) if tool.title else None,
             icons_literal=_icons_literal(tool),
         )
@@ -255,7 +270,14 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
             resolve_input = py_literal(resolve_schema(server), 0, 45)
             state_constants += (ConstantView("WORKFLOW_RESOLVE_INPUT", "dict[str, Any]", resolve_input),)
     distribution = server.package.replace("_", "-")
+    required, extras = declared_dependencies()
     return ServerView(
+        dependencies_toml=tuple(toml_string(r) for r in required),
+        extras_toml=tuple(
+            (extra, tuple(toml_string(r) for r in requirements))
+            for extra, requirements in sorted(extras.items())
+            if extra != "redis" or workflows  # only a server with workflows has a state store to keep in Redis
+        ),
         distribution=distribution,
         distribution_literal=toml_string(distribution),
         distribution_py_literal=py_string(distribution),
@@ -305,6 +327,16 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
             (py_string(t.wire), _frozenset_literal(t.requires.scopes), _frozenset_literal(t.requires.roles))
             for t in server.tools
             if t.requires is not None
+        ),
+        resource_requires=tuple(
+            (py_string(r.name), _frozenset_literal(r.tool.requires.scopes), _frozenset_literal(r.tool.requires.roles))
+            for r in server.resources
+            if r.tool.requires is not None
+        ),
+        prompt_requires=tuple(
+            (py_string(p.name), _frozenset_literal(p.requires.scopes), _frozenset_literal(p.requires.roles))
+            for p in server.prompts
+            if p.requires is not None
         ),
         auth_scopes_literal=py_literal(tuple(s for s, _ in server.auth.scopes))
         if server.auth is not None and server.auth.scopes

@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fusiongen.ir import FieldIR, ServerIR, ToolIR, TypeIR
+from fusiongen.ir import AuthIR, FieldIR, ServerIR, ToolIR, TypeIR
 from fusiongen.report.exposure import AUDIENCE_SEES, RESOURCE_FACETS, Report, Row, exposure, input_fields, type_text
 
 
@@ -242,10 +242,10 @@ def diff_user_only(sides: ToolSides) -> list[Change]:
     """Masked values a user-audience block shows: sent ("send") they reach any client that ignores audience."""
     subject = sides.subject
     old_rows, new_rows = sides.rows("user_only")
-    old = {r["path"]: r["user_blocks"] for r in old_rows}
+    old = {(r["path"], r["block"]): r["user_blocks"] for r in old_rows}
     changes = []
     for row in new_rows:
-        before = old.get(row["path"])
+        before = old.get((row["path"], row["block"]))
         if row["user_blocks"] == "send" and before != "send":
             changes.append(
                 Change(
@@ -309,14 +309,28 @@ def diff_states(sides: ToolSides) -> list[Change]:
         )
 
     message = f"runs in: {shown(old_rows)} → {shown(new_rows)}"
-    return [Change(Impact.BEHAVIOUR, sides.subject, "tool-states-changed", message)]
+    changes = [Change(Impact.BEHAVIOUR, sides.subject, "tool-states-changed", message)]
+    if sides.new.kind == "mutation":  # destructive (§6.1): callable where it was not is exposure, for a review
+        before = set(sides.old.binding.states) if sides.old.binding else None  # None: every state
+        after = set(sides.new.binding.states) if sides.new.binding else None
+        widened = after is None if before is not None else False
+        widened = widened or (before is not None and after is not None and bool(after - before))
+        if widened:
+            more = "every state" if after is None else ", ".join(sorted(after - (before or set())))
+            message = f"destructive tool now callable in {more} (was {', '.join(sorted(before or ()))})"
+            changes.append(Change(Impact.WIDENED, sides.subject, "destructive-tool-more-states", message))
+    return changes
 
 
 def diff_requires(sides: ToolSides) -> list[Change]:
     """Who may call the tool (with --auth): every listed scope is needed, one of the listed roles (none: any). Fewer
     scopes or more roles let more callers in (exposure widened, for a security review); more scopes or fewer roles
     refuse callers that could call it (breaking)."""
-    old_rows, new_rows = sides.rows("requires")
+    return requires_changes(sides.subject, *sides.rows("requires"))
+
+
+def requires_changes(subject: str, old_rows: list[Row], new_rows: list[Row]) -> list[Change]:
+    """`diff_requires` of any requirement rows: a tool's, a resource's or a prompt's."""
 
     def names(rows: list[Row], needs: str) -> list[str]:
         return [r["name"] for r in rows if r["needs"].startswith(needs)]
@@ -332,8 +346,8 @@ def diff_requires(sides: ToolSides) -> list[Change]:
     else:
         loosened += [f'role "{r}" may now call it' for r in new_roles if r not in old_roles]
         tightened += [f'role "{r}" may no longer call it' for r in old_roles if r not in new_roles]
-    changes = [Change(Impact.WIDENED, sides.subject, "requires-loosened", m) for m in loosened]
-    return changes + [Change(Impact.BREAKING, sides.subject, "requires-tightened", m) for m in tightened]
+    changes = [Change(Impact.WIDENED, subject, "requires-loosened", m) for m in loosened]
+    return changes + [Change(Impact.BREAKING, subject, "requires-tightened", m) for m in tightened]
 
 
 View = dict[str, tuple[str, str]]  # path → (type, exposure) of one audience's result
@@ -371,6 +385,14 @@ def diff_audiences(sides: ToolSides) -> list[Change]:
     old_views, new_views = _audience_views(sides.old_entry), _audience_views(sides.new_entry)
     old_default, new_default = _default_view(sides.old_entry), _default_view(sides.new_entry)
     changes: list[Change] = []
+    kept_old = [role for role in old_views if role in new_views]
+    kept_new = [role for role in new_views if role in old_views]
+    if kept_old != kept_new:  # the first role a caller has wins: a caller with several now gets another presenter
+        message = (
+            f"returns_for_role order changed: {', '.join(kept_new)} (was {', '.join(kept_old)}); a caller "
+            f"with several of these roles now gets the presenter of the first of them in the new order"
+        )
+        changes.append(Change(Impact.WIDENED, sides.subject, "audience-order-changed", message))
     for role in [*old_views, *(r for r in new_views if r not in old_views)]:
         before, after = old_views.get(role, old_default), new_views.get(role, new_default)
         if role not in old_views:
@@ -403,6 +425,43 @@ def _view_changes(subject: str, role: str, old: View, new: View) -> list[Change]
     return changes
 
 
+def _effect_kinds(entry: dict[str, object]) -> dict[tuple[str, str], str]:
+    rows = entry["effects"]
+    assert isinstance(rows, list)
+    kinds: dict[tuple[str, str], str] = {}
+    for r in rows:
+        kinds.setdefault((r["effect"], r["access"]), r["call"])
+    return kinds
+
+
+def diff_effects(sides: ToolSides) -> list[Change]:
+    """What its handler can do, by kind of effect (files read, network write, ...): a kind gained widens what a
+    client lets it do (a host that auto-approves it now approves that too); a kind lost is safe. A different call
+    of a kind it already had (a refactor) is no change."""
+    old, new = _effect_kinds(sides.old_entry), _effect_kinds(sides.new_entry)
+    changes = [
+        Change(Impact.WIDENED, sides.subject, "effect-gained", f"its handler can now {access} {effect}: {call}")
+        for (effect, access), call in new.items()
+        if (effect, access) not in old
+    ]
+    changes += [
+        Change(Impact.SAFE, sides.subject, "effect-removed", f"its handler no longer {access}s {effect}")
+        for (effect, access) in old
+        if (effect, access) not in new
+    ]
+    return changes
+
+
+def diff_freshness(sides: ToolSides) -> list[Change]:
+    """What goes stale, and when: a change to what the model is told to re-read, so behaviour."""
+    old, new = sides.old_entry["freshness"], sides.new_entry["freshness"]
+    if old == new:
+        return []
+    assert isinstance(old, list) and isinstance(new, list)
+    shown = "; ".join(f"{r['freshness']} {r['tool']}".strip() for r in new) or "none"
+    return [Change(Impact.BEHAVIOUR, sides.subject, "freshness-changed", f"freshness is now: {shown}")]
+
+
 FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
     "inputs": diff_inputs,
     "model_sees": diff_model_sees,
@@ -414,6 +473,8 @@ FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
     "states": diff_states,
     "requires": diff_requires,
     "audiences": diff_audiences,
+    "freshness": diff_freshness,
+    "effects": diff_effects,
 }
 
 
@@ -560,6 +621,7 @@ def diff_prompts(old: Report, new: Report) -> list[Change]:
         if before["description"] != prompt["description"]:
             changes.append(Change(Impact.SAFE, subject, "description-changed", "description changed"))
         changes += _prompt_arguments(subject, before["arguments"], prompt["arguments"])
+        changes += requires_changes(subject, before["requires"], prompt["requires"])
     return changes
 
 
@@ -652,6 +714,62 @@ def _diff_workflow(name: str, old: dict[str, object], new: dict[str, object]) ->
     return changes
 
 
+def diff_auth(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
+    """[auth]'s claims: where roles and the tenant come from decides who holds a role and whose data a caller sees.
+    A tenant claim removed lets tokens without a tenant in and keeps workflow state for all tenants together; a
+    roles claim changed gives roles from another claim (which the issuer may let users set): both widen exposure.
+    A tenant claim added or changed refuses tokens that worked (breaking)."""
+    old_auth, new_auth = old_ir.auth or AuthIR(), new_ir.auth or AuthIR()
+    changes: list[Change] = []
+    if old_auth.tenant_claim != new_auth.tenant_claim:
+        if new_auth.tenant_claim is None:
+            message = (
+                f'tenant_claim "{old_auth.tenant_claim}" removed: tokens without a tenant are accepted, and workflow '
+                "handles and session state are no longer kept per tenant"
+            )
+            changes.append(Change(Impact.WIDENED, "auth", "tenant-claim-removed", message))
+        else:
+            was = f'"{old_auth.tenant_claim}"' if old_auth.tenant_claim else "none"
+            message = f'tenant_claim "{new_auth.tenant_claim}" (was {was}): tokens without it are refused'
+            changes.append(Change(Impact.BREAKING, "auth", "tenant-claim-changed", message))
+    if old_auth.roles_claim != new_auth.roles_claim:
+        message = (
+            f'roles_claim "{new_auth.roles_claim}" (was "{old_auth.roles_claim}"): roles, and so requires and '
+            "returns_for_role, now come from another claim of the token"
+        )
+        changes.append(Change(Impact.WIDENED, "auth", "roles-claim-changed", message))
+    return changes
+
+
+def diff_output_descriptions(sides: ToolSides) -> list[Change]:
+    """The descriptions of the models a result shows, which its outputSchema carries (each model's `$defs` entry, or
+    an embedded object's `description`) and a client may show the model: a change is behaviour, never silent."""
+
+    def descriptions(ir: ServerIR, tool: ToolIR) -> dict[str, str | None]:
+        models = {m.name: m for m in ir.models}
+        found: dict[str, str | None] = {}
+        pending = [ir.presenter(p).model for p in tool.presenters]
+        while pending:
+            name = pending.pop()
+            if name is None or name in found or name not in models:
+                continue
+            found[name] = models[name].description
+            pending += [m for f in models[name].fields if not f.hidden for m in f.type.models]
+        return found
+
+    old, new = descriptions(sides.old_server, sides.old), descriptions(sides.new_server, sides.new)
+    return [
+        Change(
+            Impact.BEHAVIOUR,
+            sides.subject,
+            "output-description-changed",
+            f"the description of model {name} in its outputSchema: {old[name]!r} → {new[name]!r}",
+        )
+        for name in sorted(old.keys() & new.keys())
+        if old[name] != new[name]
+    ]
+
+
 # --- the whole diff --------------------------------------------------------------------------------------
 def diff(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
     """Every change from `old_ir` to `new_ir` that a client or the model can notice, most severe first."""
@@ -663,8 +781,10 @@ def diff(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
         if tool.wire in old_tools:
             sides = ToolSides(tool.wire, old_tools[tool.wire], tool, old_entries[tool.wire], entry, old_ir, new_ir)
             changes += diff_tool(sides)
+            changes += diff_output_descriptions(sides)
     changes += diff_resources(old_ir, old, new_ir, new)
     changes += diff_prompts(old, new)
+    changes += diff_auth(old_ir, new_ir)
     changes += diff_workflows(old, new)
     rank = {impact: index for index, impact in enumerate(IMPACT_ORDER)}
     return sorted(changes, key=lambda c: (rank[c.impact], c.subject, c.kind, c.message))

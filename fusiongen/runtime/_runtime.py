@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import re
+import secrets
 import sys
 import threading
 import time
@@ -25,16 +26,14 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final, NamedTuple, TextIO
+from typing import Any, Final, NamedTuple, TextIO, TypeVar
 
 import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
-from mcp_types import methods as wire_methods
-from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from opentelemetry.trace import Span, get_current_span
-from pydantic import BaseModel, ValidationError
 
 from ._identity import Identity, presented_as, presented_identity, with_identity
 from ._identity import caller_value as caller_value  # re-exported: presenters' `ctx.*` expressions call it
@@ -742,6 +741,58 @@ def done_result(tool: str, returned: object = None) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{tool}: done.")])
 
 
+def stale_notice(names: Sequence[str]) -> str:
+    """What a successful mutation tells the agent about results it read before (docs/spec.md §6.9)."""
+    them = "them" if len(names) > 1 else "it"
+    return f"Stale now: results read earlier from {', '.join(names)}; call {them} again before relying on {them}."
+
+
+def with_stale(
+    result: types.CallToolResult, stale: Sequence[str], tool_names: Mapping[str, str] | None
+) -> types.CallToolResult:
+    """A successful mutation's result, naming (by the wire names the client uses) the tools whose earlier results
+    it made stale: in an envelope, as `stale` and as the last rule, in `<domain_rules>` too; in a text result,
+    after its text in the same block, so that a client passing on only the first block passes it on."""
+    names = [tool_names.get(n, n) for n in stale] if tool_names is not None else list(stale)
+    notice = stale_notice(names)
+    structured = result.structured_content
+    content = list(result.content)
+    if isinstance(structured, dict) and isinstance(structured.get("rules"), list):
+        structured = {**structured, "rules": [*structured["rules"], notice], "stale": names}
+        line = f"- {escape_text(notice)}\n"
+        at = next(
+            (
+                i
+                for i, b in enumerate(content)
+                if isinstance(b, types.TextContent) and b.text.startswith("<domain_rules>")
+            ),
+            None,
+        )
+        if at is not None:
+            block = content[at]
+            assert isinstance(block, types.TextContent)
+            content[at] = types.TextContent(
+                type="text", text=block.text.removesuffix("</domain_rules>") + line + "</domain_rules>"
+            )
+        else:
+            before = next(
+                (
+                    i
+                    for i, b in enumerate(content)
+                    if isinstance(b, types.TextContent) and b.text.startswith("<action_suggestions>")
+                ),
+                len(content),
+            )
+            content.insert(before, types.TextContent(type="text", text=f"<domain_rules>\n{line}</domain_rules>"))
+        return types.CallToolResult(content=content, structured_content=structured, is_error=False)
+    first = content[0] if content else None
+    if isinstance(first, types.TextContent):
+        content[0] = types.TextContent(type="text", text=f"{first.text}\n\n{notice}", annotations=first.annotations)
+    else:
+        content.insert(0, types.TextContent(type="text", text=notice))
+    return types.CallToolResult(content=content, structured_content=structured, is_error=result.is_error)
+
+
 def text_result(text: str) -> types.CallToolResult:
     """The handler's own text as one text block (a str subclass as the plain string it holds)."""
     return types.CallToolResult(content=[types.TextContent(type="text", text=str.__str__(text))])
@@ -842,9 +893,13 @@ def domain_error(
     return error_result(text + "</tool_error>")
 
 
-# <workflow>.start calls a client may make per minute (and in one burst): far more than an agent working
-# through workflows needs, far fewer than it takes to fill a store with abandoned handles.
-DEFAULT_STARTS_PER_MINUTE = 60
+# <workflow>.start calls a client (an authenticated subject, a handshake session: see _gate.client_key) may make
+# per minute, in one burst too: ten a second, more than any agent (or a team behind one token) working through
+# workflows starts, and it slows a loop that starts without end.
+DEFAULT_STARTS_PER_MINUTE = 600
+# Records one client may start per handle idle TTL (each lives that long): what bounds the store one client can
+# fill. Far more handles than an agent holds at once.
+DEFAULT_LIVE_STARTS = 10_000
 
 # --- call log ----------------------------------------------------------------------------------------
 
@@ -870,29 +925,90 @@ def handle_digest(handle: object) -> str:
     return "sha256:" + hashlib.sha256(handle.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
+class AuditUnavailable(Exception):
+    """The audit log could not be written (a full disk, a closed file): the request must not go on unaudited."""
+
+
 class AuditLog:
-    """`--audit-log FILE`: one JSON line per tool call: when (UTC), who (subject, tenant: null without identity),
-    which tool, its outcome code, and `arguments_sha256`, the SHA-256 of the arguments' canonical JSON (sorted
-    keys, no spaces, UTF-8). Never a value: the digest proves which arguments a call had to whoever holds them,
-    and tells nobody else what they were. Each line is flushed as written (an audit trail survives a crash)."""
+    """`--audit-log FILE`: two JSON lines per request that reaches data or a handler (tools/call, resources/read,
+    prompts/get, completion/complete), sharing a random `request` id: `"phase": "begin"`, written and flushed
+    before anything runs, and `"phase": "end"` with the outcome code. Each names when (UTC), who (subject,
+    tenant: null without identity), which method and name (null for a name the server does not have: a client's
+    text is never written) and `arguments_sha256`, the SHA-256 of the arguments' canonical JSON (sorted keys, no
+    spaces, UTF-8). Never a value: the digest proves which arguments a request had to whoever holds them, and
+    tells nobody else what they were.
+
+    Fail closed: a begin line that cannot be written raises `AuditUnavailable`, and the request is refused
+    before its handler runs. Lines are ASCII (`\\u` escapes), so no subject a token carries (a lone surrogate,
+    U+2028, NEL) can fail to encode or split a line for a reader."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._lock = threading.Lock()  # the threaded stdio transport may call from other threads
 
-    def record(self, tool: str, identity: Identity | None, outcome: str, arguments: Mapping[str, Any]) -> None:
-        entry = {
+    def begin(
+        self, method: str, name: str | None, identity: Identity | None, arguments: Mapping[str, Any]
+    ) -> AuditEntry:
+        """Write the request's begin line; `AuditUnavailable` if it cannot be written (the request must stop)."""
+        entry = AuditEntry(
+            secrets.token_hex(8),
+            method,
+            name,
+            identity.subject if identity is not None else None,
+            identity.tenant if identity is not None else None,
+            arguments_digest(arguments),
+        )
+        self._write(entry, "begin", None)
+        return entry
+
+    def end(self, entry: AuditEntry, outcome: str) -> None:
+        """Write the request's end line. Its effect has happened: a line that cannot be written is logged (the
+        begin line already says the request was made), and the answer still goes to the client."""
+        try:
+            self._write(entry, "end", outcome)
+        except AuditUnavailable as exc:
+            logger.error("--audit-log: the end line of request %s could not be written: %s", entry.request, exc)
+
+    def _write(self, entry: AuditEntry, phase: str, outcome: str | None) -> None:
+        line = {
             "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "subject": identity.subject if identity is not None else None,
-            "tenant": identity.tenant if identity is not None else None,
-            "tool": tool,
+            "request": entry.request,
+            "phase": phase,
+            "subject": entry.subject,
+            "tenant": entry.tenant,
+            "method": entry.method,
+            "name": entry.name,
             "outcome": outcome,
-            "arguments_sha256": arguments_digest(arguments),
+            "arguments_sha256": entry.digest,
         }
-        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
+        text = json.dumps(line, ensure_ascii=True, separators=(",", ":")) + "\n"
         with self._lock:
-            self._stream.write(line)
-            self._stream.flush()
+            try:
+                self._stream.write(text)
+                self._stream.flush()
+            except (OSError, ValueError) as exc:  # ENOSPC, EIO, a closed stream
+                raise AuditUnavailable(str(exc)) from exc
+
+
+class AuditEntry(NamedTuple):
+    """One audited request, between its begin and end lines."""
+
+    request: str
+    method: str
+    name: str | None
+    subject: str | None
+    tenant: str | None
+    digest: str
+
+
+# What a request whose begin line could not be written gets instead of running: no detail of the failure.
+AUDIT_UNAVAILABLE_MESSAGE: Final = "The request was not carried out: the server cannot write its audit log."
+AUDIT_UNAVAILABLE_RECOVERY: Final = "Retry later; if it keeps failing, tell the user the server cannot record requests."
+
+
+def audit_unavailable(tool: str, exc: AuditUnavailable) -> types.CallToolResult:
+    logger.error("--audit-log: cannot write: %s; tool %s refused", exc, tool)
+    return tool_error(tool, "AUDIT_UNAVAILABLE", AUDIT_UNAVAILABLE_MESSAGE, AUDIT_UNAVAILABLE_RECOVERY)
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
@@ -935,6 +1051,12 @@ async def logged_call(
     audit = AUDIT.log
     if not (tracing or logging_calls or audit is not None):
         return await call()
+    entry = None
+    if audit is not None:
+        try:
+            entry = audit.begin("tools/call", tool, with_identity(ctx).identity if ctx is not None else None, arguments)
+        except AuditUnavailable as exc:  # before the handler: a call that cannot be audited is not made
+            return audit_unavailable(tool, exc)
     started = time.perf_counter()
     outcome, handle = "EXCEPTION", arguments.get(handle_key) if handle_key else None
     try:
@@ -953,8 +1075,64 @@ async def logged_call(
             annotate_span(span, tool, outcome, digest, workflow)
         if logging_calls:
             logger.info("call tool=%s outcome=%s duration_ms=%.1f handle=%s", tool, outcome, elapsed, digest)
-        if audit is not None:
-            audit.record(tool, with_identity(ctx).identity if ctx is not None else None, outcome, arguments)
+        if audit is not None and entry is not None:
+            audit.end(entry, outcome)
+
+
+_Answer = TypeVar("_Answer")
+
+
+class SurfaceError(MCPError):
+    """A JSON-RPC error of resources/read, prompts/get or completion/complete, with the outcome code the audit
+    line and the log give it (`NOT_FOUND`, `VALIDATION_ERROR`, `FORBIDDEN`, a tool error's code)."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, outcome: str) -> None:
+        super().__init__(code, message, data)
+        self.outcome = outcome
+
+
+async def unknown_tool_call(
+    name: str, known: list[str], arguments: Mapping[str, Any], ctx: Any
+) -> types.CallToolResult:
+    """A tools/call of a tool the server does not serve: the protocol error (`unknown_tool`), audited like every
+    request (name null: the client's text is never written), so probing for tool names leaves a trail too."""
+
+    async def refuse() -> types.CallToolResult:
+        error = unknown_tool(name, known)
+        raise SurfaceError(error.code, error.message, outcome="NOT_FOUND")
+
+    return await audited("tools/call", None, arguments, ctx, refuse)
+
+
+async def audited(
+    method: str, name: str | None, arguments: Mapping[str, Any], ctx: Any, call: Callable[[], Awaitable[_Answer]]
+) -> _Answer:
+    """Run one request of the surface beside tools (resources/read, prompts/get, completion/complete) and, with
+    `--audit-log`, audit it as a tool call: the same caller, outcome and digest of its arguments, the begin line
+    before anything runs (a log that cannot be written refuses the request: INTERNAL_ERROR, AUDIT_UNAVAILABLE)."""
+    audit = AUDIT.log
+    if audit is None:
+        return await call()
+    try:
+        entry = audit.begin(method, name, with_identity(ctx).identity, arguments)
+    except AuditUnavailable as exc:
+        logger.error("--audit-log: cannot write: %s; %s refused", exc, method)
+        text = tool_error(name or method, "AUDIT_UNAVAILABLE", AUDIT_UNAVAILABLE_MESSAGE, AUDIT_UNAVAILABLE_RECOVERY)
+        message = "".join(block.text for block in text.content if isinstance(block, types.TextContent))
+        raise SurfaceError(INTERNAL_ERROR, message, outcome="AUDIT_UNAVAILABLE") from None
+    outcome = "EXCEPTION"
+    try:
+        answer = await call()
+        outcome = "ok"
+        return answer
+    except SurfaceError as exc:
+        outcome = exc.outcome
+        raise
+    except BaseException as exc:
+        outcome = "CANCELLED" if isinstance(exc, anyio.get_cancelled_exc_class()) else "EXCEPTION"
+        raise
+    finally:
+        audit.end(entry, outcome)
 
 
 def annotate_span(span: Span, tool: str, outcome: str, digest: str, workflow: str | None) -> None:
@@ -1001,8 +1179,10 @@ async def run_tool(
     *,
     errors: frozenset[str] = frozenset(),
     tool_names: Mapping[str, str] | None = None,
+    stale: tuple[str, ...] = (),
 ) -> types.CallToolResult:
-    """Validate the arguments, run the handler, present what it returned.
+    """Validate the arguments, run the handler, present what it returned (`stale`: the tools, by spec name,
+    whose earlier results its success makes stale, which the result then names).
 
     Each step fails closed into an error result a model can act on: a handler's exception text is never
     shown (it may carry hidden data), and data that does not fit its presenter is not sent at all. Only a
@@ -1032,11 +1212,13 @@ async def run_tool(
             raise
         return handler_failed(tool, exc)
     if present is None:
-        return done_result(tool, raw)
+        done = done_result(tool, raw)
+        return with_stale(done, stale, tool_names) if stale else done
     if raw is None:
         return no_result(tool)
     try:
-        return presented_as(caller.identity, present, raw)  # by_role and `ctx.*` expressions read the caller
+        result = presented_as(caller.identity, present, raw)  # by_role and `ctx.*` expressions read the caller
+        return with_stale(result, stale, tool_names) if stale and not result.is_error else result
     except OutputError as exc:
         return output_invalid(tool, exc)
     except BaseException as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
@@ -1218,7 +1400,7 @@ _BACKTICKS: Final = re.compile("`+")
 
 
 def _one_line(value: str) -> str:
-    return _LINE_BREAKS.sub(" ", value)
+    return value if value.isprintable() else _LINE_BREAKS.sub(" ", value)  # every line break is unprintable
 
 
 def _cell(value: str) -> str:
@@ -1362,13 +1544,17 @@ def _result(
 
 
 def _guidance_blocks(rules: Sequence[str], suggestions: Sequence[tuple[str, str]]) -> list[types.TextContent]:
-    """`<domain_rules>` (if any rule), then `<action_suggestions>` (if any suggestion)."""
+    """`<domain_rules>` (if any rule), then `<action_suggestions>` (if any suggestion): one `- ` line each. A rule or
+    reason is one line whatever its template interpolated (a handler value, `{ctx.subject}`): a line break in it
+    becomes a space, as in table cells and lists, so no value can add a rule or suggestion line of its own."""
     blocks = []
     if rules:
-        lines = "".join([f"- {escape_text(rule)}\n" for rule in rules])
+        lines = "".join([f"- {_one_line(escape_text(rule))}\n" for rule in rules])
         blocks.append(types.TextContent(type="text", text=f"<domain_rules>\n{lines}</domain_rules>"))
     if suggestions:
-        lines = "".join([f"- {escape_text(tool)}: {escape_text(reason)}\n" for tool, reason in suggestions])
+        lines = "".join(
+            [f"- {_one_line(escape_text(tool))}: {_one_line(escape_text(reason))}\n" for tool, reason in suggestions]
+        )
         blocks.append(types.TextContent(type="text", text=f"<action_suggestions>\n{lines}</action_suggestions>"))
     return blocks
 
@@ -1382,107 +1568,3 @@ def _fixed_guidance_blocks(
     result that has that set. Only for spec text: text a template made from data is never kept past its call.
     Nothing in the runtime or the SDK changes a result's blocks once built (the wire is written from them)."""
     return tuple(_guidance_blocks(rules, suggestions))
-
-
-# --- the wire: tools/call results serialized once ----------------------------------------------------------
-
-# The protocol versions whose tools/call result surface keeps every field `tool_result_wire` writes, exactly:
-# the handshake era. 2026-07-28 results carry `resultType` and the `serverInfo` stamp, which the SDK adds.
-FAST_RESULT_VERSIONS: Final = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"})
-
-
-def tool_result_wire(result: types.CallToolResult) -> dict[str, Any] | None:
-    """The wire dict the SDK would send for `result` at a handshake-era version (its `model_dump`, then the
-    per-version result check and its dump: keys in the surface's order, nothing None), written directly, or None
-    when `result` holds anything this does not know (another content type, `_meta`, other annotations): then
-    the SDK's own serialization runs. Every result the runtime builds is text blocks, structuredContent and
-    isError; tests hold this to the SDK's output for each of them and each version."""
-    if type(result) is not types.CallToolResult or result.meta is not None:
-        return None
-    content: list[dict[str, Any]] = []
-    for block in result.content:
-        if type(block) is not types.TextContent or block.meta is not None or type(block.text) is not str:
-            return None
-        annotations = block.annotations
-        if annotations is None:
-            content.append({"text": block.text, "type": "text"})
-        elif annotations.priority is None and annotations.last_modified is None and annotations.audience:
-            audience = {"audience": list(annotations.audience)}
-            content.append({"annotations": audience, "text": block.text, "type": "text"})
-        else:
-            return None
-    if type(result.is_error) is not bool:
-        return None
-    wire: dict[str, Any] = {"content": content, "isError": result.is_error}
-    structured = result.structured_content
-    if structured is not None:
-        if type(structured) is not dict:
-            return None
-        wire["structuredContent"] = structured
-    return wire
-
-
-class FastToolCalls:
-    """Server middleware (`Server.middleware`, the SDK's extension point) that answers `tools/call` on a
-    handshake-era connection without the work the SDK repeats on a result the runtime built itself: its
-    `model_dump`, then the per-version result check, which validates that dump again and dumps it again.
-
-    Everything else the SDK does for the call is done here the same way, with the SDK's own functions: the
-    per-version request check, the params model, the handler, an ErrorData raised as an error. Whatever is not
-    certain takes the SDK's path untouched (`call_next`): another method, a 2026-07-28 connection (its results
-    carry more), a connection not initialized (the SDK's gate answers), cache hints. A result
-    `tool_result_wire` does not know is serialized as the SDK serializes it."""
-
-    def __init__(self, server: Any) -> None:
-        self._server = server
-
-    async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
-        method, version, session = ctx.method, ctx.protocol_version, ctx.session
-        if (
-            method != "tools/call"
-            or version not in FAST_RESULT_VERSIONS
-            or session is None
-            or session.client_params is None
-            or self._server.cache_hints.get(method) is not None
-            or (entry := self._server.get_request_handler(method)) is None
-        ):
-            return await call_next(ctx)
-        return await answer_tool_call(entry, ctx, version)
-
-
-async def answer_tool_call(entry: Any, ctx: Any, version: str) -> dict[str, Any]:
-    """The wire result of a handshake-era `tools/call` on an initialized connection (`entry`: the server's
-    registered handler): what the SDK's ServerRunner does for it, with the SDK's own functions (the per-version
-    request check, the params model, the handler, an ErrorData raised as an error), and the result written once
-    by `tool_result_wire` when it knows it, else serialized as the SDK serializes it. FastToolCalls and the stdio
-    session's tool-call lane (`_session.py`) both answer through this."""
-    method, params = ctx.method, ctx.params
-    try:
-        wire_methods.validate_client_request(method, version, params)
-    except KeyError:
-        raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method) from None
-    typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
-    result = await entry.handler(ctx, typed)
-    if isinstance(result, types.ErrorData):
-        raise MCPError.from_error_data(result)
-    if isinstance(result, types.CallToolResult) and (wire := tool_result_wire(result)) is not None:
-        return wire
-    return sdk_result_wire(method, version, result)
-
-
-def sdk_result_wire(method: str, version: str, result: object) -> dict[str, Any]:
-    """A handshake-era result as the SDK's ServerRunner serializes it (its `_dump_result`, then the per-version
-    result check; an invalid result is the SDK's INTERNAL_ERROR)."""
-    if result is None:
-        dumped: dict[str, Any] = {}
-    elif isinstance(result, BaseModel):
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    elif isinstance(result, dict):
-        dumped = dict(result)
-    else:
-        raise TypeError(f"handler returned {type(result).__name__}; expected BaseModel, dict, or None")
-    try:
-        return wire_methods.serialize_server_result(method, version, dumped)
-    except ValidationError:
-        logger.exception("handler for %r returned an invalid result", method)
-        raise MCPError(code=INTERNAL_ERROR, message="Handler returned an invalid result") from None

@@ -17,8 +17,11 @@ import math
 import os
 import re
 import signal
+import stat
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,16 +30,16 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
+from ._dependencies import EXTRAS, outside
 from ._identity import JWT_ALGORITHMS
 from ._runtime import (
+    DEFAULT_LIVE_STARTS,
     DEFAULT_STARTS_PER_MINUTE,
     USER_BLOCK_MODES,
     AuditLog,
-    FastToolCalls,
     HandlerServer,
     audit_to,
 )
-from ._session import serve_session
 from ._stdio import Bypass, stdio_is_pipes, stdio_streams
 
 if TYPE_CHECKING:  # the SDK is the optional `otel` extra: imported only by --otel
@@ -56,6 +59,8 @@ STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is u
 _DISTRIBUTION = __name__.rpartition(".")[0].replace("_", "-")
 TRACE_FLUSH_TIMEOUT_MS = 5000  # at exit, how long the spans not yet exported may take to send
 HTTP_RESPONSE_MODES = ["auto", "sse", "json"]  # --http-response
+# Set to `off` to serve through the SDK's public API even where the fast path (_fast_path.py) would serve.
+FAST_PATH_VARIABLE = "MCP_SERVER_FAST_PATH"
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,10 +94,26 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP: open sessions at most; a request that would open another gets 503 (default 10000)",
     )
     parser.add_argument(
+        "--max-sessions-per-client",
+        type=count_argument,
+        default=DEFAULT_SESSIONS_PER_CLIENT,
+        metavar="N",
+        help="HTTP: open sessions one client (an authenticated subject, else a peer address) may hold; opening "
+        "another closes its least recently used one (default %(default)s)",
+    )
+    parser.add_argument(
         "--session-idle-timeout",
         type=positive_argument,
         default=1800.0,
         help="HTTP: seconds after which an idle session is closed, freeing its slot (default 1800)",
+    )
+    parser.add_argument(
+        "--max-header-size",
+        type=count_argument,
+        default=DEFAULT_MAX_HEADER_SIZE,
+        metavar="BYTES",
+        help="HTTP: a request's line and headers at most this many bytes, checked as they arrive, before any "
+        f"authentication; more get 431 and the connection is closed (default {DEFAULT_MAX_HEADER_SIZE})",
     )
     parser.add_argument(
         "--max-request-body",
@@ -169,6 +190,14 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         "--auth-jwks-url", metavar="URL", type=url_argument, help="--auth jwt: the issuer's JSON Web Key Set"
     )
     parser.add_argument(
+        "--auth-jwks-cooldown",
+        type=seconds_argument,
+        default=None,
+        metavar="SECONDS",
+        help="--auth jwt: at least this long between two JWKS fetches, failed or not (default 30; 0: a fetch "
+        "whenever a token names an unknown key, one at a time)",
+    )
+    parser.add_argument(
         "--auth-algorithm",
         action="append",
         default=[],
@@ -216,13 +245,12 @@ def token_verifier(
     """The verifier --auth asks for, checked now: a missing or unusable option is a usage error (exit 2), not a
     server that starts and refuses everyone. None for --auth none."""
     if arguments.auth == "none":
-        stray = [
-            o for o in ("auth_issuer", "auth_audience", "auth_jwks_url", "auth_tokens_file") if getattr(arguments, o)
-        ]
+        given = ("auth_issuer", "auth_audience", "auth_jwks_url", "auth_jwks_cooldown", "auth_tokens_file")
+        stray = [o for o in given if getattr(arguments, o) is not None]
         if stray:
             parser.error(f"--{stray[0].replace('_', '-')} needs --auth jwt or --auth tokens")
         return None
-    from ._auth import JwtVerifier, StaticTokens  # only for --auth: a server without it never imports them
+    from ._auth import JWKS_COOLDOWN, JwtVerifier, StaticTokens  # only for --auth: else never imported
 
     if arguments.auth == "jwt":
         missing = [o for o in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(arguments, o)]
@@ -235,13 +263,42 @@ def token_verifier(
             algorithms=arguments.auth_algorithm or JWT_ALGORITHMS,
             roles_claim=roles_claim,
             tenant_claim=tenant_claim,
+            cooldown=JWKS_COOLDOWN if arguments.auth_jwks_cooldown is None else arguments.auth_jwks_cooldown,
         )
     if not arguments.auth_tokens_file:
         parser.error("--auth tokens needs --auth-tokens-file")
     try:
+        mode = os.stat(arguments.auth_tokens_file).st_mode
+    except OSError as exc:
+        parser.error(f"--auth-tokens-file {arguments.auth_tokens_file}: {exc.strerror}")
+    if mode & 0o022:  # whoever may write it may add a token of their own, with any roles and scopes
+        parser.error(
+            f"--auth-tokens-file {arguments.auth_tokens_file}: writable by its group or by others "
+            f"(mode {stat.S_IMODE(mode):04o}): anyone who can write it can add a token; chmod go-w it"
+        )
+    try:
         return StaticTokens.load(arguments.auth_tokens_file, tenants=tenant_claim is not None)
     except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         parser.error(f"--auth-tokens-file {arguments.auth_tokens_file}: {exc}")
+
+
+def check_extras(parser: argparse.ArgumentParser, arguments: argparse.Namespace) -> None:
+    """The extras this command line uses (`--http`, `--auth`, `--otel`, a Redis `--state-store`), their installed
+    versions checked against the ranges the generated pyproject.toml declares (`_dependencies.py`): one outside
+    is a usage error (exit 2) that names it, before anything is served."""
+    store = str(getattr(arguments, "state_store", ""))
+    used = {
+        "http": arguments.http,
+        "fast": arguments.http,  # httptools and uvloop serve only HTTP
+        "auth": getattr(arguments, "auth", "none") != "none",
+        "otel": arguments.otel,
+        "redis": store.startswith(("redis://", "rediss://")),
+    }
+    problems = [problem for extra, wanted in used.items() if wanted for problem in outside(EXTRAS[extra])]
+    if problems:
+        parser.error(
+            f"{_DISTRIBUTION} was generated and tested for {'; '.join(problems)}: install versions in these ranges"
+        )
 
 
 def add_presenter_arguments(parser: argparse.ArgumentParser) -> None:
@@ -280,8 +337,23 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         type=count_argument,
         default=DEFAULT_STARTS_PER_MINUTE,
         metavar="N",
-        help="<workflow>.start calls one client (an HTTP session, else a peer address) may make per minute, in "
-        f"bursts of as many; more get RATE_LIMITED (default {DEFAULT_STARTS_PER_MINUTE})",
+        help="<workflow>.start calls one client (an authenticated subject, else an HTTP session) may make per "
+        f"minute, in bursts of as many; more get RATE_LIMITED (default {DEFAULT_STARTS_PER_MINUTE})",
+    )
+    parser.add_argument(
+        "--max-live-starts",
+        type=count_argument,
+        default=DEFAULT_LIVE_STARTS,
+        metavar="N",
+        help="<workflow>.start calls one client may make per --handle-idle-ttl (each creates a record that lives "
+        f"that long): the records one client can pile up in the store (default {DEFAULT_LIVE_STARTS})",
+    )
+    parser.add_argument(
+        "--start-limit-by-address",
+        action="store_true",
+        help="count unauthenticated 2026-07-28 clients by their peer address for the start limits (only when "
+        "nothing such as a proxy or a NAT puts several clients behind one address); without it they are not "
+        "limited per client",
     )
 
 
@@ -292,6 +364,17 @@ def positive_argument(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def seconds_argument(text: str) -> float:
+    """A duration that may be 0: a finite number of seconds, not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
     return value
 
 
@@ -307,9 +390,11 @@ def count_argument(text: str) -> int:
 
 def audit_log_argument(text: str) -> AuditLog:
     """--audit-log FILE, opened (append, created if missing) while the options are read: a file the server
-    cannot write is a usage error at start-up, never a server that serves calls it does not audit."""
+    cannot write is a usage error at start-up, never a server that serves calls it does not audit. A new file
+    is created private to the server's user (0600): it says who called what, and when."""
     try:
-        stream = open(text, "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the process
+        descriptor = os.open(text, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        stream = os.fdopen(descriptor, "a", encoding="utf-8")
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot append to {text}: {exc.strerror}") from exc
     return AuditLog(stream)
@@ -625,8 +710,11 @@ async def serve_stdio(
     arguments: argparse.Namespace,
     store: Any,
     tracing: Tracing | None = None,
+    *,
+    fast: bool = True,
 ) -> None:
-    """Serve one session on stdin/stdout until EOF or a signal."""
+    """Serve one session on stdin/stdout until EOF or a signal: with `fast`, in the fast path's session (its
+    tool-call lane takes calls from the transport's bypass); without, by the SDK's `Server.run`."""
     graceful = stdio_is_pipes()
     bypass = Bypass()  # where the session's tool-call lane takes its calls from the transport
     streams = stdio_streams(arguments.max_in_flight, arguments.max_request_body, bypass)
@@ -634,7 +722,12 @@ async def serve_stdio(
         serving = anyio.CancelScope()
         group.start_soon(stop_on_signal, serving, store, graceful, tracing)
         with serving:
-            await serve_session(server, read_stream, write_stream, options, bypass)
+            if fast:
+                from ._fast_path import serve_session
+
+                await serve_session(server, read_stream, write_stream, options, bypass)
+            else:
+                await server.run(read_stream, write_stream, options)
         group.cancel_scope.cancel()
 
 
@@ -670,8 +763,11 @@ async def serve(
     are the spec's, advertised in the protected resource metadata under --auth."""
     tracing = start_tracing(name) if arguments.otel else None
     audit_to(getattr(arguments, "audit_log", None))
-    serving_middleware(server, traced=tracing is not None)
+    problem = fast_path_problem()
+    serving_middleware(server, traced=tracing is not None, fast=problem is None)
     print(serving_banner(name, arguments, server), file=sys.stderr, flush=True)
+    if problem is not None:
+        print(f"{name}: serving through the SDK's public API (slower, the same answers): {problem}", file=sys.stderr)
     try:
         if arguments.http:
             await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None, scopes)
@@ -679,7 +775,7 @@ async def serve(
             options = server.create_initialization_options(
                 NotificationOptions(tools_changed=True) if tools_changed else None
             )
-            await serve_stdio(server, options, arguments, store, tracing)
+            await serve_stdio(server, options, arguments, store, tracing, fast=problem is None)
     finally:
         if tracing is not None:
             tracing.stop()
@@ -694,13 +790,29 @@ def event_loop_options(arguments: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
-def serving_middleware(server: Server[Any], *, traced: bool) -> None:
+def fast_path_problem() -> str | None:
+    """Why the fast path (`_fast_path.py`) does not serve here, or None when it does: turned off by the
+    environment, an SDK without a module or name it imports, or one it was not tested on (`unavailable`)."""
+    if os.environ.get(FAST_PATH_VARIABLE, "").strip().lower() == "off":
+        return f"{FAST_PATH_VARIABLE}=off"
+    try:
+        from ._fast_path import unavailable
+    except ImportError as exc:  # the SDK moved or renamed something the fast path imports
+        return f"the SDK lacks what the fast path imports ({exc})"
+    return unavailable()
+
+
+def serving_middleware(server: Server[Any], *, traced: bool, fast: bool = True) -> None:
     """What runs around each request when serving: the runtime's tools/call fast path (FastToolCalls: results
     serialized once), innermost; the SDK's OpenTelemetry middleware only with --otel. Without a tracer provider
     its span per message records nothing, yet cost about a tenth of a call's time (measured over stdio); the
     SDK documents dropping it from `Server.middleware` as the way to opt out."""
     if not traced:
         server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    if not fast:
+        return
+    from ._fast_path import FastToolCalls
+
     if not any(isinstance(m, FastToolCalls) for m in server.middleware):
         server.middleware.append(FastToolCalls(server))
 
@@ -759,6 +871,7 @@ def http_app(
         auth=settings,
         token_verifier=verifier,
     )
+    fair_sessions(server._session_manager, arguments.max_sessions_per_client)  # the manager the app just made
     if settings is not None and settings.resource_server_url is not None:
         replace_metadata_routes(app, name, settings.resource_server_url, servers, scopes, arguments.auth_required_scope)
     return app
@@ -785,6 +898,161 @@ def replace_metadata_routes(
     kept = [r for r in app.router.routes if not (isinstance(r, Route) and r.path in paths)]
     bare = Route("/.well-known/oauth-protected-resource", routes[0].endpoint, methods=["GET", "OPTIONS"])
     app.router.routes[:] = [*routes, bare, *kept]
+
+
+# Open sessions one client may hold (handshake era): far more than the agents of one user open at once.
+DEFAULT_SESSIONS_PER_CLIENT = 1_000
+
+
+def fair_sessions(manager: Any, per_client: int) -> None:
+    """Bound the sessions of each client, and keep new clients served while one floods.
+
+    The SDK's session manager refuses every new session (`503 Too many open sessions`) once `max_sessions` are
+    open, whoever holds them: 10,050 `initialize` requests that never end their sessions locked every other client
+    out for the idle timeout. Here (the manager's class replaced by a subclass: its admission is the SDK's own):
+
+    * a client is its authenticated subject (with --auth), else its peer address;
+    * a client at `per_client` sessions that opens another closes its own least recently used one;
+    * at `max_sessions`, a new session closes the least recently used session of the client holding the most,
+      instead of being refused: a flood only ever evicts the flooder's sessions while others hold fewer.
+
+    A closed session's id then gets 404, as after its idle timeout, and its client opens a new one (the MCP
+    spec's answer to 404). Sessions are ordered by their last request."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    opening: ContextVar[str] = ContextVar("fusiongen_opening_client", default="")
+
+    class FairSessions(StreamableHTTPSessionManager):
+        def setup(self) -> None:
+            self.per_client = per_client
+            self.client_of: dict[str, str] = {}  # session id → its client
+            self.by_client: dict[str, OrderedDict[str, None]] = {}  # client → its sessions, least recent first
+
+        async def _handle_stateful_request(self, scope: Any, receive: Any, send: Any) -> None:
+            session = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"mcp-session-id"), None)
+            if session is not None:
+                client = self.client_of.get(session)
+                if client is not None:
+                    self.by_client[client].move_to_end(session)
+                await super()._handle_stateful_request(scope, receive, send)
+                return
+            client = session_client(scope)
+            await self.make_room(client)
+            token = opening.set(client)
+            try:
+                await super()._handle_stateful_request(scope, receive, send)
+            finally:
+                opening.reset(token)
+
+        def _admit_session(self, requestor: Any) -> Any:
+            transport = super()._admit_session(requestor)
+            session = getattr(transport, "mcp_session_id", None)
+            if isinstance(session, str):
+                client = opening.get()
+                self.client_of[session] = client
+                self.by_client.setdefault(client, OrderedDict())[session] = None
+            return transport
+
+        async def _discard_session(self, session_id: str, transport: Any) -> None:
+            self.forget(session_id)
+            await super()._discard_session(session_id, transport)
+
+        def forget(self, session: str) -> None:
+            client = self.client_of.pop(session, None)
+            sessions = self.by_client.get(client) if client is not None else None
+            if sessions is not None:
+                sessions.pop(session, None)
+                if not sessions:
+                    del self.by_client[client]  # type: ignore[arg-type]
+
+        async def make_room(self, client: str) -> None:
+            mine = self.by_client.get(client)
+            if mine is not None and len(mine) >= self.per_client:
+                await self.evict(next(iter(mine)), "its client holds --max-sessions-per-client sessions")
+            if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions and self.by_client:
+                heaviest = max(self.by_client.values(), key=len)
+                await self.evict(next(iter(heaviest)), "--max-sessions are open; its client holds the most")
+
+        async def evict(self, session: str, why: str) -> None:
+            transport = self._server_instances.get(session)
+            self.forget(session)
+            if transport is not None:
+                logger.info("closed session %s to open another: %s", fingerprint(session), why)
+                await self._discard_session(session, transport)
+
+    manager.__class__ = FairSessions
+    manager.setup()
+
+
+def session_client(scope: Any) -> str:
+    """Who opens a session: the authenticated subject (and tenant), else the peer address."""
+    token = getattr(scope.get("user"), "access_token", None)
+    subject = getattr(token, "subject", None)
+    if isinstance(subject, str) and subject:
+        tenant = getattr(token, "tenant", None)
+        return "subject:" + hashlib.sha256(f"{tenant or ''}\0{subject}".encode("utf-8", "surrogatepass")).hexdigest()
+    peer = scope.get("client")
+    return f"peer:{peer[0]}" if peer else "peer:unknown"
+
+
+# A request's line and headers: 64 KiB holds the largest bearer JWTs issuers mint, many times over.
+DEFAULT_MAX_HEADER_SIZE = 65_536
+_HEAD_END = b"\r\n\r\n"
+
+
+def http_protocol(limit: int) -> Any:
+    """uvicorn's HTTP protocol with the request head bounded by `limit` bytes, before anything reads it.
+
+    h11 has the bound (`h11_max_incomplete_event_size`, set by serve_http); httptools (the `fast` extra) has
+    none: llhttp keeps a header value however long it grows, so one unauthenticated request with a 32 MB header
+    cost 64 MB. Its protocol gets the bound here, counted as bytes arrive: a head over it is answered 431 and the
+    connection closed, and nothing of it reaches the parser past the bound."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+    except ImportError:
+        return "h11"
+
+    class BoundedHead(HttpToolsProtocol):
+        head = 0  # bytes of the current request's head seen so far
+        in_head = True
+        tail = b""  # the last bytes seen, for a head end split across reads
+        refused = False
+
+        def data_received(self, data: bytes) -> None:
+            if self.refused:
+                return
+            if self.in_head:
+                seen = self.tail + data
+                end = seen.find(_HEAD_END)
+                if end < 0:
+                    self.head += len(data)
+                    self.tail = seen[-3:]
+                else:
+                    self.head += end + len(_HEAD_END) - len(self.tail)
+                    self.in_head, self.tail = False, b""
+                if self.head > limit:
+                    self.refuse()
+                    return
+            super().data_received(data)
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self.head, self.in_head, self.tail = 0, True, b""  # a next request on the connection has its own head
+
+        def refuse(self) -> None:
+            self.logger.warning("Refused a request whose head exceeds %d bytes", limit)
+            message = b"Request header fields too large."
+            self.transport.write(
+                STATUS_LINE[431]
+                + b"content-type: text/plain; charset=utf-8\r\ncontent-length: "
+                + str(len(message)).encode("ascii")
+                + b"\r\nconnection: close\r\n\r\n"
+                + message
+            )
+            self.transport.close()
+            self.refused = True  # nothing more of it is read
+
+    return BoundedHead
 
 
 class HeaderValuesTrimmed:
@@ -827,6 +1095,8 @@ async def serve_http(
         HeaderValuesTrimmed(app),
         host=arguments.host,
         port=arguments.port,
+        http=http_protocol(arguments.max_header_size),
+        h11_max_incomplete_event_size=arguments.max_header_size,
         log_level=arguments.dependency_log_level,
         log_config=None,
         access_log=arguments.dependency_log_level in ("debug", "info"),

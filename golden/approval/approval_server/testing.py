@@ -13,9 +13,9 @@ would read, already taken apart, so that it asserts on them instead of parsing t
         assert outcome.error is not None and outcome.error.code == "NOT_FOUND"
 
 A tool is named by its spec name or by its wire name (the name the model sees, `invoice_get` under the
-default `[server] tool_names`); either works. `call_tool` opens one session per call; `tool_session()` (sync) and `ToolSession` (async) keep one
-session over several calls, which a workflow needs in the handshake era. It needs nothing the server
-does not already depend on.
+default `[server] tool_names`); either works. `call_tool` opens one session per call; `tool_session()` (sync)
+and `ToolSession` (async) keep one session over several calls, which a workflow needs in the handshake era.
+It needs nothing the server does not already depend on.
 """
 
 from __future__ import annotations
