@@ -4,6 +4,10 @@
 stdin/stdout); `build` and `init_project` are the only functions that write, through
 `fusiongen.output`. Paths written into generated files are relative to the output directory, so a
 build is reproducible wherever the checkout lives. The CLI is a thin layer over these functions.
+
+Rendering, scaffolding and the OpenAPI importer (libcst, Jinja) are imported by the functions that use them:
+`fusiongen validate`, which needs none of them, starts in half the time (editors and CI run it on every save;
+the case corpus runs it once per case).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import tempfile
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -20,15 +25,8 @@ import libcst
 
 from fusiongen.codegen.budget import ToolBudget, budget_table, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
-from fusiongen.codegen.render import headers, parse_check, render
 from fusiongen.codegen.result_budget import ResultBudget, Unbounded, result_budgets
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
-from fusiongen.importers.openapi.constraints import Checks
-from fusiongen.importers.openapi.document import load_document
-from fusiongen.importers.openapi.emit import NotOurs, emit_spec
-from fusiongen.importers.openapi.http_handlers import append_functions, module_text
-from fusiongen.importers.openapi.mapping import Filters, map_document
-from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
 from fusiongen.ir import EffectIR, ServerIR, ToolIR
 from fusiongen.load.loader import LoadedSpec, load_spec
 from fusiongen.load.revision import git_show, spec_at_revision
@@ -42,16 +40,6 @@ from fusiongen.report import diff as diff_report
 from fusiongen.report import exposure as exposure_report
 from fusiongen.report.diff import Change, diff
 from fusiongen.report.exposure import Report, as_markdown, exposure
-from fusiongen.scaffold.effects import analyse
-from fusiongen.scaffold.handlers import (
-    append_stubs,
-    check_handlers,
-    handler_path,
-    parse_handlers,
-    scaffold,
-    top_level_names,
-)
-from fusiongen.scaffold.starter import starter
 
 __all__ = [
     "BuildResult",
@@ -172,6 +160,9 @@ def with_effects(loaded: LoadedSpec, ir: ServerIR) -> tuple[ServerIR, list[Diagn
     """The IR with what each handler can do (`scaffold.effects`, read from the handler module's text; nothing
     when the module is not beside the spec or does not parse: `check` and `build` report that), and FG420 /
     FG421 for a query whose handler can write, execute, or escapes the analysis."""
+    from fusiongen.scaffold.effects import analyse
+    from fusiongen.scaffold.handlers import handler_path, parse_handlers
+
     path = handler_path(loaded.path.parent, ir.handlers_module)
     relative_path = path.relative_to(loaded.path.parent).as_posix()
     # Absent, it is what `build` scaffolds: stubs, which do nothing; the report is then the same before and after.
@@ -296,6 +287,8 @@ def budget_text(ir: ServerIR) -> str:
 def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
     """Every file the spec generates into `out_dir`, tidied and (unless the caller will do it for the
     files it needs, as `check` does) parse-checked with libcst."""
+    from fusiongen.codegen.render import headers, parse_check, render
+
     loaded, ir, warnings = validate(spec_path)
     spec_from_out = relative(spec_path, out_dir)
     rendered, copied = render(
@@ -317,30 +310,62 @@ def publish(generation: Generation, out_dir: Path) -> Published:
     return publish_bundle(generation.bundle, out_dir)
 
 
+def default_out(spec_path: Path) -> Path:
+    """Where a spec's server goes when no `-o` is given: `<spec dir>/<spec stem>`, unless only the spec's own
+    folder holds a project generated from it (as `fusiongen init` builds one): then that folder, so that
+    `check` compares what is there and `build` rebuilds it, rather than a second server one folder down."""
+    beside, below = spec_path.parent, spec_path.parent / spec_path.stem
+    if not _generated_from(below, relative(spec_path, below)) and _generated_from(beside, spec_path.name):
+        return beside
+    return below
+
+
+def _generated_from(out_dir: Path, spec_from_out: str) -> bool:
+    """Whether `out_dir` holds the project files `build` writes from that spec (found by their header)."""
+    for name, header in zip(("pyproject.toml", "README.md"), headers(spec_from_out), strict=True):
+        try:
+            with (out_dir / name).open("rb") as handle:
+                if handle.readline().decode("utf-8", "replace") == header:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 @dataclass(frozen=True)
 class BuildResult:
     generation: Generation
     published: Published
     handlers: Path
     handlers_note: str | None  # what happened to the handler module; None: it was already complete
+    # What `check` would say of the handler module as written (FG401, FG410): the server is written anyway.
+    handler_problems: list[Diagnostic] = field(default_factory=list)
 
 
 def build(spec_path: Path, out_dir: Path) -> BuildResult:
     """Generate, write the server, then scaffold or extend the handler module beside the spec."""
+    from fusiongen.scaffold.handlers import handler_path
+
     generation = generate(spec_path, out_dir)
     handlers = handler_path(spec_path.parent, generation.ir.handlers_module)
     handlers_text, note = _handler_update(generation, handlers)
     published = publish(generation, out_dir)
     if handlers_text is not None:
         write_user_file(handlers, handlers_text)
-    return BuildResult(generation, published, handlers, note if handlers_text is not None else None)
+    problems = [d for d in handler_diagnostics(generation) if d.is_error]  # stubs (FG411) are what build made
+    return BuildResult(generation, published, handlers, note if handlers_text is not None else None, problems)
 
 
 def _handler_update(generation: Generation, handlers: Path) -> tuple[str | None, str]:
     """The handler module's new text (None: unchanged) and what changed; FG403 if it does not parse."""
+    from fusiongen.scaffold.handlers import append_stubs, bound_names, parse_handlers, scaffold
+
     if not handlers.exists():
         return scaffold(generation.ir), "scaffolded a stub per tool; implement them"
     source = handlers.read_text(encoding="utf-8")
+    names = bound_names(source)
+    if names is not None and all(tool.handler in names for tool in generation.ir.handled):
+        return None, "unchanged"  # nothing to append: the module is not read with libcst at all
     parsed = parse_handlers(source, display_path(handlers))
     if isinstance(parsed, Diagnostic):
         raise SpecError([parsed])
@@ -360,6 +385,8 @@ class CheckResult:
 
 def check(spec_path: Path, out_dir: Path) -> CheckResult:
     """Compare `out_dir` with what the spec generates, and check the handler module statically."""
+    from fusiongen.codegen.render import parse_check
+
     generation = generate(spec_path, out_dir, syntax_check=False)
     drift = compare(out_dir, generation.files, generation.headers)
     # Files identical to the committed ones were parse-checked when they were built.
@@ -369,6 +396,8 @@ def check(spec_path: Path, out_dir: Path) -> CheckResult:
 
 def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
     """What `check` reports about the handler module, statically."""
+    from fusiongen.scaffold.handlers import check_handlers, handler_path
+
     loaded, ir = generation.loaded, generation.ir
     path = handler_path(loaded.path.parent, ir.handlers_module)
     shown = display_path(path)
@@ -404,6 +433,8 @@ def write_schema(path: Path) -> None:
 def init_project(directory: Path, name: str | None) -> list[str]:
     """Write the starter files (never over existing ones), then build the server into `directory`.
     Returns what to tell the user."""
+    from fusiongen.scaffold.starter import starter
+
     project = starter(directory, name, schema_text())
     existing = [display_path(p) for p in project.files if p.exists()]
     if existing:
@@ -420,17 +451,20 @@ def init_project(directory: Path, name: str | None) -> list[str]:
         for path in project.files:  # leave the folder as it was: init either makes a working project or nothing
             path.unlink(missing_ok=True)
         raise
-    shown = display_path(directory)
+    go = "" if directory.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(display_path(directory))} && "
     return [
         f"created {', '.join(display_path(p) for p in project.files)}",
         f"built {display_path(directory / project.package)}/",
-        f"run it:   cd {shown} && python -m {project.package}          (stdio; add --http for HTTP)",
-        f"test it:  cd {shown} && pip install pytest && python -m pytest",
+        f"run it:   {go}python -m {project.package}          (stdio; add --http for HTTP)",
+        f"test it:  {go}pip install pytest && python -m pytest",
+        f"rebuild:  {go}fusiongen build {shlex.quote(project.spec.name)}          (after editing the spec)",
     ]
 
 
 def _imported_server_name(spec_path: Path, title: str) -> str:
     """The spec file's name (`-o pets.toml` → "pets"), unless it says nothing (`spec`, `api`): the API's title."""
+    from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
+
     stem = openapi_identifier(spec_path.stem)
     name = stem if stem not in ("spec", "api", "openapi", "x_") else openapi_identifier(title)
     return name[:40].rstrip("_")
@@ -469,17 +503,52 @@ def import_openapi(
     tags: frozenset[str] = frozenset(),
     include_ops: str | None = None,
     http_handlers: bool = False,
+    exclude_tags: frozenset[str] = frozenset(),
+    exclude_ops: str | None = None,
+    paths: tuple[str, ...] = (),
+    exclude_paths: tuple[str, ...] = (),
+    methods: frozenset[str] = frozenset(),
+    exclude_methods: frozenset[str] = frozenset(),
+    compact: bool = False,
 ) -> ImportResult:
     """Map an OpenAPI document into `spec_path` (its region only, if it exists), validate what was written,
-    and with `http_handlers` write (or extend) the httpx handler module beside it."""
-    try:
-        pattern = re.compile(include_ops) if include_ops is not None else None
-    except re.error as exc:
-        raise SpecError(
-            [Diagnostic("FG331", f"--include-ops is not a regular expression: {exc}", "<command line>")]
-        ) from exc
+    and with `http_handlers` write (or extend) the httpx handler module beside it. The filters select
+    operations (`Filters`); `compact`: the smaller view for a large API (docs/openapi.md §6)."""
+    from fusiongen.importers.openapi.constraints import Checks
+    from fusiongen.importers.openapi.document import load_document
+    from fusiongen.importers.openapi.emit import NotOurs, emit_spec
+    from fusiongen.importers.openapi.http_handlers import append_functions, module_text
+    from fusiongen.importers.openapi.mapping import METHODS, Filters, map_document
+    from fusiongen.scaffold.handlers import handler_path, parse_handlers, top_level_names
+
+    patterns: dict[str, re.Pattern[str] | None] = {}
+    problems: list[Diagnostic] = []
+    for option, text in (("--include-ops", include_ops), ("--exclude-ops", exclude_ops)):
+        try:
+            patterns[option] = re.compile(text) if text is not None else None
+        except re.error as exc:
+            problems.append(Diagnostic("FG331", f"{option} is not a regular expression: {exc}", "<command line>"))
+    unknown = sorted((methods | exclude_methods) - set(METHODS))
+    if unknown:
+        problems.append(
+            Diagnostic(
+                "FG331", f"not an HTTP method: {', '.join(unknown)} (one of {', '.join(METHODS)})", "<command line>"
+            )
+        )
+    if problems:
+        raise SpecError(problems)
+    filters = Filters(
+        tags,
+        patterns["--include-ops"],
+        exclude_tags,
+        patterns["--exclude-ops"],
+        paths,
+        exclude_paths,
+        methods,
+        exclude_methods,
+    )
     document = load_document(document_path)
-    imported = map_document(document, Filters(tags, pattern), Checks(pattern_problem, value_refused))
+    imported = map_document(document, filters, Checks(pattern_problem, value_refused), compact=compact)
     existing = spec_path.read_text(encoding="utf-8") if spec_path.exists() else None
     source = relative(document_path, spec_path.parent)
     try:

@@ -134,6 +134,7 @@ CODES: dict[str, str] = {
     "FG159": "suggestion names an unknown tool",
     "FG160": "UI block misused",
     "FG161": "user-only UI block shows a redacted field",
+    "FG168": "resource without requires reads what only tools with requires show",
     "FG170": "workflow state unknown",
     "FG171": "workflow event unknown",
     "FG172": "unsupported XState feature",
@@ -207,6 +208,7 @@ CODES: dict[str, str] = {
     "FG408": "init would overwrite a file",
     "FG409": "output directory unusable",
     "FG410": "handler is a generator function (check)",
+    "FG411": "handler is still the scaffolded stub (check; a warning)",
     "FG420": "query tool whose handler can write or execute (read from the handler module)",
     "FG421": "query tool whose handler makes a call static analysis cannot follow (dynamic import, ...)",
 }

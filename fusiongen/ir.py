@@ -25,6 +25,10 @@ class TypeIR:
     model: str | None = None
     values: TypeIR | None = None  # a map's value type
     inline: bool = False  # a model generated for an inline object (`type = "object"`), not a declared one
+    # The type could not be resolved and an error says so (FG110, or a model set aside): held as json, which
+    # every later check accepts, so that one mistake is reported once and not again as the type errors a
+    # stand-in type would cause (a comparison, a constraint, a default).
+    unknown: bool = False
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -354,6 +358,7 @@ class PromptIR:
     arguments: tuple[PromptArgumentIR, ...]
     # The template split at build time: (text, False) is literal text, (name, True) an argument's value.
     parts: tuple[tuple[str, bool], ...]
+    requires: RequiresIR | None = None  # what a caller needs to list and get it, as a tool's
 
 
 @dataclass(frozen=True)
@@ -383,6 +388,7 @@ class ServerIR:
 
     max_list_tokens: int | None = None  # [server] max_list_tokens: each tools/list entry's budget (api checks it)
     max_result_tokens: int | None = None  # [server] max_result_tokens: each tool's worst-case result (api checks it)
+    output_schemas: bool = True  # [server] output_schemas = "none": tools/list carries no outputSchema
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

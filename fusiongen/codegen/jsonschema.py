@@ -228,8 +228,9 @@ _STALE: Final = {
 
 def output_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any] | None:
     """The envelope a presenter result's structuredContent is: `data`, then for a collection its counts, then
-    the guidance. Every key is always present but `notice`, which a collection has only when truncated."""
-    if tool.returns is None:
+    the guidance. Every key is always present but `notice`, which a collection has only when truncated.
+    None without `returns`, or with `[server] output_schemas = "none"` (nothing advertised, nothing else changes)."""
+    if tool.returns is None or not server.output_schemas:
         return None
     builder = _SchemaBuilder(server, output=True)
     audiences = [builder.presenter_schema(server.presenter(name)) for name in tool.presenters]

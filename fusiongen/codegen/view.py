@@ -111,10 +111,18 @@ class ServerView:
     auth_exports: tuple[str, ...] = ()
     # (wire name literal, scopes literal, roles literal) of each tool with `requires`, in spec order.
     requires: tuple[tuple[str, str, str], ...] = ()
+    # The same of each resource (by name) and prompt (by name) with `requires`.
+    resource_requires: tuple[tuple[str, str, str], ...] = ()
+    prompt_requires: tuple[tuple[str, str, str], ...] = ()
     auth_scopes_literal: str | None = None  # the declared scopes, advertised in the metadata under --auth
     roles_claim_literal: str = '"roles"'
     tenant_claim_literal: str = "None"
     auth_declared: bool = False  # the spec has an [auth] table
+
+    @property
+    def guarded(self) -> bool:
+        """Something has `requires`: server.py imports `_auth`'s checks."""
+        return bool(self.requires or self.resource_requires or self.prompt_requires)
 
 
 class _ToolViews:
@@ -309,6 +317,16 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
             (py_string(t.wire), _frozenset_literal(t.requires.scopes), _frozenset_literal(t.requires.roles))
             for t in server.tools
             if t.requires is not None
+        ),
+        resource_requires=tuple(
+            (py_string(r.name), _frozenset_literal(r.tool.requires.scopes), _frozenset_literal(r.tool.requires.roles))
+            for r in server.resources
+            if r.tool.requires is not None
+        ),
+        prompt_requires=tuple(
+            (py_string(p.name), _frozenset_literal(p.requires.scopes), _frozenset_literal(p.requires.roles))
+            for p in server.prompts
+            if p.requires is not None
         ),
         auth_scopes_literal=py_literal(tuple(s for s, _ in server.auth.scopes))
         if server.auth is not None and server.auth.scopes

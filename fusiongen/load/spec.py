@@ -115,6 +115,11 @@ class ServerSpec(_Strict):
         "over it is a build error (FG501); a result with no bound (a string without max_length, a list without "
         "max_items...) is a warning naming what to bound (FG502).",
     )
+    output_schemas: Literal["full", "none"] = Field(
+        default="full",
+        description='Each tool\'s outputSchema in tools/list: "full" (the default), or "none" to keep a large API\'s '
+        "listing small (results keep their envelope and presenters; clients just cannot validate them).",
+    )
 
 
 class ModelSpec(_Strict):
@@ -310,6 +315,11 @@ class ResourceSpec(_Strict):
     input: dict[str, FieldDecl] = Field(
         default_factory=dict, description="The template variables' types (default: required strings)."
     )
+    requires: RequiresSpec | None = Field(
+        default=None,
+        description="What a caller needs to see and read it (HTTP with --auth), as a tool's requires; "
+        "`requires = {}` says it is open on purpose where a tool with requires reads the same model.",
+    )
 
 
 class PromptArgumentSpec(_Strict):
@@ -324,6 +334,9 @@ class PromptSpec(_Strict):
     arguments: dict[str, PromptArgumentSpec] = Field(default_factory=dict)
     template: str = Field(
         description="The message text; {name} is replaced by that argument's text, {{ and }} are braces."
+    )
+    requires: RequiresSpec | None = Field(
+        default=None, description="What a caller needs to see and get it (HTTP with --auth), as a tool's requires."
     )
 
 

@@ -14,7 +14,7 @@ from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
 from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec
 from fusiongen.lower.audiences import check_audience_models, with_audiences
-from fusiongen.lower.auth import lower_auth, with_requires
+from fusiongen.lower.auth import check_resource_guards, lower_auth, with_requires, with_surface_requires
 from fusiongen.lower.context import LowerContext
 from fusiongen.lower.freshness import with_freshness
 from fusiongen.lower.generated_names import check_generated_names
@@ -120,11 +120,11 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         binding.check_model(workflow, tools)
     binding.check_suggestions(presenters, tools, workflows)
     check_workflow_names(ctx, server.state_handle_key, tools)
-    resources = lower_resources(ctx, tools)
-    prompts = lower_prompts(ctx)
+    resources, prompts = with_surface_requires(ctx, lower_resources(ctx, tools), lower_prompts(ctx), auth)
     check_tags(ctx)
     presenters = with_implicit_presenters(ctx, presenters, models, (*tools, *(r.tool for r in resources)))
     check_audience_models(ctx, tools, presenters)
+    check_resource_guards(ctx, tools, resources, presenters, models)
     check_collisions(ctx, models, tools)
     check_wire_names(ctx, tools)
     check_generated_names(ctx, models, presenters, (*tools, *(r.tool for r in resources)), tuple(workflows.values()))
@@ -146,4 +146,5 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         prompts=prompts,
         max_list_tokens=server.max_list_tokens,
         max_result_tokens=server.max_result_tokens,
+        output_schemas=server.output_schemas == "full",
     )

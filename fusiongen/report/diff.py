@@ -316,7 +316,11 @@ def diff_requires(sides: ToolSides) -> list[Change]:
     """Who may call the tool (with --auth): every listed scope is needed, one of the listed roles (none: any). Fewer
     scopes or more roles let more callers in (exposure widened, for a security review); more scopes or fewer roles
     refuse callers that could call it (breaking)."""
-    old_rows, new_rows = sides.rows("requires")
+    return requires_changes(sides.subject, *sides.rows("requires"))
+
+
+def requires_changes(subject: str, old_rows: list[Row], new_rows: list[Row]) -> list[Change]:
+    """`diff_requires` of any requirement rows: a tool's, a resource's or a prompt's."""
 
     def names(rows: list[Row], needs: str) -> list[str]:
         return [r["name"] for r in rows if r["needs"].startswith(needs)]
@@ -332,8 +336,8 @@ def diff_requires(sides: ToolSides) -> list[Change]:
     else:
         loosened += [f'role "{r}" may now call it' for r in new_roles if r not in old_roles]
         tightened += [f'role "{r}" may no longer call it' for r in old_roles if r not in new_roles]
-    changes = [Change(Impact.WIDENED, sides.subject, "requires-loosened", m) for m in loosened]
-    return changes + [Change(Impact.BREAKING, sides.subject, "requires-tightened", m) for m in tightened]
+    changes = [Change(Impact.WIDENED, subject, "requires-loosened", m) for m in loosened]
+    return changes + [Change(Impact.BREAKING, subject, "requires-tightened", m) for m in tightened]
 
 
 View = dict[str, tuple[str, str]]  # path → (type, exposure) of one audience's result
@@ -599,6 +603,7 @@ def diff_prompts(old: Report, new: Report) -> list[Change]:
         if before["description"] != prompt["description"]:
             changes.append(Change(Impact.SAFE, subject, "description-changed", "description changed"))
         changes += _prompt_arguments(subject, before["arguments"], prompt["arguments"])
+        changes += requires_changes(subject, before["requires"], prompt["requires"])
     return changes
 
 

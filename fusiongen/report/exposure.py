@@ -19,7 +19,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fusiongen.ir import FieldIR, PresenterIR, PromptIR, ResourceIR, ServerIR, ToolIR, TypeIR, WorkflowIR
+from fusiongen.ir import (
+    FieldIR,
+    PresenterIR,
+    PromptIR,
+    RequiresIR,
+    ResourceIR,
+    ServerIR,
+    ToolIR,
+    TypeIR,
+    WorkflowIR,
+)
 from fusiongen.pyliteral import comment_text
 
 Row = dict[str, str]  # column → cell; every cell is text, so all three renderings agree
@@ -298,12 +308,17 @@ def state_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
     ]
 
 
+def requirement_rows(requires: RequiresIR | None) -> list[Row]:
+    """Who may use a tool, resource or prompt: each scope needed, and the roles of which one is."""
+    if requires is None:
+        return []
+    rows = [{"needs": "scope (every one)", "name": scope} for scope in requires.scopes]
+    return rows + [{"needs": "role (one of them)", "name": role} for role in requires.roles]
+
+
 def requires_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
     """Who may call it (with `--auth`, §14.2): every scope listed, and one of the roles listed. No rows: anyone."""
-    if tool.requires is None:
-        return []
-    rows = [{"needs": "scope (every one)", "name": scope} for scope in tool.requires.scopes]
-    return rows + [{"needs": "role (one of them)", "name": role} for role in tool.requires.roles]
+    return requirement_rows(tool.requires)
 
 
 AUDIENCE_SEES = "reaches the model"
@@ -373,11 +388,15 @@ TOOL_FACETS: tuple[Facet, ...] = (
         effect_rows,
     ),
 )
-# A resource read is a query through its presenter: what its result exposes, as a tool's; never bound, never
-# restricted by role, and without UI blocks (its contents are the structured envelope, §15.1).
+# A resource read is a query through its presenter: what its result exposes, as a tool's, and who may read it
+# (its requires); never bound, never presented per role, and without UI blocks (its contents are the structured
+# envelope, §15.1).
 RESOURCE_FACETS: tuple[Facet, ...] = tuple(
-    f for f in TOOL_FACETS if f.key in ("inputs", "model_sees", "redacted", "hidden", "rules", "suggestions", "effects")
+    f
+    for f in TOOL_FACETS
+    if f.key in ("inputs", "model_sees", "redacted", "hidden", "rules", "suggestions", "requires", "effects")
 )
+PROMPT_REQUIRES_FACET: Facet = next(f for f in TOOL_FACETS if f.key == "requires")
 PROMPT_ARGUMENT_COLUMNS = ("name", "required", "values", "description")
 
 
@@ -477,6 +496,7 @@ def prompt_entry(prompt: PromptIR) -> dict[str, Any]:
         "description": prompt.description or "",
         "arguments": arguments,
         "template": prompt_template(prompt),
+        "requires": requirement_rows(prompt.requires),
     }
 
 
@@ -558,6 +578,7 @@ def as_markdown(report: Report, spec: str | None = None) -> str:
             lines += ["", "### Arguments", "", *_table(PROMPT_ARGUMENT_COLUMNS, prompt["arguments"])]
         else:
             lines += ["", "No arguments."]
+        lines += _markdown_facets((PROMPT_REQUIRES_FACET,), prompt)
     for workflow in report["workflows"]:
         lines += ["", f"## Workflow `{workflow['name']}` (initial state `{workflow['initial']}`)", ""]
         lines += [f"Generated tools: {', '.join(f'`{t}`' for t in workflow['generated_tools'])}."]
@@ -607,6 +628,7 @@ def as_text(report: Report) -> str:
             "  argument " + "  ".join(f"{c}={a[c]}" for c in PROMPT_ARGUMENT_COLUMNS if a.get(c))
             for a in prompt["arguments"]
         ]
+        lines += _text_facets((PROMPT_REQUIRES_FACET,), prompt)
     for workflow in report["workflows"]:
         lines += ["", f"workflow {workflow['name']} (initial {workflow['initial']})"]
         for state in workflow["states"]:
