@@ -322,7 +322,10 @@ def default_out(spec_path: Path) -> Path:
 
 def _generated_from(out_dir: Path, spec_from_out: str) -> bool:
     """Whether `out_dir` holds the project files `build` writes from that spec (found by their header)."""
-    for name, header in zip(("pyproject.toml", "README.md"), headers(spec_from_out), strict=True):
+    from fusiongen.codegen.render import headers
+
+    python_header, markdown_header, _ = headers(spec_from_out)
+    for name, header in (("pyproject.toml", python_header), ("README.md", markdown_header)):
         try:
             with (out_dir / name).open("rb") as handle:
                 if handle.readline().decode("utf-8", "replace") == header:
