@@ -17,7 +17,9 @@ import re
 import signal
 import stat
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -26,17 +28,16 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
+from ._dependencies import EXTRAS, outside
 from ._identity import JWT_ALGORITHMS
 from ._runtime import (
     DEFAULT_LIVE_STARTS,
     DEFAULT_STARTS_PER_MINUTE,
     USER_BLOCK_MODES,
     AuditLog,
-    FastToolCalls,
     HandlerServer,
     audit_to,
 )
-from ._session import serve_session
 from ._stdio import Bypass, stdio_is_pipes, stdio_streams
 
 if TYPE_CHECKING:  # the SDK is the optional `otel` extra: imported only by --otel
@@ -56,6 +57,8 @@ STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is u
 _DISTRIBUTION = __name__.rpartition(".")[0].replace("_", "-")
 TRACE_FLUSH_TIMEOUT_MS = 5000  # at exit, how long the spans not yet exported may take to send
 HTTP_RESPONSE_MODES = ["auto", "sse", "json"]  # --http-response
+# Set to `off` to serve through the SDK's public API even where the fast path (_fast_path.py) would serve.
+FAST_PATH_VARIABLE = "MCP_SERVER_FAST_PATH"
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,6 +90,14 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         type=count_argument,
         default=10_000,
         help="HTTP: open sessions at most; a request that would open another gets 503 (default 10000)",
+    )
+    parser.add_argument(
+        "--max-sessions-per-client",
+        type=count_argument,
+        default=DEFAULT_SESSIONS_PER_CLIENT,
+        metavar="N",
+        help="HTTP: open sessions one client (an authenticated subject, else a peer address) may hold; opening "
+        "another closes its least recently used one (default %(default)s)",
     )
     parser.add_argument(
         "--session-idle-timeout",
@@ -267,6 +278,25 @@ def token_verifier(
         return StaticTokens.load(arguments.auth_tokens_file, tenants=tenant_claim is not None)
     except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         parser.error(f"--auth-tokens-file {arguments.auth_tokens_file}: {exc}")
+
+
+def check_extras(parser: argparse.ArgumentParser, arguments: argparse.Namespace) -> None:
+    """The extras this command line uses (`--http`, `--auth`, `--otel`, a Redis `--state-store`), their installed
+    versions checked against the ranges the generated pyproject.toml declares (`_dependencies.py`): one outside
+    is a usage error (exit 2) that names it, before anything is served."""
+    store = str(getattr(arguments, "state_store", ""))
+    used = {
+        "http": arguments.http,
+        "fast": arguments.http,  # httptools and uvloop serve only HTTP
+        "auth": getattr(arguments, "auth", "none") != "none",
+        "otel": arguments.otel,
+        "redis": store.startswith(("redis://", "rediss://")),
+    }
+    problems = [problem for extra, wanted in used.items() if wanted for problem in outside(EXTRAS[extra])]
+    if problems:
+        parser.error(
+            f"{_DISTRIBUTION} was generated and tested for {'; '.join(problems)}: install versions in these ranges"
+        )
 
 
 def add_presenter_arguments(parser: argparse.ArgumentParser) -> None:
@@ -678,8 +708,11 @@ async def serve_stdio(
     arguments: argparse.Namespace,
     store: Any,
     tracing: Tracing | None = None,
+    *,
+    fast: bool = True,
 ) -> None:
-    """Serve one session on stdin/stdout until EOF or a signal."""
+    """Serve one session on stdin/stdout until EOF or a signal: with `fast`, in the fast path's session (its
+    tool-call lane takes calls from the transport's bypass); without, by the SDK's `Server.run`."""
     graceful = stdio_is_pipes()
     bypass = Bypass()  # where the session's tool-call lane takes its calls from the transport
     streams = stdio_streams(arguments.max_in_flight, arguments.max_request_body, bypass)
@@ -687,7 +720,12 @@ async def serve_stdio(
         serving = anyio.CancelScope()
         group.start_soon(stop_on_signal, serving, store, graceful, tracing)
         with serving:
-            await serve_session(server, read_stream, write_stream, options, bypass)
+            if fast:
+                from ._fast_path import serve_session
+
+                await serve_session(server, read_stream, write_stream, options, bypass)
+            else:
+                await server.run(read_stream, write_stream, options)
         group.cancel_scope.cancel()
 
 
@@ -723,8 +761,11 @@ async def serve(
     are the spec's, advertised in the protected resource metadata under --auth."""
     tracing = start_tracing(name) if arguments.otel else None
     audit_to(getattr(arguments, "audit_log", None))
-    serving_middleware(server, traced=tracing is not None)
+    problem = fast_path_problem()
+    serving_middleware(server, traced=tracing is not None, fast=problem is None)
     print(serving_banner(name, arguments, server), file=sys.stderr, flush=True)
+    if problem is not None:
+        print(f"{name}: serving through the SDK's public API (slower, the same answers): {problem}", file=sys.stderr)
     try:
         if arguments.http:
             await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None, scopes)
@@ -732,7 +773,7 @@ async def serve(
             options = server.create_initialization_options(
                 NotificationOptions(tools_changed=True) if tools_changed else None
             )
-            await serve_stdio(server, options, arguments, store, tracing)
+            await serve_stdio(server, options, arguments, store, tracing, fast=problem is None)
     finally:
         if tracing is not None:
             tracing.stop()
@@ -747,13 +788,29 @@ def event_loop_options(arguments: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
-def serving_middleware(server: Server[Any], *, traced: bool) -> None:
+def fast_path_problem() -> str | None:
+    """Why the fast path (`_fast_path.py`) does not serve here, or None when it does: turned off by the
+    environment, an SDK without a module or name it imports, or one it was not tested on (`unavailable`)."""
+    if os.environ.get(FAST_PATH_VARIABLE, "").strip().lower() == "off":
+        return f"{FAST_PATH_VARIABLE}=off"
+    try:
+        from ._fast_path import unavailable
+    except ImportError as exc:  # the SDK moved or renamed something the fast path imports
+        return f"the SDK lacks what the fast path imports ({exc})"
+    return unavailable()
+
+
+def serving_middleware(server: Server[Any], *, traced: bool, fast: bool = True) -> None:
     """What runs around each request when serving: the runtime's tools/call fast path (FastToolCalls: results
     serialized once), innermost; the SDK's OpenTelemetry middleware only with --otel. Without a tracer provider
     its span per message records nothing, yet cost about a tenth of a call's time (measured over stdio); the
     SDK documents dropping it from `Server.middleware` as the way to opt out."""
     if not traced:
         server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    if not fast:
+        return
+    from ._fast_path import FastToolCalls
+
     if not any(isinstance(m, FastToolCalls) for m in server.middleware):
         server.middleware.append(FastToolCalls(server))
 
@@ -812,6 +869,7 @@ def http_app(
         auth=settings,
         token_verifier=verifier,
     )
+    fair_sessions(server._session_manager, arguments.max_sessions_per_client)  # the manager the app just made
     if settings is not None and settings.resource_server_url is not None:
         replace_metadata_routes(app, name, settings.resource_server_url, servers, scopes, arguments.auth_required_scope)
     return app
@@ -838,6 +896,101 @@ def replace_metadata_routes(
     kept = [r for r in app.router.routes if not (isinstance(r, Route) and r.path in paths)]
     bare = Route("/.well-known/oauth-protected-resource", routes[0].endpoint, methods=["GET", "OPTIONS"])
     app.router.routes[:] = [*routes, bare, *kept]
+
+
+# Open sessions one client may hold (handshake era): far more than the agents of one user open at once.
+DEFAULT_SESSIONS_PER_CLIENT = 1_000
+
+
+def fair_sessions(manager: Any, per_client: int) -> None:
+    """Bound the sessions of each client, and keep new clients served while one floods.
+
+    The SDK's session manager refuses every new session (`503 Too many open sessions`) once `max_sessions` are
+    open, whoever holds them: 10,050 `initialize` requests that never end their sessions locked every other client
+    out for the idle timeout. Here (the manager's class replaced by a subclass: its admission is the SDK's own):
+
+    * a client is its authenticated subject (with --auth), else its peer address;
+    * a client at `per_client` sessions that opens another closes its own least recently used one;
+    * at `max_sessions`, a new session closes the least recently used session of the client holding the most,
+      instead of being refused: a flood only ever evicts the flooder's sessions while others hold fewer.
+
+    A closed session's id then gets 404, as after its idle timeout, and its client opens a new one (the MCP
+    spec's answer to 404). Sessions are ordered by their last request."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    opening: ContextVar[str] = ContextVar("fusiongen_opening_client", default="")
+
+    class FairSessions(StreamableHTTPSessionManager):
+        def setup(self) -> None:
+            self.per_client = per_client
+            self.client_of: dict[str, str] = {}  # session id → its client
+            self.by_client: dict[str, OrderedDict[str, None]] = {}  # client → its sessions, least recent first
+
+        async def _handle_stateful_request(self, scope: Any, receive: Any, send: Any) -> None:
+            session = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"mcp-session-id"), None)
+            if session is not None:
+                client = self.client_of.get(session)
+                if client is not None:
+                    self.by_client[client].move_to_end(session)
+                await super()._handle_stateful_request(scope, receive, send)
+                return
+            client = session_client(scope)
+            await self.make_room(client)
+            token = opening.set(client)
+            try:
+                await super()._handle_stateful_request(scope, receive, send)
+            finally:
+                opening.reset(token)
+
+        def _admit_session(self, requestor: Any) -> Any:
+            transport = super()._admit_session(requestor)
+            session = getattr(transport, "mcp_session_id", None)
+            if isinstance(session, str):
+                client = opening.get()
+                self.client_of[session] = client
+                self.by_client.setdefault(client, OrderedDict())[session] = None
+            return transport
+
+        async def _discard_session(self, session_id: str, transport: Any) -> None:
+            self.forget(session_id)
+            await super()._discard_session(session_id, transport)
+
+        def forget(self, session: str) -> None:
+            client = self.client_of.pop(session, None)
+            sessions = self.by_client.get(client) if client is not None else None
+            if sessions is not None:
+                sessions.pop(session, None)
+                if not sessions:
+                    del self.by_client[client]  # type: ignore[arg-type]
+
+        async def make_room(self, client: str) -> None:
+            mine = self.by_client.get(client)
+            if mine is not None and len(mine) >= self.per_client:
+                await self.evict(next(iter(mine)), "its client holds --max-sessions-per-client sessions")
+            if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions and self.by_client:
+                heaviest = max(self.by_client.values(), key=len)
+                await self.evict(next(iter(heaviest)), "--max-sessions are open; its client holds the most")
+
+        async def evict(self, session: str, why: str) -> None:
+            transport = self._server_instances.get(session)
+            self.forget(session)
+            if transport is not None:
+                logger.info("closed session %s to open another: %s", fingerprint(session), why)
+                await self._discard_session(session, transport)
+
+    manager.__class__ = FairSessions
+    manager.setup()
+
+
+def session_client(scope: Any) -> str:
+    """Who opens a session: the authenticated subject (and tenant), else the peer address."""
+    token = getattr(scope.get("user"), "access_token", None)
+    subject = getattr(token, "subject", None)
+    if isinstance(subject, str) and subject:
+        tenant = getattr(token, "tenant", None)
+        return "subject:" + hashlib.sha256(f"{tenant or ''}\0{subject}".encode("utf-8", "surrogatepass")).hexdigest()
+    peer = scope.get("client")
+    return f"peer:{peer[0]}" if peer else "peer:unknown"
 
 
 # A request's line and headers: 64 KiB holds the largest bearer JWTs issuers mint, many times over.
