@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusiongen.codegen.budget import ToolBudget, budget_table, tool_budgets
+from fusiongen.codegen.budget import ToolBudget, budget_table, exposition_line, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
 from fusiongen.codegen.render import headers, parse_check, render
 from fusiongen.codegen.result_budget import ResultBudget, Unbounded, result_budgets
@@ -28,6 +28,7 @@ from fusiongen.importers.openapi.http_handlers import append_functions, module_t
 from fusiongen.importers.openapi.mapping import Filters, map_document
 from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
 from fusiongen.ir import ServerIR
+from fusiongen.load.folder import load_path
 from fusiongen.load.loader import LoadedSpec, load_spec
 from fusiongen.load.revision import spec_at_revision
 from fusiongen.load.spec import json_schema
@@ -86,7 +87,7 @@ class Generation:
 
     @property
     def bundle(self) -> Bundle:
-        return Bundle(self.files, self.headers, self.loaded.display_path, self.loaded.key_at("server"))
+        return Bundle(self.files, self.headers, self.loaded.file_at("server"), self.loaded.key_at("server"))
 
 
 EXPOSURE_FILE = "EXPOSURE.md"
@@ -134,7 +135,7 @@ def relative(target: Path, start: Path) -> str:
 def validate(spec_path: Path, *, shown: str | None = None) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
     """Load and lower a spec: raises SpecError on errors, returns the warnings otherwise. `shown` is how
     diagnostics name the file (default: its path, as the user sees it)."""
-    loaded = load_spec(spec_path, shown if shown is not None else display_path(spec_path))
+    loaded = load_path(spec_path, shown if shown is not None else display_path(spec_path))
     ir, warnings = lower(loaded)
     over, unbounded = over_budget(loaded, ir)
     if over:
@@ -166,7 +167,7 @@ def _list_over(loaded: LoadedSpec, ir: ServerIR, b: ToolBudget) -> Diagnostic:
         "FG500",
         f'the tools/list entry of "{b.tool}" is about {b.list_tokens} tokens ({b.list_bytes} bytes / 4), over '
         f"max_list_tokens = {ir.max_list_tokens}",
-        loaded.display_path,
+        loaded.file_at("tools", b.spec_name),
         loaded.key_at("tools", b.spec_name),
         hint="shorten its description or inputs, return a smaller presenter, or raise max_list_tokens",
     )
@@ -181,7 +182,7 @@ def _result_over(loaded: LoadedSpec, ir: ServerIR, b: ResultBudget) -> Diagnosti
         "FG501",
         f'the worst-case result of "{b.tool}"{_audience(b)} is about {b.result_tokens} tokens ({b.result_bytes} '
         f"bytes / 4), over max_result_tokens = {ir.max_result_tokens}",
-        loaded.display_path,
+        loaded.file_at("tools", b.spec_name),
         loaded.key_at("tools", b.spec_name),
         hint="lower the presenter's limit, max_items or max_length, show fewer fields, or raise max_result_tokens",
     )
@@ -192,7 +193,7 @@ def _result_unbounded(loaded: LoadedSpec, ir: ServerIR, b: ResultBudget, why: Un
         "FG502",
         f'the result of "{b.tool}"{_audience(b)} has no bound, so max_result_tokens = {ir.max_result_tokens} '
         f"cannot be checked: {why.path} ({why.reason})",
-        loaded.display_path,
+        loaded.file_at("tools", b.spec_name),
         loaded.key_at("tools", b.spec_name),
         severity=Severity.WARNING,
         hint=(
@@ -205,18 +206,21 @@ def _result_unbounded(loaded: LoadedSpec, ir: ServerIR, b: ResultBudget, why: Un
 
 def budget_text(ir: ServerIR) -> str:
     """The `build --budget` table."""
-    return budget_table(tool_budgets(ir), result_budgets(ir), ir.max_list_tokens, ir.max_result_tokens)
+    return budget_table(
+        tool_budgets(ir), result_budgets(ir), ir.max_list_tokens, ir.max_result_tokens, exposition_line(ir)
+    )
 
 
 def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
     """Every file the spec generates into `out_dir`, tidied and (unless the caller will do it for the
     files it needs, as `check` does) parse-checked with libcst."""
     loaded, ir, warnings = validate(spec_path)
-    spec_from_out = relative(spec_path, out_dir)
+    # The header names the spec as seen from the output folder; a folder spec with a trailing "/".
+    spec_from_out = relative(spec_path, out_dir) + ("/" if loaded.parts else "")
     rendered, copied = render(
         ir,
         spec_from_out=spec_from_out,
-        handlers_dir_from_package=relative(spec_path.parent, out_dir / ir.package),
+        handlers_dir_from_package=relative(loaded.home, out_dir / ir.package),
     )
     tidied = tidy_files(rendered)
     if syntax_check:
@@ -243,7 +247,7 @@ class BuildResult:
 def build(spec_path: Path, out_dir: Path) -> BuildResult:
     """Generate, write the server, then scaffold or extend the handler module beside the spec."""
     generation = generate(spec_path, out_dir)
-    handlers = handler_path(spec_path.parent, generation.ir.handlers_module)
+    handlers = handler_path(generation.loaded.home, generation.ir.handlers_module)
     handlers_text, note = _handler_update(generation, handlers)
     published = publish(generation, out_dir)
     if handlers_text is not None:
@@ -285,7 +289,7 @@ def check(spec_path: Path, out_dir: Path) -> CheckResult:
 def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
     """What `check` reports about the handler module, statically."""
     loaded, ir = generation.loaded, generation.ir
-    path = handler_path(loaded.path.parent, ir.handlers_module)
+    path = handler_path(loaded.home, ir.handlers_module)
     shown = display_path(path)
     if not path.is_file():
         # Maybe installed elsewhere: it cannot be checked from here, which is worth saying but not failing.
@@ -299,21 +303,24 @@ def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
                 hint="run `fusiongen build` to scaffold it beside the spec",
             )
         ]
-    positions: dict[str, Position] = {
-        t.label: loaded.key_at("resources" if t.resource else "tools", t.name) for t in ir.handled
+    positions: dict[str, tuple[str, Position]] = {
+        t.label: (loaded.file_at(table, t.name), loaded.key_at(table, t.name))
+        for t in ir.handled
+        for table in ["resources" if t.resource else "tools"]
     }
     source = path.read_bytes().decode("utf-8", "replace")
-    return check_handlers(source, ir, shown, positions, loaded.display_path)
+    return check_handlers(source, ir, shown, positions)
 
 
-def schema_text() -> str:
-    """The JSON Schema of the spec language, as `fusiongen schema` prints it and `init` writes it."""
-    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+def schema_text(*, part: bool = False) -> str:
+    """The JSON Schema of the spec language, as `fusiongen schema` prints it and `init` writes it (`part`: of
+    one file of a folder spec, `fusiongen schema --part`)."""
+    return json.dumps(json_schema(part=part), indent=2, sort_keys=True) + "\n"
 
 
-def write_schema(path: Path) -> None:
+def write_schema(path: Path, *, part: bool = False) -> None:
     """Write the spec language's JSON Schema to `path` (atomically, like every file fusiongen writes)."""
-    write_user_file(path, schema_text())
+    write_user_file(path, schema_text(part=part))
 
 
 def init_project(directory: Path, name: str | None) -> list[str]:

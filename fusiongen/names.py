@@ -378,9 +378,31 @@ def wire_tool_name(name: str, style: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name) if style == "snake" else name
 
 
-def generated_tool_name(workflow: str, suffix: str, style: str) -> str:
-    """The wire name of a tool fusiongen generates for a workflow: `invoice.start`, or `invoice_start`."""
-    return wire_tool_name(f"{workflow}.{suffix}", style)
+def generated_tool_name(workflow: str, suffix: str, style: str, exposition: str = "flat") -> str:
+    """The wire name of a tool fusiongen generates for a workflow: `invoice.start`, or `invoice_start` (or, grouped,
+    `invoice(action=start)`)."""
+    return exposed_tool_name(f"{workflow}.{suffix}", style, exposition)
+
+
+def group_and_action(name: str, style: str) -> tuple[str, str] | None:
+    """With `[server] exposition = "grouped"`: the served tool spec tool `name` is an action of, and the action
+    (`invoice.get` → `("invoice", "get")`: the group is the part before the first ".", in the spec's wire style;
+    the action is the rest with every run of other characters as "_"). None for a name without a "."."""
+    if "." not in name:
+        return None
+    group, action = name.split(".", 1)
+    return wire_tool_name(group, style), wire_tool_name(action, "snake")
+
+
+def exposed_tool_name(name: str, style: str, exposition: str = "flat") -> str:
+    """How every text the model reads names spec tool `name` (descriptions, suggestions, refusals, the
+    workflow's allowed tools): its wire name, or, grouped, the served tool with its action,
+    `invoice(action=get)`. Generated servers route by this name too; grouped, the served tool and its
+    `action` argument are mapped to it (runtime/_grouping.py)."""
+    grouped = group_and_action(name, style) if exposition == "grouped" else None
+    if grouped is None:
+        return wire_tool_name(name, style)
+    return f"{grouped[0]}(action={grouped[1]})"
 
 
 def pascal_case(name: str) -> str:
@@ -392,6 +414,7 @@ RUNTIME_MODULES = (
     "_auth",
     "_expressions",
     "_gate",
+    "_grouping",
     "_identity",
     "_runtime",
     "_serving",

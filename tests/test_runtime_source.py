@@ -38,6 +38,7 @@ def test_the_runtime_modules_are_the_ones_copied() -> None:
             "_auth",
             "_expressions",
             "_gate",
+            "_grouping",
             "_identity",
             "_runtime",
             "_serving",

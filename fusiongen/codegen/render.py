@@ -51,6 +51,7 @@ RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = (
     ("_auth", lambda view: True),
     ("_expressions", lambda view: view.uses_expressions),
     ("_gate", lambda view: bool(view.workflows)),
+    ("_grouping", lambda view: view.groups_literal is not None),
     ("_identity", lambda view: True),
     ("_runtime", lambda view: True),
     ("_serving", lambda view: True),
