@@ -7,7 +7,7 @@ SPECS := $(wildcard specs/*.toml)
 # Folder specs (docs/spec.md §3.1): the examples keep [server] in server.toml.
 SPEC_FOLDERS := $(patsubst %/server.toml,%,$(wildcard specs/*/server.toml))
 
-.PHONY: venv demo test soak golden check-golden lint bench redis-server haproxy tooling langchain clean
+.PHONY: venv demo check test soak golden check-golden lint bench redis-server haproxy tooling langchain clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,19 @@ venv: $(STAMP)
 demo: venv
 	$(BIN)/fusiongen build specs/billing.toml -o .demo
 	$(BIN)/python specs/demo_client.py .demo
+
+## check: the fast tier, for every change (measured times in README.md, "Contributing"): lint, then the case
+## corpus and the unit tests, which run generated servers in-process or once in a subprocess; no Redis, HTTP
+## servers, Node tooling or other clients. `make test` runs these and everything else.
+CHECK_TESTS := tests/test_cases.py tests/test_architecture.py tests/test_expr.py tests/test_fuzz_server.py \
+	tests/test_generated_quality.py tests/test_golden.py tests/test_json_fields.py tests/test_map_fields.py \
+	tests/test_output_formats.py tests/test_presenter_diagnostics.py tests/test_presenters.py \
+	tests/test_report_exposure.py tests/test_runtime.py tests/test_runtime_gate.py tests/test_runtime_surface.py \
+	tests/test_server_semantics.py tests/test_surface.py tests/test_testing_helper.py tests/test_tool_errors.py \
+	tests/test_tool_names.py tests/test_toml_positions.py tests/test_wire_fast_path.py \
+	tests/test_workflow_diagnostics.py tests/test_workflow_model_checks.py tests/test_workflows.py
+check: venv lint
+	$(BIN)/python -m pytest -q $(CHECK_TESTS)
 
 ## test: everything (the virtualenv, redis-server and haproxy from Debian, the npm tooling, langchain's
 ## virtualenv, lint, then pytest)

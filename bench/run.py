@@ -59,6 +59,12 @@ def _mcpfusion_http(settings: Settings) -> list[Row]:
     return bench_mcpfusion_http(settings)
 
 
+def _openapi(settings: Settings) -> list[Row]:
+    from bench.openapi import bench_openapi
+
+    return bench_openapi(settings)
+
+
 def _sdk_walls(settings: Settings) -> list[Row]:
     from bench.sdk_walls import bench_sdk_walls
 
@@ -73,6 +79,11 @@ SECTIONS: list[tuple[str, str, Callable[[Settings], list[Row]]]] = [
     ("gating", "per-call workflow gating: compiled table and Gate vs transitions / python-statemachine", _gating),
     ("mcpfusion", "side by side with MCP Fusion 5.0.7 (../shared/bench/mcpfusion): stdio and in-process", _mcpfusion),
     ("mcpfusion_http", "side by side with MCP Fusion 5.0.7 over streamable HTTP: requests/s, latency", _mcpfusion_http),
+    (
+        "openapi",
+        "import openapi on large real documents: import/build/initialize time, tokens, vs operations",
+        _openapi,
+    ),
     ("sdk_walls", "where the mcp SDK is the wall: its import in our start-up, its SSE response path", _sdk_walls),
 ]
 

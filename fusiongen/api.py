@@ -4,6 +4,10 @@
 stdin/stdout); `build` and `init_project` are the only functions that write, through
 `fusiongen.output`. Paths written into generated files are relative to the output directory, so a
 build is reproducible wherever the checkout lives. The CLI is a thin layer over these functions.
+
+Rendering, scaffolding and the OpenAPI importer (libcst, Jinja) are imported by the functions that use them:
+`fusiongen validate`, which needs none of them, starts in half the time (editors and CI run it on every save;
+the case corpus runs it once per case).
 """
 
 from __future__ import annotations
@@ -11,26 +15,22 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import tempfile
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import libcst
 
 from fusiongen.codegen.budget import ToolBudget, budget_table, exposition_line, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
-from fusiongen.codegen.render import headers, parse_check, render
 from fusiongen.codegen.result_budget import ResultBudget, Unbounded, result_budgets
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
-from fusiongen.importers.openapi.constraints import Checks
-from fusiongen.importers.openapi.document import load_document
-from fusiongen.importers.openapi.emit import NotOurs, emit_spec
-from fusiongen.importers.openapi.http_handlers import append_functions, module_text
-from fusiongen.importers.openapi.mapping import Filters, map_document
-from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
-from fusiongen.ir import ServerIR
+from fusiongen.ir import EffectIR, ServerIR, ToolIR
 from fusiongen.load.folder import load_path
 from fusiongen.load.loader import LoadedSpec, load_spec
-from fusiongen.load.revision import spec_at_revision
+from fusiongen.load.revision import git_show, spec_at_revision
 from fusiongen.load.spec import json_schema
 from fusiongen.lower.constraints import pattern_problem
 from fusiongen.lower.fields import value_refused
@@ -41,15 +41,6 @@ from fusiongen.report import diff as diff_report
 from fusiongen.report import exposure as exposure_report
 from fusiongen.report.diff import Change, diff
 from fusiongen.report.exposure import Report, as_markdown, exposure
-from fusiongen.scaffold.handlers import (
-    append_stubs,
-    check_handlers,
-    handler_path,
-    parse_handlers,
-    scaffold,
-    top_level_names,
-)
-from fusiongen.scaffold.starter import starter
 
 __all__ = [
     "BuildResult",
@@ -108,9 +99,31 @@ def diff_specs(old_spec: Path | None, new_spec: Path, *, revision: str | None = 
     else:
         with tempfile.TemporaryDirectory(prefix="fusiongen-diff-") as folder:
             copy = spec_at_revision(new_spec, revision, Path(folder))
-            _, old_ir, _ = validate(copy, shown=f"{display_path(new_spec)}@{revision}")
+            shown = f"{display_path(new_spec)}@{revision}"
+            _handlers_at_revision(new_spec, revision, copy, shown)
+            _, old_ir, _ = validate(copy, shown=shown)
     _, new_ir, _ = validate(new_spec)
     return diff(old_ir, new_ir)
+
+
+def _handlers_at_revision(spec: Path, revision: str, copy: Path, shown: str) -> None:
+    """Put the handler module as committed at `revision` beside the spec's copy, so the old IR's effects are
+    those of the old handlers (none copied if the spec does not lower, or the module was not committed)."""
+    try:
+        ir, _ = lower(load_path(copy, shown))
+    except SpecError:
+        return  # validate reports it
+    folder = spec if spec.is_dir() else spec.parent if str(spec.parent) else Path(".")  # a folder spec: itself
+    parts = ir.handlers_module.split(".")
+    for candidate in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
+        try:
+            text = git_show(folder, revision, candidate)
+        except SpecError:
+            continue
+        target = (copy if copy.is_dir() else copy.parent) / candidate
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text)
+        return
 
 
 def exposure_text(report: Report, fmt: str) -> str:
@@ -137,10 +150,73 @@ def validate(spec_path: Path, *, shown: str | None = None) -> tuple[LoadedSpec, 
     diagnostics name the file (default: its path, as the user sees it)."""
     loaded = load_path(spec_path, shown if shown is not None else display_path(spec_path))
     ir, warnings = lower(loaded)
+    ir, refused = with_effects(loaded, ir)
     over, unbounded = over_budget(loaded, ir)
-    if over:
-        raise SpecError([*warnings, *over, *unbounded])
+    if over or refused:
+        raise SpecError([*warnings, *refused, *over, *unbounded])
     return loaded, ir, [*warnings, *unbounded]
+
+
+def with_effects(loaded: LoadedSpec, ir: ServerIR) -> tuple[ServerIR, list[Diagnostic]]:
+    """The IR with what each handler can do (`scaffold.effects`, read from the handler module's text; nothing
+    when the module is not beside the spec or does not parse: `check` and `build` report that), and FG420 /
+    FG421 for a query whose handler can write, execute, or escapes the analysis."""
+    from fusiongen.scaffold.effects import analyse
+    from fusiongen.scaffold.handlers import handler_path, parse_handlers
+
+    path = handler_path(loaded.home, ir.handlers_module)
+    relative_path = path.relative_to(loaded.home).as_posix()
+    # Absent, it is what `build` scaffolds: stubs, which do nothing; the report is then the same before and after.
+    module = (
+        parse_handlers(path.read_bytes().decode("utf-8", "replace"), display_path(path))
+        if path.is_file()
+        else libcst.Module(body=[])
+    )
+    if isinstance(module, Diagnostic):
+        return replace(ir, handlers_file=relative_path), []
+    found = analyse(module, ir.package)
+
+    def read(tool: ToolIR) -> ToolIR:
+        return replace(tool, effects=found.of(tool.handler))
+
+    ir = replace(
+        ir,
+        tools=tuple(read(t) for t in ir.tools),
+        resources=tuple(replace(r, tool=read(r.tool)) for r in ir.resources),
+        handlers_file=relative_path,
+    )
+    shown = (Path(loaded.home_display) / relative_path).as_posix()
+    refused = [
+        _refused_effect(tool, effect, shown)
+        for tool in ir.handled
+        if tool.kind == "query"
+        for effect in tool.effects
+        if effect.refuses_query
+    ]
+    return ir, refused
+
+
+def _refused_effect(tool: ToolIR, effect: EffectIR, handler_file: str) -> Diagnostic:
+    path = " → ".join((tool.handler, *effect.via))
+    where = f" (through {path})" if effect.via else ""
+    if effect.access == "dynamic":
+        return Diagnostic(
+            "FG421",
+            f"{tool.label} is a query (readOnlyHint: clients may run it without asking), but its handler "
+            f'"{tool.handler}" calls {effect.call}{where}, which static analysis cannot follow',
+            handler_file,
+            Position(effect.line, effect.column),
+            hint="call the module or function directly so its effects can be read, or make it a mutation or action",
+        )
+    what = {"execute": "execute", "write": "write"}[effect.access]
+    return Diagnostic(
+        "FG420",
+        f"{tool.label} is a query (readOnlyHint: clients may run it without asking), but its handler "
+        f'"{tool.handler}" can {what} ({effect.category}): {effect.call}{where}',
+        handler_file,
+        Position(effect.line, effect.column),
+        hint='make it kind = "mutation" (or "action"), or move the write or process out of its handler',
+    )
 
 
 def over_budget(loaded: LoadedSpec, ir: ServerIR) -> tuple[list[Diagnostic], list[Diagnostic]]:
@@ -214,6 +290,8 @@ def budget_text(ir: ServerIR) -> str:
 def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
     """Every file the spec generates into `out_dir`, tidied and (unless the caller will do it for the
     files it needs, as `check` does) parse-checked with libcst."""
+    from fusiongen.codegen.render import headers, parse_check, render
+
     loaded, ir, warnings = validate(spec_path)
     # The header names the spec as seen from the output folder; a folder spec with a trailing "/".
     spec_from_out = relative(spec_path, out_dir) + ("/" if loaded.parts else "")
@@ -236,30 +314,64 @@ def publish(generation: Generation, out_dir: Path) -> Published:
     return publish_bundle(generation.bundle, out_dir)
 
 
+def default_out(spec_path: Path) -> Path:
+    """Where a spec's server goes when no `-o` is given: `<spec dir>/<spec stem>`, unless only the spec's own
+    folder holds a project generated from it (as `fusiongen init` builds one): then that folder, so that
+    `check` compares what is there and `build` rebuilds it, rather than a second server one folder down."""
+    beside, below = spec_path.parent, spec_path.parent / spec_path.stem
+    if not _generated_from(below, relative(spec_path, below)) and _generated_from(beside, spec_path.name):
+        return beside
+    return below
+
+
+def _generated_from(out_dir: Path, spec_from_out: str) -> bool:
+    """Whether `out_dir` holds the project files `build` writes from that spec (found by their header)."""
+    from fusiongen.codegen.render import headers
+
+    for name, header in zip(("pyproject.toml", "README.md"), headers(spec_from_out), strict=True):
+        try:
+            with (out_dir / name).open("rb") as handle:
+                if handle.readline().decode("utf-8", "replace") == header:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 @dataclass(frozen=True)
 class BuildResult:
     generation: Generation
     published: Published
     handlers: Path
     handlers_note: str | None  # what happened to the handler module; None: it was already complete
+    # What `check` would say of the handler module as written (FG401, FG410): the server is written anyway.
+    handler_problems: list[Diagnostic] = field(default_factory=list)
 
 
 def build(spec_path: Path, out_dir: Path) -> BuildResult:
     """Generate, write the server, then scaffold or extend the handler module beside the spec."""
+    from fusiongen.scaffold.handlers import handler_path
+
     generation = generate(spec_path, out_dir)
     handlers = handler_path(generation.loaded.home, generation.ir.handlers_module)
     handlers_text, note = _handler_update(generation, handlers)
     published = publish(generation, out_dir)
     if handlers_text is not None:
         write_user_file(handlers, handlers_text)
-    return BuildResult(generation, published, handlers, note if handlers_text is not None else None)
+    problems = [d for d in handler_diagnostics(generation) if d.is_error]  # stubs (FG411) are what build made
+    return BuildResult(generation, published, handlers, note if handlers_text is not None else None, problems)
 
 
 def _handler_update(generation: Generation, handlers: Path) -> tuple[str | None, str]:
     """The handler module's new text (None: unchanged) and what changed; FG403 if it does not parse."""
+    from fusiongen.scaffold.handlers import append_stubs, bound_names, parse_handlers, scaffold
+
     if not handlers.exists():
         return scaffold(generation.ir), "scaffolded a stub per tool; implement them"
     source = handlers.read_text(encoding="utf-8")
+    names = bound_names(source)
+    if names is not None and all(tool.handler in names for tool in generation.ir.handled):
+        return None, "unchanged"  # nothing to append: the module is not read with libcst at all
     parsed = parse_handlers(source, display_path(handlers))
     if isinstance(parsed, Diagnostic):
         raise SpecError([parsed])
@@ -279,6 +391,8 @@ class CheckResult:
 
 def check(spec_path: Path, out_dir: Path) -> CheckResult:
     """Compare `out_dir` with what the spec generates, and check the handler module statically."""
+    from fusiongen.codegen.render import parse_check
+
     generation = generate(spec_path, out_dir, syntax_check=False)
     drift = compare(out_dir, generation.files, generation.headers)
     # Files identical to the committed ones were parse-checked when they were built.
@@ -288,6 +402,8 @@ def check(spec_path: Path, out_dir: Path) -> CheckResult:
 
 def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
     """What `check` reports about the handler module, statically."""
+    from fusiongen.scaffold.handlers import check_handlers, handler_path
+
     loaded, ir = generation.loaded, generation.ir
     path = handler_path(loaded.home, ir.handlers_module)
     shown = display_path(path)
@@ -326,6 +442,8 @@ def write_schema(path: Path, *, part: bool = False) -> None:
 def init_project(directory: Path, name: str | None) -> list[str]:
     """Write the starter files (never over existing ones), then build the server into `directory`.
     Returns what to tell the user."""
+    from fusiongen.scaffold.starter import starter
+
     project = starter(directory, name, schema_text())
     existing = [display_path(p) for p in project.files if p.exists()]
     if existing:
@@ -342,17 +460,20 @@ def init_project(directory: Path, name: str | None) -> list[str]:
         for path in project.files:  # leave the folder as it was: init either makes a working project or nothing
             path.unlink(missing_ok=True)
         raise
-    shown = display_path(directory)
+    go = "" if directory.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(display_path(directory))} && "
     return [
         f"created {', '.join(display_path(p) for p in project.files)}",
         f"built {display_path(directory / project.package)}/",
-        f"run it:   cd {shown} && python -m {project.package}          (stdio; add --http for HTTP)",
-        f"test it:  cd {shown} && pip install pytest && python -m pytest",
+        f"run it:   {go}python -m {project.package}          (stdio; add --http for HTTP)",
+        f"test it:  {go}pip install pytest && python -m pytest",
+        f"rebuild:  {go}fusiongen build {shlex.quote(project.spec.name)}          (after editing the spec)",
     ]
 
 
 def _imported_server_name(spec_path: Path, title: str) -> str:
     """The spec file's name (`-o pets.toml` → "pets"), unless it says nothing (`spec`, `api`): the API's title."""
+    from fusiongen.importers.openapi.mapping import identifier as openapi_identifier
+
     stem = openapi_identifier(spec_path.stem)
     name = stem if stem not in ("spec", "api", "openapi", "x_") else openapi_identifier(title)
     return name[:40].rstrip("_")
@@ -391,17 +512,52 @@ def import_openapi(
     tags: frozenset[str] = frozenset(),
     include_ops: str | None = None,
     http_handlers: bool = False,
+    exclude_tags: frozenset[str] = frozenset(),
+    exclude_ops: str | None = None,
+    paths: tuple[str, ...] = (),
+    exclude_paths: tuple[str, ...] = (),
+    methods: frozenset[str] = frozenset(),
+    exclude_methods: frozenset[str] = frozenset(),
+    compact: bool = False,
 ) -> ImportResult:
     """Map an OpenAPI document into `spec_path` (its region only, if it exists), validate what was written,
-    and with `http_handlers` write (or extend) the httpx handler module beside it."""
-    try:
-        pattern = re.compile(include_ops) if include_ops is not None else None
-    except re.error as exc:
-        raise SpecError(
-            [Diagnostic("FG331", f"--include-ops is not a regular expression: {exc}", "<command line>")]
-        ) from exc
+    and with `http_handlers` write (or extend) the httpx handler module beside it. The filters select
+    operations (`Filters`); `compact`: the smaller view for a large API (docs/openapi.md §6)."""
+    from fusiongen.importers.openapi.constraints import Checks
+    from fusiongen.importers.openapi.document import load_document
+    from fusiongen.importers.openapi.emit import NotOurs, emit_spec
+    from fusiongen.importers.openapi.http_handlers import append_functions, module_text
+    from fusiongen.importers.openapi.mapping import METHODS, Filters, map_document
+    from fusiongen.scaffold.handlers import handler_path, parse_handlers, top_level_names
+
+    patterns: dict[str, re.Pattern[str] | None] = {}
+    problems: list[Diagnostic] = []
+    for option, text in (("--include-ops", include_ops), ("--exclude-ops", exclude_ops)):
+        try:
+            patterns[option] = re.compile(text) if text is not None else None
+        except re.error as exc:
+            problems.append(Diagnostic("FG331", f"{option} is not a regular expression: {exc}", "<command line>"))
+    unknown = sorted((methods | exclude_methods) - set(METHODS))
+    if unknown:
+        problems.append(
+            Diagnostic(
+                "FG331", f"not an HTTP method: {', '.join(unknown)} (one of {', '.join(METHODS)})", "<command line>"
+            )
+        )
+    if problems:
+        raise SpecError(problems)
+    filters = Filters(
+        tags,
+        patterns["--include-ops"],
+        exclude_tags,
+        patterns["--exclude-ops"],
+        paths,
+        exclude_paths,
+        methods,
+        exclude_methods,
+    )
     document = load_document(document_path)
-    imported = map_document(document, Filters(tags, pattern), Checks(pattern_problem, value_refused))
+    imported = map_document(document, filters, Checks(pattern_problem, value_refused), compact=compact)
     existing = spec_path.read_text(encoding="utf-8") if spec_path.exists() else None
     source = relative(document_path, spec_path.parent)
     try:

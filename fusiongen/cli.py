@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -132,13 +133,16 @@ FormatOption = Annotated[Format, typer.Option("--format", help="Diagnostics as t
 
 
 def out_dir_for(spec: Path, out: Path | None, several: bool) -> Path:
-    """Where a spec's server goes: OUT, OUT/<stem> when building several, or <spec dir>/<stem> (for a folder
-    spec, <folder>-build beside it: inside, its pyproject.toml would be among the spec's files)."""
+    """Where a spec's server goes: OUT, OUT/<stem> when building several, or without OUT `api.default_out`
+    (<spec dir>/<stem>, or the spec's folder when `init` built the project there). A folder spec's goes to
+    <folder>-build beside it: inside, its pyproject.toml would be among the spec's files."""
     if spec.is_dir():
         folder = spec.resolve()
         return out / folder.name if out is not None and several else out or folder.parent / f"{folder.name}-build"
     if out is None:
-        return spec.parent / spec.stem
+        from fusiongen.api import default_out
+
+        return default_out(spec)
     return out / spec.stem if several else out
 
 
@@ -185,6 +189,14 @@ def build(
             )
             if result.handlers_note is not None:
                 typer.echo(f"{prefix}{display_path(result.handlers)}: {result.handlers_note}", err=True)
+            if result.handler_problems:
+                _print_diagnostics(result.handler_problems)
+                typer.echo(
+                    f"{prefix}{len(result.handler_problems)} handler problem(s): the server was written, "
+                    "but it cannot call these handlers",
+                    err=True,
+                )
+                failed += 1
             if budget:
                 sys.stdout.write(api.budget_text(result.generation.ir))
         return EXIT_INVALID if failed else EXIT_OK
@@ -333,23 +345,89 @@ def import_openapi(
     include_ops: Annotated[
         str | None, typer.Option("--include-ops", help="Only operations whose operationId matches this regex.")
     ] = None,
+    exclude_tags: Annotated[
+        str | None, typer.Option("--exclude-tags", help="Not the operations with one of these tags (a,b).")
+    ] = None,
+    exclude_ops: Annotated[
+        str | None, typer.Option("--exclude-ops", help="Not the operations whose operationId matches this regex.")
+    ] = None,
+    paths: Annotated[
+        str | None, typer.Option("--paths", help="Only operations whose path matches one of these globs (/repos/*,…).")
+    ] = None,
+    exclude_paths: Annotated[
+        str | None, typer.Option("--exclude-paths", help="Not the operations whose path matches one of these globs.")
+    ] = None,
+    methods: Annotated[
+        str | None, typer.Option("--methods", help="Only operations of these HTTP methods (get,post).")
+    ] = None,
+    exclude_methods: Annotated[
+        str | None, typer.Option("--exclude-methods", help="Not the operations of these HTTP methods (delete).")
+    ] = None,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact", help="A small view for a large API: summaries, no error boilerplate, no output schemas."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Every warning, not only the first few of each code.")
+    ] = False,
 ) -> None:
     """Write (or update) a spec from an OpenAPI document; warn, by JSON pointer, about what it cannot say."""
     from fusiongen.api import import_openapi as run_import
+
+    def listed(text: str | None, *, lower: bool = False) -> tuple[str, ...]:
+        return tuple(
+            dict.fromkeys(p.strip().lower() if lower else p.strip() for p in (text or "").split(",") if p.strip())
+        )
 
     def run() -> int:
         if handlers not in (None, "http"):
             typer.echo(f'fusiongen: --handlers must be "http", not {handlers!r}', err=True)
             return EXIT_INVALID
-        selected = frozenset(t.strip() for t in (tags or "").split(",") if t.strip())
-        result = run_import(document, out, tags=selected, include_ops=include_ops, http_handlers=handlers == "http")
-        _print_diagnostics([*result.warnings, *result.spec_warnings])
+        result = run_import(
+            document,
+            out,
+            tags=frozenset(listed(tags)),
+            include_ops=include_ops,
+            http_handlers=handlers == "http",
+            exclude_tags=frozenset(listed(exclude_tags)),
+            exclude_ops=exclude_ops,
+            paths=listed(paths),
+            exclude_paths=listed(exclude_paths),
+            methods=frozenset(listed(methods, lower=True)),
+            exclude_methods=frozenset(listed(exclude_methods, lower=True)),
+            compact=compact,
+        )
+        _print_summarised([*result.warnings, *result.spec_warnings], verbose=verbose)
         typer.echo(f"{display_path(result.spec)}: written; {len(result.warnings)} simplification(s) reported", err=True)
         if result.handlers is not None:
             typer.echo(f"{display_path(result.handlers)}: {result.handlers_note}", err=True)
         return EXIT_OK
 
     _guarded(run)
+
+
+SHOWN_PER_CODE = 3  # warnings of one code printed in full without --verbose (a large API has 1,000 of FG335)
+
+
+def _print_summarised(diagnostics: list[Diagnostic], *, verbose: bool) -> None:
+    """Every error; of each warning code, the first SHOWN_PER_CODE in full (all with `verbose`), then one
+    summary line per code with its count, most frequent first."""
+    ordered = sorted_diagnostics(diagnostics)
+    counts = Counter(d.code for d in ordered if not d.is_error)
+    shown: Counter[str] = Counter()
+    for diagnostic in ordered:
+        if not diagnostic.is_error and not verbose:
+            shown[diagnostic.code] += 1
+            if shown[diagnostic.code] > SHOWN_PER_CODE:
+                continue
+        typer.echo(diagnostic.format(), err=True)
+    if counts and (verbose or any(n > SHOWN_PER_CODE for n in counts.values())):
+        typer.echo("warnings by code:", err=True)
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            hidden = "" if verbose or count <= SHOWN_PER_CODE else f" ({count - SHOWN_PER_CODE} not shown: --verbose)"
+            typer.echo(f"  {code}: {count}{hidden}", err=True)
 
 
 def main() -> None:

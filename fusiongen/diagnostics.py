@@ -137,6 +137,7 @@ CODES: dict[str, str] = {
     "FG159": "suggestion names an unknown tool",
     "FG160": "UI block misused",
     "FG161": "user-only UI block shows a redacted field",
+    "FG168": "resource without requires reads what only tools with requires show",
     "FG170": "workflow state unknown",
     "FG171": "workflow event unknown",
     "FG172": "unsupported XState feature",
@@ -167,6 +168,9 @@ CODES: dict[str, str] = {
     "FG197": "hidden, guarded or cast outside an inline object",
     "FG198": "inline object's generated model name already taken",
     "FG199": "list items table declares more than a type and fields",
+    "FG200": "invalidates names no tool (or a glob matches none)",
+    "FG201": "invalidates on a query, immutable off a query, or invalidates naming a non-query or immutable tool",
+    "FG202": "[server] registry_name is not the MCP registry's namespace/name",
     # fusiongen import openapi: what an OpenAPI document has that the spec cannot say (warnings), by JSON pointer
     "FG300": "OpenAPI document cannot be read or parsed",
     "FG301": "not an OpenAPI 3.0 or 3.1 document",
@@ -207,4 +211,7 @@ CODES: dict[str, str] = {
     "FG408": "init would overwrite a file",
     "FG409": "output directory unusable",
     "FG410": "handler is a generator function (check)",
+    "FG411": "handler is still the scaffolded stub (check; a warning)",
+    "FG420": "query tool whose handler can write or execute (read from the handler module)",
+    "FG421": "query tool whose handler makes a call static analysis cannot follow (dynamic import, ...)",
 }

@@ -25,6 +25,10 @@ class TypeIR:
     model: str | None = None
     values: TypeIR | None = None  # a map's value type
     inline: bool = False  # a model generated for an inline object (`type = "object"`), not a declared one
+    # The type could not be resolved and an error says so (FG110, or a model set aside): held as json, which
+    # every later check accepts, so that one mistake is reported once and not again as the type errors a
+    # stand-in type would cause (a comparison, a constraint, a default).
+    unknown: bool = False
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -258,6 +262,28 @@ class IconIR:
 
 
 @dataclass(frozen=True)
+class EffectIR:
+    """Something a tool's handler can do, found by reading the handler module (docs/spec.md §6.8).
+
+    `access` is what a client's trust depends on: "read", "write" (files, the environment, an HTTP method that
+    is not GET/HEAD/OPTIONS, a raw socket), "execute" (a process, evaluated code, native code), "dynamic" (a
+    call the analysis cannot resolve by construction: `__import__`, `importlib`, `getattr` on a module with a
+    computed name) or "unknown" (a call into a module the analysis does not read)."""
+
+    category: str  # files | processes | network | code | environment | dynamic | unknown
+    access: str  # read | write | execute | dynamic | unknown
+    call: str  # what is called, as the analysis names it: "subprocess.run", "httpx.post", "open(mode 'w')"
+    line: int  # where, in the handler module
+    column: int
+    via: tuple[str, ...] = ()  # the module's own functions from the handler down to the one that calls it
+
+    @property
+    def refuses_query(self) -> bool:
+        """Whether it contradicts `kind = "query"` (readOnlyHint): it can change something or escapes analysis."""
+        return self.access in ("write", "execute", "dynamic")
+
+
+@dataclass(frozen=True)
 class ToolIR:
     name: str  # the spec's name, e.g. "invoice.get": diagnostics and spec lookups use it
     wire: str  # the MCP tool name the model sees ([server] tool_names): "invoice.get", or "invoice_get"
@@ -279,6 +305,14 @@ class ToolIR:
     icons: tuple[IconIR, ...] = ()
     tags: tuple[str, ...] = ()  # what `--tags` selects by
     resource: bool = False  # the read of the resource `name`, not a tool (see ResourceIR)
+    # What its handler can do, read from the handler module by `api.validate` (empty: nothing found, or no
+    # module to read: ServerIR.handlers_file says which).
+    effects: tuple[EffectIR, ...] = ()
+    # Freshness (docs/spec.md §6.9): the tools whose earlier results its success makes stale (spec names, resolved
+    # from `invalidates`), the tools whose success makes its own results stale (wire names), and `immutable`.
+    invalidates: tuple[str, ...] = ()
+    stale_after: tuple[str, ...] = ()
+    immutable: bool = False
 
     @property
     def label(self) -> str:
@@ -320,6 +354,7 @@ class PromptIR:
     arguments: tuple[PromptArgumentIR, ...]
     # The template split at build time: (text, False) is literal text, (name, True) an argument's value.
     parts: tuple[tuple[str, bool], ...]
+    requires: RequiresIR | None = None  # what a caller needs to list and get it, as a tool's
 
 
 @dataclass(frozen=True)
@@ -339,6 +374,9 @@ class ServerIR:
     auth: AuthIR | None = None
     resources: tuple[ResourceIR, ...] = ()
     prompts: tuple[PromptIR, ...] = ()
+    # The handler module's path relative to the spec's folder, when `api.validate` read it for effects.
+    handlers_file: str | None = None
+    registry_name: str = "invalid.example/server"  # [server] registry_name: server.json's name
 
     @property
     def handled(self) -> tuple[ToolIR, ...]:
@@ -347,6 +385,7 @@ class ServerIR:
 
     max_list_tokens: int | None = None  # [server] max_list_tokens: each tools/list entry's budget (api checks it)
     max_result_tokens: int | None = None  # [server] max_result_tokens: each tool's worst-case result (api checks it)
+    output_schemas: bool = True  # [server] output_schemas = "none": tools/list carries no outputSchema
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

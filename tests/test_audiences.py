@@ -177,14 +177,15 @@ async def test_the_audit_log_names_callers_and_outcomes_never_values(
         refused = await client.call_tool("invoice.update", update)
     assert missing.is_error and refused.is_error
     lines = [json.loads(line) for line in audit_path.read_text(encoding="utf-8").splitlines()]
-    mine = [line for line in lines if line["subject"] == "auditee"]
-    assert [(line["tool"], line["outcome"]) for line in mine] == [
-        ("invoice.get", "NOT_FOUND"),
-        ("invoice.update", "FORBIDDEN"),
+    mine = [line for line in lines if line["subject"] == "auditee" and line["phase"] == "end"]
+    assert [(line["method"], line["name"], line["outcome"]) for line in mine] == [
+        ("tools/call", "invoice.get", "NOT_FOUND"),
+        ("tools/call", "invoice.update", "FORBIDDEN"),
     ]
     assert mine[0]["arguments_sha256"] == canonical_digest({"id": secret_id})
     assert mine[1]["arguments_sha256"] == canonical_digest(update)
-    assert all(set(line) == {"time", "subject", "tenant", "tool", "outcome", "arguments_sha256"} for line in mine)
+    keys = {"time", "request", "phase", "subject", "tenant", "method", "name", "outcome", "arguments_sha256"}
+    assert all(set(line) == keys for line in mine)
     assert all(line["tenant"] is None and line["time"].endswith("Z") for line in mine)
     text = audit_path.read_text(encoding="utf-8")
     for value in (secret_id, "2031-01-02", "review"):
@@ -197,7 +198,8 @@ async def test_over_stdio_the_audit_log_has_no_caller(built: Path, tmp_path: Pat
         await client.call_tool("invoice.get", {"id": "inv-2"})
         await client.call_tool("invoice.update", {"id": "inv-2", "status": "nonsense"})
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    assert [(line["subject"], line["tool"], line["outcome"]) for line in lines] == [
+    lines = [line for line in lines if line["phase"] == "end"]
+    assert [(line["subject"], line["name"], line["outcome"]) for line in lines] == [
         (None, "invoice.get", "ok"),
         (None, "invoice.update", "VALIDATION_ERROR"),
     ]

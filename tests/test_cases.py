@@ -235,7 +235,7 @@ def check_server(case: Path, generation: Generation, tmp_path: Path) -> None:
     names = spec_tool_names(case)
     grouped = grouped_tool_names(case)
     spec = tomllib.loads((case / SPEC).read_text(encoding="utf-8"))
-    if grouped is not None:  # one tool per group (docs/spec.md §4.2): its actions follow the state, not the list
+    if grouped is not None:  # one tool per group (docs/spec.md §4.3): its actions follow the state, not the list
         assert listed["modern"] == grouped
         assert listed["legacy"] == [n for n in grouped if n in listed["legacy"]]
     elif spec.get("workflows"):

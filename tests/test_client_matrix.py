@@ -18,6 +18,7 @@ fails these tests, never skips them: `make test` installs every one.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -238,6 +239,52 @@ async def test_pydantic_ai_offers_the_new_list_after_a_transition(transport: Cli
     assert REVIEW_ONLY in model.offered[1] and DRAFT_ONLY not in model.offered[1]
 
 
+# --- freshness: what a successful mutation made stale (docs/spec.md §6.9) -----------------------------------
+
+# billing's invoice.update invalidates these; its call below sets inv-2's due date to the seeded one, so the data
+# the other checks read stays as seeded. Over stdio: over HTTP without --auth no caller has its scope (§14.2).
+STALE_AFTER_UPDATE = ("invoice.get", "invoice.list")
+UPDATE_ARGS = {"id": "inv-2", "due_date": "2026-12-15"}
+
+
+def wire_names(built: Path) -> dict[str, str]:
+    """The generated server's TOOL_NAMES (spec name → the name clients call), read from its source: the names
+    a client sees, whichever naming the spec uses."""
+    tree = ast.parse((built / "billing_server" / "server.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if any(isinstance(t, ast.Name) and t.id == "TOOL_NAMES" for t in targets) and node.value is not None:
+                names = ast.literal_eval(node.value)
+                assert isinstance(names, dict)
+                return names
+    raise AssertionError("server.py defines no TOOL_NAMES")
+
+
+def assert_told_stale(names: dict[str, str], structured: dict[str, Any], handed: str) -> None:
+    """The update's result names, in wire names, the reads it made stale: under `stale`, as its last rule, and in
+    what the client hands on."""
+    stale = [names[n] for n in STALE_AFTER_UPDATE]
+    assert structured["stale"] == stale
+    notice = structured["rules"][-1]
+    assert notice.startswith("Stale now:") and all(name in notice for name in stale), notice
+    assert notice in handed, handed
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_pydantic_ai_hands_the_model_what_an_update_made_stale(
+    mode: str, built: Path, output_schemas: dict[str, Any]
+) -> None:
+    names = wire_names(built)
+    update = names["invoice.update"]
+    model = await run_agent(fastmcp_transport("stdio", built, ""), mode, [[(update, UPDATE_ARGS)]])
+    (part,) = model.handed[0]
+    assert part.outcome == "success", part
+    assert_valid(part.content, output_schemas[update])
+    assert_told_stale(names, part.content, handed_text(part))
+
+
 # --- fastmcp Client ----------------------------------------------------------------------------------------
 
 
@@ -278,6 +325,27 @@ async def test_fastmcp_client_calls_and_validates(transport: ClientTransport, mo
             await client.call_tool("invoice.get", {"idx": "inv-1"})
         failed = await client.call_tool("invoice.get", {"idx": "inv-1"}, raise_on_error=False)
         assert failed.is_error is True and failed.content[0].text.startswith(VALIDATION_ERROR)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_fastmcp_client_shows_what_an_update_made_stale(mode: str, built: Path) -> None:
+    names = wire_names(built)
+    update = names["invoice.update"]
+    async with FastMCPClient(fastmcp_transport("stdio", built, ""), mode=mode) as client:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        for read in STALE_AFTER_UPDATE:  # the reads' descriptions say what makes them volatile
+            assert f"Volatile: a successful {update} changes what it returns" in (tools[names[read]].description or "")
+        result = await client.call_tool(update, UPDATE_ARGS)
+        assert result.is_error is False
+        jsonschema.Draft202012Validator(tools[update].output_schema, format_checker=CHECKER).validate(
+            result.structured_content
+        )
+        text = "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+        assert_told_stale(names, result.structured_content, text)
+        # A read's own result says nothing is stale: only the mutation's success does.
+        read = await client.call_tool(names["invoice.get"], {"id": "inv-1"})
+        assert "stale" not in read.structured_content
 
 
 @pytest.mark.anyio

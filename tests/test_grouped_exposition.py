@@ -1,4 +1,4 @@
-"""`[server] exposition = "grouped"` (docs/spec.md §4.2): billing served as one tool per group, over a real client.
+"""`[server] exposition = "grouped"` (docs/spec.md §4.3): billing served as one tool per group, over a real client.
 
 The billing spec with `exposition = "grouped"` serves `invoice` (get, list, create, update, the four workflow
 steps and the workflow's start/status/resolve), `customer` and `billing`. Each action keeps its own validation,

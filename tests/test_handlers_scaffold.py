@@ -293,6 +293,9 @@ def test_check_accepts_every_supported_handler_form(reference: Path, tmp_path: P
     source = with_signature(source, "update_invoice", "async def update_invoice(args, ctx):")
     source = with_signature(source, "get_customer", "def get_customer(args, ctx, *, verbose=False):")
     spec, _ = built(reference, tmp_path, source)
+    # EXPOSURE.md lists what each handler can do (the imported one: unknown), so the build follows the module.
+    assert run("build", spec.name, "-o", "out", cwd=tmp_path).code == 0
+    assert "invoices_impl.fetch_invoice (bound here, not analysed)" in (tmp_path / "out" / "EXPOSURE.md").read_text()
 
     result = run("check", spec.name, "-o", "out", cwd=tmp_path)
     assert result.code == 0, result.stdout + result.stderr

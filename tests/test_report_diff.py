@@ -100,6 +100,7 @@ order_id = "string"
 uri = "order://{id}"
 presenter = "Order"
 description = "One order."
+requires = {}  # open on purpose: order.audit (with requires) shows Order too (FG168 without this line)
 
 [prompts."chase"]
 description = "Chase an unpaid order."
@@ -108,7 +109,10 @@ template = "Chase {order_id} in a {tone} tone."
 """
 REQUIRES = 'requires = { scopes = ["orders:read"], roles = ["admin", "auditor"] }'
 AUDIENCES = 'returns_for_role = { admin = "OrderAdmin" }'
-RESOURCE = '[resources."order"]\nuri = "order://{id}"\npresenter = "Order"\ndescription = "One order."\n'
+RESOURCE = (
+    '[resources."order"]\nuri = "order://{id}"\npresenter = "Order"\ndescription = "One order."\n'
+    "requires = {}  # open on purpose: order.audit (with requires) shows Order too (FG168 without this line)\n"
+)
 PROMPT_ARGUMENTS = (
     'arguments = { order_id = { description = "Order id" }, tone = { type = "enum", values = ["friendly", "firm"] } }'
 )
@@ -423,6 +427,18 @@ CASES: list[tuple[str, str, str, set[tuple[Impact, str]]]] = [
         'template = "Chase {order_id} in a {tone} tone."',
         'template = "Chase {order_id} politely, in a {tone} tone."',
         {(Impact.BEHAVIOUR, "prompt-template-changed")},
+    ),
+    (
+        "prompt-requires-added",
+        'template = "Chase {order_id} in a {tone} tone."',
+        'template = "Chase {order_id} in a {tone} tone."\nrequires = { scopes = ["orders:read"] }',
+        {(Impact.BREAKING, "requires-tightened")},
+    ),
+    (
+        "resource-requires-added",
+        "requires = {}  # open on purpose",
+        'requires = { roles = ["admin"] }  # open on purpose',
+        {(Impact.BREAKING, "requires-tightened")},
     ),
     (
         "output-shape-changed",

@@ -290,8 +290,9 @@ async def test_refusal_in_the_final_state(gate: _gate.Gate) -> None:
     assert text_of(result) == forbidden_text(
         "expense.peek",
         'Tool "expense.peek" is not available in the current state ("paid") of workflow "expense".',
-        'Workflow "expense" is in its final state: nothing more can be done with it.',
-        [],
+        'Workflow "expense" is in its final state: nothing more can be done with it. For another one, call '
+        f"expense.start and pass the {HANDLE_KEY} it returns.",
+        ["expense.start"],
         {"workflow": "expense", "currentState": "paid", "requiredStates": "draft, pending"},
     )
 

@@ -146,11 +146,13 @@ async def ok(c: Client, tool: str, handle: str | None, invoice: str = "inv-2") -
 
 
 def wrong_state(tool: str, state: str, required: str) -> str:
-    allowed = "".join(f"<action>{t}</action>" for t in ALLOWED[state])
+    # In the final state (nothing allowed), the way on is another workflow: invoice.start is offered.
+    allowed = "".join(f"<action>{t}</action>" for t in ALLOWED[state] or ["invoice.start"])
     recovery = (
         "Call one of the available actions first."
         if ALLOWED[state]
-        else 'Workflow "invoice" is in its final state: nothing more can be done with it.'
+        else 'Workflow "invoice" is in its final state: nothing more can be done with it. For another one, call '
+        "invoice.start and pass the workflow_id it returns."
     )
     return (
         f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>Tool "{tool}" is not '

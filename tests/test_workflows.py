@@ -155,11 +155,13 @@ async def ok(c: Client, tool: str, arguments: dict[str, Any], handle: str | None
 
 
 def wrong_state(tool: str, state: str, required: str) -> str:
-    allowed = "".join(f"<action>{t}</action>" for t in ALLOWED[state])
+    # In the final state (nothing allowed), the way on is another workflow: invoice.start is offered.
+    allowed = "".join(f"<action>{t}</action>" for t in ALLOWED[state] or ["invoice.start"])
     recovery = (
         "Call one of the available actions first."
         if ALLOWED[state]
-        else 'Workflow "invoice" is in its final state: nothing more can be done with it.'
+        else 'Workflow "invoice" is in its final state: nothing more can be done with it. For another one, call '
+        "invoice.start and pass the workflow_id it returns."
     )
     return (
         f'<tool_error tool="{tool}" code="FORBIDDEN" severity="error"><message>Tool "{tool}" is not '
@@ -377,8 +379,9 @@ async def test_final_state_has_no_way_out(billing: GeneratedServer, mode: str) -
     assert text(refused["invoice.discharge"]) == (
         '<tool_error tool="invoice.discharge" code="FORBIDDEN" severity="error"><message>Tool '
         '"invoice.discharge" is not available in the current state ("discharged") of workflow "invoice".'
-        '</message><recovery>Workflow "invoice" is in its final state: nothing more can be done with it.'
-        '</recovery><available_actions></available_actions><details><detail key="workflow">invoice</detail>'
+        '</message><recovery>Workflow "invoice" is in its final state: nothing more can be done with it. For'
+        " another one, call invoice.start and pass the workflow_id it returns.</recovery><available_actions>"
+        '<action>invoice.start</action></available_actions><details><detail key="workflow">invoice</detail>'
         '<detail key="currentState">discharged</detail><detail key="requiredStates">approved</detail>'
         "</details></tool_error>"
     )
@@ -871,7 +874,8 @@ async def test_approval_machine_from_xstate_json(approval: GeneratedServer, mode
                 assert await names(c) == [*APPROVAL_UNBOUND, *APPROVAL_ALLOWED[state], *APPROVAL_GENERATED]
         assert current["final"] is True
         late = await c.call_tool("expense.revise", with_handle({"expense_id": expense}, handle))
-        assert late.is_error and "<available_actions></available_actions>" in text(late)
+        # Done for good: the only way on is another workflow.
+        assert late.is_error and "<available_actions><action>expense.start</action></available_actions>" in text(late)
         changes = await notes.settled()
     assert changes == (len(walk) if mode == LEGACY else 0)
     events = ["submit", "reject", "revise", "submit", "approve", "pay"]

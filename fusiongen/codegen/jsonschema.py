@@ -219,10 +219,18 @@ _SUGGESTIONS: Final = {
 }
 
 
+_STALE: Final = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Tools whose earlier results this change made stale: call them again before relying on them.",
+}
+
+
 def output_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any] | None:
     """The envelope a presenter result's structuredContent is: `data`, then for a collection its counts, then
-    the guidance. Every key is always present but `notice`, which a collection has only when truncated."""
-    if tool.returns is None:
+    the guidance. Every key is always present but `notice`, which a collection has only when truncated.
+    None without `returns`, or with `[server] output_schemas = "none"` (nothing advertised, nothing else changes)."""
+    if tool.returns is None or not server.output_schemas:
         return None
     builder = _SchemaBuilder(server, output=True)
     audiences = [builder.presenter_schema(server.presenter(name)) for name in tool.presenters]
@@ -240,6 +248,8 @@ def output_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any] | None:
     else:
         properties = {"data": item}
     properties |= {"rules": dict(_RULES), "suggestions": dict(_SUGGESTIONS)}
+    if tool.invalidates:
+        properties["stale"] = dict(_STALE)
     required = [key for key in properties if key != "notice"]
     schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
     return builder.finish(schema)

@@ -8,11 +8,11 @@ that depend on the spec; the static runtime is copied verbatim (`runtime_copy`).
 
 from __future__ import annotations
 
+import ast
 import functools
 from collections.abc import Callable
 
 import jinja2
-import libcst
 
 from fusiongen import templating
 from fusiongen.codegen.runtime_copy import runtime_file
@@ -107,9 +107,10 @@ class GeneratedCodeError(Exception):
 
 
 def parse_check(files: dict[str, str]) -> None:
+    """Every generated module parses (CPython's own parser: a tenth of libcst's time on a large server)."""
     for path, text in files.items():
         if path.endswith(".py"):
             try:
-                libcst.parse_module(text)
-            except libcst.ParserSyntaxError as exc:
+                ast.parse(text, filename=path)
+            except SyntaxError as exc:
                 raise GeneratedCodeError(f"generated {path} does not parse: {exc}") from exc

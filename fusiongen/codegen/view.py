@@ -56,6 +56,7 @@ class ToolView:
     modern_description_literal: str  # 2026-07-28: the stable list says what a bound tool needs
     compact_description_literal: str | None
     errors_literal: str | None  # the codes its spec declares, for run_tool: `frozenset({...})`
+    stale_literal: str | None  # the tools its success makes stale (spec names, run_tool maps them to wire names)
     title_literal: str | None = None  # MCP Tool.title
     icons_literal: str | None = None  # MCP Tool.icons: a list of types.Icon(...)
 
@@ -112,10 +113,18 @@ class ServerView:
     groups_literal: str | None = None
     # (wire name literal, scopes literal, roles literal) of each tool with `requires`, in spec order.
     requires: tuple[tuple[str, str, str], ...] = ()
+    # The same of each resource (by name) and prompt (by name) with `requires`.
+    resource_requires: tuple[tuple[str, str, str], ...] = ()
+    prompt_requires: tuple[tuple[str, str, str], ...] = ()
     auth_scopes_literal: str | None = None  # the declared scopes, advertised in the metadata under --auth
     roles_claim_literal: str = '"roles"'
     tenant_claim_literal: str = "None"
     auth_declared: bool = False  # the spec has an [auth] table
+
+    @property
+    def guarded(self) -> bool:
+        """Something has `requires`: server.py imports `_auth`'s checks."""
+        return bool(self.requires or self.resource_requires or self.prompt_requires)
 
 
 class _ToolViews:
@@ -162,6 +171,8 @@ class _ToolViews:
             out_name = f"{presenter.snake.upper()}_{'COLLECTION' if tool.returns.collection else 'RESULT'}_OUTPUT"
             if len(tool.presenters) > 1:  # the union of its audiences' envelopes is the tool's own
                 out_name = f"{upper}_BY_ROLE_OUTPUT"
+            if tool.invalidates:  # its envelope also says what its success made stale
+                out_name = f"{upper}_OUTPUT"
         in_schema = self.share_definitions(in_schema, "INPUT")
         out_schema = self.share_definitions(out_schema, "OUTPUT") if out_schema is not None else None
         kind_hints = {
@@ -193,6 +204,7 @@ class _ToolViews:
             modern_description_literal=py_string(modern_description(self.server, tool)),
             compact_description_literal=py_string(tool.compact_description) if tool.compact_description else None,
             errors_literal=py_literal(frozenset(code for code, _ in tool.errors)) if tool.errors else None,
+            stale_literal=py_literal(tool.invalidates) if tool.invalidates else None,
             title_literal=py_string(tool.title) if tool.title else None,
             icons_literal=_icons_literal(tool),
         )
@@ -308,6 +320,16 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
             (py_string(t.wire), _frozenset_literal(t.requires.scopes), _frozenset_literal(t.requires.roles))
             for t in server.tools
             if t.requires is not None
+        ),
+        resource_requires=tuple(
+            (py_string(r.name), _frozenset_literal(r.tool.requires.scopes), _frozenset_literal(r.tool.requires.roles))
+            for r in server.resources
+            if r.tool.requires is not None
+        ),
+        prompt_requires=tuple(
+            (py_string(p.name), _frozenset_literal(p.requires.scopes), _frozenset_literal(p.requires.roles))
+            for p in server.prompts
+            if p.requires is not None
         ),
         auth_scopes_literal=py_literal(tuple(s for s, _ in server.auth.scopes))
         if server.auth is not None and server.auth.scopes

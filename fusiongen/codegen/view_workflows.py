@@ -160,10 +160,25 @@ def modern_description(server: ServerIR, tool: ToolIR) -> str:
 def with_errors(tool: ToolIR, description: str) -> str:
     """A tool's description, followed by the domain error codes its handler declares (`errors`), so that the
     model knows them before it calls; the server's own codes are the same for every tool and not listed."""
+    description = with_freshness(tool, description)
     if not tool.errors:
         return description
     lines = "".join(f"\n- {code}: {meaning}" if meaning else f"\n- {code}" for code, meaning in tool.errors)
     return f"{description}\n\nErrors it may return (tool_error codes):{lines}"
+
+
+def with_freshness(tool: ToolIR, description: str) -> str:
+    """A query's description says whether its results can go stale, and on what (docs/spec.md §6.9): an event the
+    model sees happen (a tool it called succeeded), never an age, so it needs no clock."""
+    if tool.stale_after:
+        after = ", ".join(tool.stale_after)
+        return (
+            f"{description}\n\nVolatile: a successful {after} changes what it returns; read it again after one "
+            "rather than reuse an earlier result."
+        )
+    if tool.immutable:
+        return f"{description}\n\nReference data: its result for the same arguments never changes; reuse it."
+    return description
 
 
 def state_schemas(server: ServerIR) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -64,6 +65,14 @@ class LoadedSpec:
     def home(self) -> Path:
         """The folder the spec's relative names are read from: the handler module is looked up there."""
         return self.path if self.parts else self.path.parent
+
+    @property
+    def home_display(self) -> str:
+        """`home` as diagnostics show it."""
+        if not self.parts:
+            return Path(self.display_path).parent.as_posix()
+        part = self.parts[0]
+        return part.display_path[: -len(part.path.relative_to(self.path).as_posix()) - 1]
 
     def file_at(self, *loc: str | int) -> str:
         """The file (as shown) that writes `loc`."""
@@ -161,34 +170,34 @@ def read_source(path: Path, shown: str) -> str:
 MAX_NESTING = 100  # arrays and inline tables; a spec needs a handful, parsers give up in the hundreds
 
 
+# What the depth scan steps over as a whole, and the brackets it counts. TOML's four strings (spec §2; toml.io
+# v1.0.0): multi-line basic (escapes, may span lines, the closing `"""` may follow one or two quotes of the
+# content) and literal (no escapes), then one-line basic and literal; a string left open runs to the line's end
+# (tomli reports it). Comments run to the line's end.
+_TOML_TOKENS = re.compile(
+    r'"""(?:[^"\\]|\\[\s\S]|"{1,2}(?!"))*"{3,5}'
+    r"|'''(?:[^']|'{1,2}(?!'))*'{3,5}"
+    r'|"(?:[^"\\\n]|\\.)*"?'
+    r"|'[^'\n]*'?"
+    r"|#[^\n]*"
+    r"|[\[\]{}]"
+)
+
+
 def _too_deep_at(source: str) -> Position | None:
-    """Where arrays/inline tables first nest deeper than MAX_NESTING (strings and comments skipped)."""
-    depth, line, col, index = 0, 1, 1, 0
-    quote: str | None = None
-    while index < len(source):
-        char = source[index]
-        if quote is not None:
-            if char == "\\" and quote == '"':
-                index += 1
-                col += 1
-            elif char == quote or char == "\n":
-                quote = None
-        elif char == "#":
-            while index < len(source) and source[index] != "\n":
-                index += 1
-            continue
-        elif char in "\"'":
-            quote = char
-        elif char in "[{":
+    """Where arrays/inline tables first nest deeper than MAX_NESTING (strings and comments skipped). One regex
+    scan: a spec the importer writes is 100,000 lines."""
+    depth = 0
+    for token in _TOML_TOKENS.finditer(source):
+        char = token.group()
+        if char in "[{":
             depth += 1
             if depth > MAX_NESTING:
-                return Position(line, col)
+                start = token.start()
+                line_start = source.rfind("\n", 0, start) + 1
+                return Position(source.count("\n", 0, start) + 1, start - line_start + 1)
         elif char in "]}":
             depth = max(depth - 1, 0)
-        if char == "\n":
-            line, col = line + 1, 0
-        index += 1
-        col += 1
     return None
 
 
@@ -368,8 +377,22 @@ def _syntax_diagnostics(source: str, exc: tomli.TOMLDecodeError, display_path: s
         for dup in duplicates
     ]
     if not any(d.position.line == line for d in found):
-        found.append(Diagnostic("FG001", f"TOML syntax error: {message}", display_path, Position(line, col)))
+        found.append(
+            Diagnostic(
+                "FG001", f"TOML syntax error: {message}", display_path, Position(line, col), hint=_syntax_hint(message)
+            )
+        )
     return found
+
+
+def _syntax_hint(message: str) -> str | None:
+    """What to write instead, for the syntax errors whose fix is not obvious from tomli's message."""
+    if message.startswith("Unescaped '\\'"):  # most often a regular expression: `pattern = "^\d+$"`
+        return (
+            'in a "..." string a backslash starts an escape: write a regular expression as a literal string '
+            "'...', e.g. pattern = '^\\d{13}$'"
+        )
+    return None
 
 
 def _describe(path: Loc) -> str:

@@ -87,6 +87,11 @@ class ServerSpec(_Strict):
     package: str | None = Field(default=None, description="The generated package; default <name>_server.")
     instructions: str | None = Field(default=None, description="Sent to clients as server instructions.")
     handlers: str | None = Field(default=None, description="The handler module; default <package>_handlers.")
+    registry_name: str | None = Field(
+        default=None,
+        description='The name in the MCP registry\'s server.json, "namespace/name" in reverse-DNS form '
+        '("io.github.acme/billing"); default "invalid.example/<name>", which the registry refuses.',
+    )
     tool_names: Literal["dotted", "snake"] = Field(
         default="dotted",
         description='The tool names the model sees: the spec\'s ("dotted"), or with every "." as "_" ("snake"), '
@@ -114,6 +119,11 @@ class ServerSpec(_Strict):
         description="Budget for each tool's worst-case result, in tokens estimated as bytes / 4: a bounded result "
         "over it is a build error (FG501); a result with no bound (a string without max_length, a list without "
         "max_items...) is a warning naming what to bound (FG502).",
+    )
+    output_schemas: Literal["full", "none"] = Field(
+        default="full",
+        description='Each tool\'s outputSchema in tools/list: "full" (the default), or "none" to keep a large API\'s '
+        "listing small (results keep their envelope and presenters; clients just cannot validate them).",
     )
 
 
@@ -201,6 +211,15 @@ class ToolSpec(_Strict):
     )
     tags: list[str] = Field(
         default_factory=list, description="Labels for `--tags`: a server started with --tags serves only tagged tools."
+    )
+    invalidates: list[str] = Field(
+        default_factory=list,
+        description='Tools (names or globs such as "invoice.*") whose earlier results are stale once this mutation '
+        "or action succeeds: its result tells the agent to read them again.",
+    )
+    immutable: bool = Field(
+        default=False,
+        description="A query whose result for the same arguments never changes (reference data): reusable.",
     )
 
 
@@ -301,6 +320,11 @@ class ResourceSpec(_Strict):
     input: dict[str, FieldDecl] = Field(
         default_factory=dict, description="The template variables' types (default: required strings)."
     )
+    requires: RequiresSpec | None = Field(
+        default=None,
+        description="What a caller needs to see and read it (HTTP with --auth), as a tool's requires; "
+        "`requires = {}` says it is open on purpose where a tool with requires reads the same model.",
+    )
 
 
 class PromptArgumentSpec(_Strict):
@@ -315,6 +339,9 @@ class PromptSpec(_Strict):
     arguments: dict[str, PromptArgumentSpec] = Field(default_factory=dict)
     template: str = Field(
         description="The message text; {name} is replaced by that argument's text, {{ and }} are braces."
+    )
+    requires: RequiresSpec | None = Field(
+        default=None, description="What a caller needs to see and get it (HTTP with --auth), as a tool's requires."
     )
 
 

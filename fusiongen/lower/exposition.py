@@ -1,4 +1,4 @@
-"""`[server] exposition = "grouped"` (docs/spec.md §4.2): the names the grouped server serves, checked.
+"""`[server] exposition = "grouped"` (docs/spec.md §4.3): the names the grouped server serves, checked.
 
 Grouped, every spec tool whose name has a "." is an action of the tool named by the part before it
 (`invoice.get` is action `get` of `invoice`), and so are a workflow's generated tools (`invoice.start`). What

@@ -149,7 +149,7 @@ def resolve_type_name(ctx: LowerContext, type_name: str, loc: Loc, *, in_list: b
         ctx.error("FG113", f'{inside} cannot be "{type_name}"; name a scalar type or a model', loc, value=True)
         return TypeIR("string")
     if ctx.withdrawn("models", type_name):
-        return TypeIR("string")
+        return TypeIR("json", unknown=True)
     known = [*SCALAR_KINDS, "map", "object", *ctx.spec.models]
     close = difflib.get_close_matches(type_name, known, n=1)
     ctx.error(
@@ -159,7 +159,7 @@ def resolve_type_name(ctx: LowerContext, type_name: str, loc: Loc, *, in_list: b
         value=True,
         hint=f'did you mean "{close[0]}"?' if close else "a scalar type or a model name",
     )
-    return TypeIR("string")
+    return TypeIR("json", unknown=True)
 
 
 def lower_field(
@@ -181,6 +181,17 @@ def lower_field(
     if not in_object:
         _refuse_member_keys(ctx, name, spec, loc)
     type_ir = lower_type(ctx, name, spec, loc)
+    if type_ir.element.unknown:  # reported once (FG110): its constraints, default and examples are not judged
+        return FieldIR(
+            name=name,
+            type=type_ir,
+            description=spec.description,
+            required=spec.required,
+            nullable=spec.nullable,
+            hidden=hidden,
+            guarded=guarded,
+            cast=cast,
+        )
     constraints = lower_constraints(ctx, name, spec, type_ir, loc, output_only=output_only)
     has_default = "default" in spec.model_fields_set
     default = spec.default

@@ -122,7 +122,7 @@ def _warn_json_beside_hidden(ctx: LowerContext, owner: str, fields: tuple[FieldI
     if not hidden:
         return
     for field in fields:
-        if field.type.element.kind == "json" and not field.hidden:
+        if field.type.element.kind == "json" and not field.type.element.unknown and not field.hidden:
             ctx.warning(
                 "FG126",
                 f'json field "{field.name}" of {owner} is sent as the handler returns it, beside hidden '

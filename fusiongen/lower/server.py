@@ -8,14 +8,16 @@ if any error was recorded, the caller gets a `SpecError` instead of an IR.
 from __future__ import annotations
 
 import keyword
+import re
 
 from fusiongen.diagnostics import Diagnostic, SpecError, has_errors
 from fusiongen.ir import ServerIR
 from fusiongen.load.loader import LoadedSpec
 from fusiongen.lower.audiences import check_audience_models, with_audiences
-from fusiongen.lower.auth import lower_auth, with_requires
+from fusiongen.lower.auth import check_resource_guards, lower_auth, with_requires, with_surface_requires
 from fusiongen.lower.context import LowerContext
 from fusiongen.lower.exposition import check_groups
+from fusiongen.lower.freshness import with_freshness
 from fusiongen.lower.generated_names import check_generated_names
 from fusiongen.lower.models import lower_models
 from fusiongen.lower.presenters import lower_presenters, with_implicit_presenters
@@ -23,6 +25,9 @@ from fusiongen.lower.surface import check_tags, lower_prompts, lower_resources
 from fusiongen.lower.tools import check_collisions, check_wire_names, check_workflow_names, lower_tool
 from fusiongen.lower.workflows import lower_workflows
 from fusiongen.names import MODULE, RESERVED_PACKAGES, SERVER_NAME, STDLIB_MODULES, snake_case
+
+# The registry's pattern for a server's name (server.schema.json, ServerDetail.name), with its length bounds.
+REGISTRY_NAME = re.compile(r"(?=.{3,200}\Z)[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+\Z")
 
 
 def lower(loaded: LoadedSpec) -> tuple[ServerIR, list[Diagnostic]]:
@@ -60,6 +65,15 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
                 hint="rename it, e.g. with a _server suffix",
             )
     handlers = server.handlers or f"{package}_handlers"
+    registry_name = server.registry_name or f"invalid.example/{server.name}"
+    if server.registry_name is not None and not REGISTRY_NAME.match(server.registry_name):
+        ctx.error(
+            "FG202",
+            f'registry_name "{server.registry_name}" is not "namespace/name" (the MCP registry\'s server name)',
+            ("server", "registry_name"),
+            value=True,
+            hint='reverse-DNS namespace, one slash, then the name: "io.github.acme/billing"',
+        )
     # A default derived from a name already reported as invalid would only repeat that mistake.
     if (server.handlers is not None or package_ok) and (
         not MODULE.match(handlers) or any(keyword.iskeyword(p) for p in handlers.split("."))
@@ -101,17 +115,17 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     lowered = (
         lower_tool(ctx, name, spec, binding.binding(name, spec, workflows)) for name, spec in ctx.spec.tools.items()
     )
-    tools = tuple(with_audiences(ctx, with_requires(ctx, tool, auth)) for tool in lowered)
+    tools = with_freshness(ctx, tuple(with_audiences(ctx, with_requires(ctx, tool, auth)) for tool in lowered))
     for workflow in workflows.values():
         binding.check_fireable(workflow, [t.binding for t in tools if t.binding])
         binding.check_model(workflow, tools)
     binding.check_suggestions(presenters, tools, workflows)
     check_workflow_names(ctx, server.state_handle_key, tools)
-    resources = lower_resources(ctx, tools)
-    prompts = lower_prompts(ctx)
+    resources, prompts = with_surface_requires(ctx, lower_resources(ctx, tools), lower_prompts(ctx), auth)
     check_tags(ctx)
     presenters = with_implicit_presenters(ctx, presenters, models, (*tools, *(r.tool for r in resources)))
     check_audience_models(ctx, tools, presenters)
+    check_resource_guards(ctx, tools, resources, presenters, models)
     check_collisions(ctx, models, tools)
     check_wire_names(ctx, tools)
     check_groups(ctx, tools)
@@ -122,6 +136,7 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         package=package,
         instructions=server.instructions,
         handlers_module=handlers,
+        registry_name=registry_name,
         models=models,
         presenters=tuple(presenters),
         tools=tools,
@@ -134,4 +149,5 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         prompts=prompts,
         max_list_tokens=server.max_list_tokens,
         max_result_tokens=server.max_result_tokens,
+        output_schemas=server.output_schemas == "full",
     )

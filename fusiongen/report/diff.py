@@ -316,7 +316,11 @@ def diff_requires(sides: ToolSides) -> list[Change]:
     """Who may call the tool (with --auth): every listed scope is needed, one of the listed roles (none: any). Fewer
     scopes or more roles let more callers in (exposure widened, for a security review); more scopes or fewer roles
     refuse callers that could call it (breaking)."""
-    old_rows, new_rows = sides.rows("requires")
+    return requires_changes(sides.subject, *sides.rows("requires"))
+
+
+def requires_changes(subject: str, old_rows: list[Row], new_rows: list[Row]) -> list[Change]:
+    """`diff_requires` of any requirement rows: a tool's, a resource's or a prompt's."""
 
     def names(rows: list[Row], needs: str) -> list[str]:
         return [r["name"] for r in rows if r["needs"].startswith(needs)]
@@ -332,8 +336,8 @@ def diff_requires(sides: ToolSides) -> list[Change]:
     else:
         loosened += [f'role "{r}" may now call it' for r in new_roles if r not in old_roles]
         tightened += [f'role "{r}" may no longer call it' for r in old_roles if r not in new_roles]
-    changes = [Change(Impact.WIDENED, sides.subject, "requires-loosened", m) for m in loosened]
-    return changes + [Change(Impact.BREAKING, sides.subject, "requires-tightened", m) for m in tightened]
+    changes = [Change(Impact.WIDENED, subject, "requires-loosened", m) for m in loosened]
+    return changes + [Change(Impact.BREAKING, subject, "requires-tightened", m) for m in tightened]
 
 
 View = dict[str, tuple[str, str]]  # path → (type, exposure) of one audience's result
@@ -403,6 +407,43 @@ def _view_changes(subject: str, role: str, old: View, new: View) -> list[Change]
     return changes
 
 
+def _effect_kinds(entry: dict[str, object]) -> dict[tuple[str, str], str]:
+    rows = entry["effects"]
+    assert isinstance(rows, list)
+    kinds: dict[tuple[str, str], str] = {}
+    for r in rows:
+        kinds.setdefault((r["effect"], r["access"]), r["call"])
+    return kinds
+
+
+def diff_effects(sides: ToolSides) -> list[Change]:
+    """What its handler can do, by kind of effect (files read, network write, ...): a kind gained widens what a
+    client lets it do (a host that auto-approves it now approves that too); a kind lost is safe. A different call
+    of a kind it already had (a refactor) is no change."""
+    old, new = _effect_kinds(sides.old_entry), _effect_kinds(sides.new_entry)
+    changes = [
+        Change(Impact.WIDENED, sides.subject, "effect-gained", f"its handler can now {access} {effect}: {call}")
+        for (effect, access), call in new.items()
+        if (effect, access) not in old
+    ]
+    changes += [
+        Change(Impact.SAFE, sides.subject, "effect-removed", f"its handler no longer {access}s {effect}")
+        for (effect, access) in old
+        if (effect, access) not in new
+    ]
+    return changes
+
+
+def diff_freshness(sides: ToolSides) -> list[Change]:
+    """What goes stale, and when: a change to what the model is told to re-read, so behaviour."""
+    old, new = sides.old_entry["freshness"], sides.new_entry["freshness"]
+    if old == new:
+        return []
+    assert isinstance(old, list) and isinstance(new, list)
+    shown = "; ".join(f"{r['freshness']} {r['tool']}".strip() for r in new) or "none"
+    return [Change(Impact.BEHAVIOUR, sides.subject, "freshness-changed", f"freshness is now: {shown}")]
+
+
 FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
     "inputs": diff_inputs,
     "model_sees": diff_model_sees,
@@ -414,6 +455,8 @@ FACET_DIFFS: dict[str, Callable[[ToolSides], list[Change]]] = {
     "states": diff_states,
     "requires": diff_requires,
     "audiences": diff_audiences,
+    "freshness": diff_freshness,
+    "effects": diff_effects,
 }
 
 
@@ -560,6 +603,7 @@ def diff_prompts(old: Report, new: Report) -> list[Change]:
         if before["description"] != prompt["description"]:
             changes.append(Change(Impact.SAFE, subject, "description-changed", "description changed"))
         changes += _prompt_arguments(subject, before["arguments"], prompt["arguments"])
+        changes += requires_changes(subject, before["requires"], prompt["requires"])
     return changes
 
 

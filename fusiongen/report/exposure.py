@@ -19,7 +19,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fusiongen.ir import FieldIR, PresenterIR, PromptIR, ResourceIR, ServerIR, ToolIR, TypeIR, WorkflowIR
+from fusiongen.ir import (
+    FieldIR,
+    PresenterIR,
+    PromptIR,
+    RequiresIR,
+    ResourceIR,
+    ServerIR,
+    ToolIR,
+    TypeIR,
+    WorkflowIR,
+)
 from fusiongen.pyliteral import comment_text
 
 Row = dict[str, str]  # column → cell; every cell is text, so all three renderings agree
@@ -298,12 +308,17 @@ def state_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
     ]
 
 
+def requirement_rows(requires: RequiresIR | None) -> list[Row]:
+    """Who may use a tool, resource or prompt: each scope needed, and the roles of which one is."""
+    if requires is None:
+        return []
+    rows = [{"needs": "scope (every one)", "name": scope} for scope in requires.scopes]
+    return rows + [{"needs": "role (one of them)", "name": role} for role in requires.roles]
+
+
 def requires_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
     """Who may call it (with `--auth`, §14.2): every scope listed, and one of the roles listed. No rows: anyone."""
-    if tool.requires is None:
-        return []
-    rows = [{"needs": "scope (every one)", "name": scope} for scope in tool.requires.scopes]
-    return rows + [{"needs": "role (one of them)", "name": role} for role in tool.requires.roles]
+    return requirement_rows(tool.requires)
 
 
 AUDIENCE_SEES = "reaches the model"
@@ -331,6 +346,24 @@ def audience_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
     return rows
 
 
+def effect_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
+    """What its handler can do, as read from the handler module (docs/spec.md §6.8): each call once, with the
+    module's own functions it is reached through. No rows: nothing found (or no handler module to read)."""
+    rows = [
+        {"effect": e.category, "access": e.access, "call": e.call, "through": " → ".join(e.via)} for e in tool.effects
+    ]
+    return list({tuple(r.values()): r for r in rows}.values())
+
+
+def freshness_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
+    """Freshness (docs/spec.md §6.9): the reads a mutation's success makes stale (its result names them), the tools
+    whose success makes a query's results stale (its description names them), or a query's results never go stale."""
+    wire = {t.name: t.wire for t in ir.tools}
+    rows = [{"freshness": "its success makes stale", "tool": wire.get(n, n)} for n in tool.invalidates]
+    rows += [{"freshness": "stale after a successful", "tool": name} for name in tool.stale_after]
+    return rows + ([{"freshness": "immutable: never stale", "tool": ""}] if tool.immutable else [])
+
+
 TOOL_FACETS: tuple[Facet, ...] = (
     Facet("inputs", "Inputs (the model sends)", ("path", "type", "required", "nullable"), input_rows),
     Facet("model_sees", "Reaches the model", ("path", "type"), model_rows),
@@ -347,12 +380,23 @@ TOOL_FACETS: tuple[Facet, ...] = (
         ("role", "presenter", "path", "type", "exposure"),
         audience_rows,
     ),
+    Facet("freshness", "Freshness (what goes stale, and when)", ("freshness", "tool"), freshness_rows),
+    Facet(
+        "effects",
+        "What its handler can do (read from the handler module)",
+        ("effect", "access", "call", "through"),
+        effect_rows,
+    ),
 )
-# A resource read is a query through its presenter: what its result exposes, as a tool's; never bound, never
-# restricted by role, and without UI blocks (its contents are the structured envelope, §15.1).
+# A resource read is a query through its presenter: what its result exposes, as a tool's, and who may read it
+# (its requires); never bound, never presented per role, and without UI blocks (its contents are the structured
+# envelope, §15.1).
 RESOURCE_FACETS: tuple[Facet, ...] = tuple(
-    f for f in TOOL_FACETS if f.key in ("inputs", "model_sees", "redacted", "hidden", "rules", "suggestions")
+    f
+    for f in TOOL_FACETS
+    if f.key in ("inputs", "model_sees", "redacted", "hidden", "rules", "suggestions", "requires", "effects")
 )
+PROMPT_REQUIRES_FACET: Facet = next(f for f in TOOL_FACETS if f.key == "requires")
 PROMPT_ARGUMENT_COLUMNS = ("name", "required", "values", "description")
 
 
@@ -452,6 +496,7 @@ def prompt_entry(prompt: PromptIR) -> dict[str, Any]:
         "description": prompt.description or "",
         "arguments": arguments,
         "template": prompt_template(prompt),
+        "requires": requirement_rows(prompt.requires),
     }
 
 
@@ -460,6 +505,7 @@ def exposure(ir: ServerIR) -> Report:
     return {
         "server": ir.name,
         "version": ir.version,
+        "handlers_file": ir.handlers_file,  # where the handlers' effects were read from; None: not read
         "tools": [tool_entry(ir, t) for t in ir.tools],
         "resources": [resource_entry(ir, r) for r in ir.resources],
         "prompts": [prompt_entry(p) for p in ir.prompts],
@@ -496,9 +542,15 @@ def as_markdown(report: Report, spec: str | None = None) -> str:
         "",
         "Computed from the spec by `fusiongen explain`: every value a tool's or resource's result carries, what is",
         "masked or left out (for each role audience too), who may call it, the rules and suggestions it can add and",
-        "the workflow states it runs in; each prompt's arguments and template. Paths of a collection are paths of",
-        "one item.",
+        "the workflow states it runs in, what its handler can do; each prompt's arguments and template. Paths of a",
+        "collection are paths of one item.",
     ]
+    if report["handlers_file"] is not None:
+        lines += [
+            "",
+            f"Handler effects are read from `{comment_text(report['handlers_file'])}` beside the spec (docs/spec.md "
+            "§6.8 says what that can and cannot see).",
+        ]
     if spec is not None:
         lines += [
             "",
@@ -526,6 +578,7 @@ def as_markdown(report: Report, spec: str | None = None) -> str:
             lines += ["", "### Arguments", "", *_table(PROMPT_ARGUMENT_COLUMNS, prompt["arguments"])]
         else:
             lines += ["", "No arguments."]
+        lines += _markdown_facets((PROMPT_REQUIRES_FACET,), prompt)
     for workflow in report["workflows"]:
         lines += ["", f"## Workflow `{workflow['name']}` (initial state `{workflow['initial']}`)", ""]
         lines += [f"Generated tools: {', '.join(f'`{t}`' for t in workflow['generated_tools'])}."]
@@ -575,6 +628,7 @@ def as_text(report: Report) -> str:
             "  argument " + "  ".join(f"{c}={a[c]}" for c in PROMPT_ARGUMENT_COLUMNS if a.get(c))
             for a in prompt["arguments"]
         ]
+        lines += _text_facets((PROMPT_REQUIRES_FACET,), prompt)
     for workflow in report["workflows"]:
         lines += ["", f"workflow {workflow['name']} (initial {workflow['initial']})"]
         for state in workflow["states"]:

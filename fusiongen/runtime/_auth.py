@@ -5,9 +5,10 @@ verifies them. Two verifiers plug into the SDK's `TokenVerifier` protocol, so th
 answers 401 (with `WWW-Authenticate: Bearer ... resource_metadata=...`) and 403 (insufficient scope), and binds
 each HTTP session to the principal that opened it:
 
-* `JwtVerifier` (`--auth jwt`): signed JWTs checked with PyJWT (a dependency of mcp) against the issuer's JWKS,
-  fetched once and refreshed when a token names an unknown key; the algorithms are an explicit asymmetric list,
-  so `none` and HMAC-with-the-public-key are impossible; `iss`, `aud`, `exp` (required) and `nbf` are checked.
+* `JwtVerifier` (`--auth jwt`): signed JWTs checked with PyJWT (a dependency of mcp) against the issuer's JWKS
+  (`JwksKeys`: fetched once, refreshed when a token names an unknown key, at most once per cooldown); the
+  algorithms are an explicit asymmetric list, so `none` and HMAC-with-the-public-key are impossible; `iss`,
+  `aud`, `exp` (required) and `nbf` are checked.
 * `StaticTokens` (`--auth tokens`): a TOML file of SHA-256 digests of opaque tokens, each with its subject,
   roles, scopes and tenant, for deployments without an authorization server. The file never holds a token.
 
@@ -21,7 +22,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +84,16 @@ def shortfall(requirement: Requirement, ctx: Any) -> str | None:
     return None
 
 
+def refusal_by(requires: Mapping[str, Requirement]) -> Callable[[str, Any], str | None]:
+    """The `_surface.Refusal` of resources or prompts: what the caller lacks for the named one's `requires`."""
+
+    def refusal(name: str, ctx: Any) -> str | None:
+        requirement = requires.get(name)
+        return shortfall(requirement, ctx) if requirement is not None else None
+
+    return refusal
+
+
 def forbidden_call(tool: str, reason: str) -> types.CallToolResult:
     """The refusal of a call the caller may not make: FORBIDDEN, naming what is missing, never any data."""
     return tool_error(
@@ -118,6 +131,84 @@ def _names(value: object) -> list[str] | None:
 # --- --auth jwt -------------------------------------------------------------------------------------------
 
 
+class JwksKeys:
+    """The issuer's signing keys by key id, fetched from its JWKS with PyJWT's client (its fetch: http and https
+    only, no redirects, the timeout) and parsed by PyJWT (`PyJWKSet`), cached here.
+
+    Why not PyJWKClient's own cache: it counts its cooldown only from a successful fetch, so while the JWKS fails
+    every token fetches again, and it holds one lock across the fetch, so while the JWKS hangs every token, a
+    valid one with a cached key too, waits behind the tokens that made it fetch. Here:
+
+    * a key id in the cached set is answered at once, without waiting for anything (also while a fetch runs, and
+      from a set older than `lifespan`: it is then refreshed in a thread of its own, so no caller waits for it);
+    * a fetch is attempted at most once per `cooldown` seconds, counted from the last attempt, failed or not, so
+      tokens naming unknown keys cannot make it hammer the issuer, whatever the JWKS answers;
+    * a token naming an unknown key while a fetch runs waits for that fetch (never starts another); one that
+      comes within the cooldown is refused without a fetch;
+    * a failed fetch (unreachable, an HTTP error, not JSON, no usable keys) keeps the keys it had and is logged.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        lifespan: float = JWKS_LIFESPAN,
+        timeout: float = JWKS_TIMEOUT,
+        cooldown: float = JWKS_COOLDOWN,
+    ) -> None:
+        import jwt
+
+        self.client = jwt.PyJWKClient(url, cache_jwk_set=False, timeout=timeout)
+        self.lifespan, self.timeout, self.cooldown = lifespan, timeout, cooldown
+        self.keys: dict[str, jwt.PyJWK] = {}
+        self.fetched_at: float | None = None  # the last successful fetch
+        self.attempted_at: float | None = None  # the last fetch started, whatever became of it
+        self.running: threading.Event | None = None  # set when the fetch that runs ends
+        self.lock = threading.Lock()  # guards the fields above; never held while fetching
+
+    def key(self, kid: str) -> jwt.PyJWK | None:
+        now = time.monotonic()
+        with self.lock:
+            key = self.keys.get(kid)
+            stale = self.fetched_at is None or now - self.fetched_at >= self.lifespan
+            if key is not None and not stale:
+                return key
+            running = self.running
+            may_fetch = running is None and (self.attempted_at is None or now - self.attempted_at >= self.cooldown)
+            if may_fetch:
+                running = self.running = threading.Event()
+                self.attempted_at = now
+        if key is not None:  # a known key of an old set: answered now, the set refreshed beside
+            if may_fetch:
+                threading.Thread(target=self.fetch, args=(running,), name="jwks-refresh", daemon=True).start()
+            return key
+        if may_fetch:
+            assert running is not None
+            self.fetch(running)
+        elif running is not None:
+            running.wait(self.timeout + 1)
+        with self.lock:
+            return self.keys.get(kid)
+
+    def fetch(self, running: threading.Event) -> None:
+        import jwt
+
+        keys: dict[str, jwt.PyJWK] | None = None
+        try:
+            found = jwt.PyJWKSet.from_dict(self.client.fetch_data())
+            keys = {k.key_id: k for k in found.keys if k.key_id and k.public_key_use in ("sig", None)}
+            if not keys:
+                raise jwt.PyJWKSetError("no signing key with a kid")
+        except Exception as exc:  # unreachable, HTTP error, not JSON, no usable key: keep what we had
+            keys = None
+            logger.warning("--auth jwt: the JWKS could not be fetched: %s: %r", type(exc).__name__, str(exc))
+        with self.lock:
+            if keys is not None:
+                self.keys, self.fetched_at = keys, time.monotonic()
+            self.running = None
+        running.set()
+
+
 class JwtVerifier:
     """Verifies bearer JWTs signed by a key of the issuer's JWKS (a `TokenVerifier` for the SDK)."""
 
@@ -140,13 +231,7 @@ class JwtVerifier:
         self.algorithms = list(algorithms)
         self.roles_claim = roles_claim
         self.tenant_claim = tenant_claim
-        import jwt
-
-        # PyJWKClient caches the key set (JWKS_LIFESPAN) and fetches it again for a key id it does not know,
-        # at most once per `cooldown`: a rotated key is picked up, an unknown kid cannot make it hammer the issuer.
-        self.keys: jwt.PyJWKClient = jwt.PyJWKClient(
-            jwks_url, cache_jwk_set=True, lifespan=JWKS_LIFESPAN, timeout=JWKS_TIMEOUT, cooldown_duration=cooldown
-        )
+        self.keys = JwksKeys(jwks_url, cooldown=cooldown)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         # The JWKS fetch is blocking (urllib): in a worker thread, so a slow issuer never stalls the event loop.
@@ -156,7 +241,12 @@ class JwtVerifier:
         import jwt  # loaded by __init__ already: a dictionary lookup
 
         try:
-            key = self.keys.get_signing_key_from_jwt(token)
+            kid = jwt.get_unverified_header(token).get("kid")
+            key = self.keys.key(kid) if isinstance(kid, str) else None
+            if key is None:
+                # %r: the kid is the caller's text, and a line break in it must not start a log line of its own
+                logger.info("--auth jwt: token refused: no key of the JWKS has its kid %r", kid)
+                return None
             claims = jwt.decode(
                 token,
                 key=key,
@@ -166,11 +256,8 @@ class JwtVerifier:
                 leeway=JWT_LEEWAY,
                 options={"require": ["exp", "iss", "aud"]},
             )
-        except jwt.PyJWKClientConnectionError as exc:
-            logger.warning("--auth jwt: the JWKS could not be fetched: %s", exc)
-            return None
-        except jwt.PyJWTError as exc:  # bad signature, wrong iss/aud, expired, not yet valid, unknown key, ...
-            logger.info("--auth jwt: token refused: %s: %s", type(exc).__name__, exc)
+        except jwt.PyJWTError as exc:  # bad signature, wrong iss/aud, expired, not yet valid, malformed, ...
+            logger.info("--auth jwt: token refused: %s: %r", type(exc).__name__, str(exc))
             return None
         return self.identified(token, claims)
 

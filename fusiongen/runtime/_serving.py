@@ -15,6 +15,7 @@ import math
 import os
 import re
 import signal
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -27,6 +28,7 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, Transpo
 
 from ._identity import JWT_ALGORITHMS
 from ._runtime import (
+    DEFAULT_LIVE_STARTS,
     DEFAULT_STARTS_PER_MINUTE,
     USER_BLOCK_MODES,
     AuditLog,
@@ -91,6 +93,14 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_argument,
         default=1800.0,
         help="HTTP: seconds after which an idle session is closed, freeing its slot (default 1800)",
+    )
+    parser.add_argument(
+        "--max-header-size",
+        type=count_argument,
+        default=DEFAULT_MAX_HEADER_SIZE,
+        metavar="BYTES",
+        help="HTTP: a request's line and headers at most this many bytes, checked as they arrive, before any "
+        f"authentication; more get 431 and the connection is closed (default {DEFAULT_MAX_HEADER_SIZE})",
     )
     parser.add_argument(
         "--max-request-body",
@@ -167,6 +177,14 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         "--auth-jwks-url", metavar="URL", type=url_argument, help="--auth jwt: the issuer's JSON Web Key Set"
     )
     parser.add_argument(
+        "--auth-jwks-cooldown",
+        type=seconds_argument,
+        default=None,
+        metavar="SECONDS",
+        help="--auth jwt: at least this long between two JWKS fetches, failed or not (default 30; 0: a fetch "
+        "whenever a token names an unknown key, one at a time)",
+    )
+    parser.add_argument(
         "--auth-algorithm",
         action="append",
         default=[],
@@ -214,13 +232,12 @@ def token_verifier(
     """The verifier --auth asks for, checked now: a missing or unusable option is a usage error (exit 2), not a
     server that starts and refuses everyone. None for --auth none."""
     if arguments.auth == "none":
-        stray = [
-            o for o in ("auth_issuer", "auth_audience", "auth_jwks_url", "auth_tokens_file") if getattr(arguments, o)
-        ]
+        given = ("auth_issuer", "auth_audience", "auth_jwks_url", "auth_jwks_cooldown", "auth_tokens_file")
+        stray = [o for o in given if getattr(arguments, o) is not None]
         if stray:
             parser.error(f"--{stray[0].replace('_', '-')} needs --auth jwt or --auth tokens")
         return None
-    from ._auth import JwtVerifier, StaticTokens  # only for --auth: a server without it never imports them
+    from ._auth import JWKS_COOLDOWN, JwtVerifier, StaticTokens  # only for --auth: else never imported
 
     if arguments.auth == "jwt":
         missing = [o for o in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(arguments, o)]
@@ -233,9 +250,19 @@ def token_verifier(
             algorithms=arguments.auth_algorithm or JWT_ALGORITHMS,
             roles_claim=roles_claim,
             tenant_claim=tenant_claim,
+            cooldown=JWKS_COOLDOWN if arguments.auth_jwks_cooldown is None else arguments.auth_jwks_cooldown,
         )
     if not arguments.auth_tokens_file:
         parser.error("--auth tokens needs --auth-tokens-file")
+    try:
+        mode = os.stat(arguments.auth_tokens_file).st_mode
+    except OSError as exc:
+        parser.error(f"--auth-tokens-file {arguments.auth_tokens_file}: {exc.strerror}")
+    if mode & 0o022:  # whoever may write it may add a token of their own, with any roles and scopes
+        parser.error(
+            f"--auth-tokens-file {arguments.auth_tokens_file}: writable by its group or by others "
+            f"(mode {stat.S_IMODE(mode):04o}): anyone who can write it can add a token; chmod go-w it"
+        )
     try:
         return StaticTokens.load(arguments.auth_tokens_file, tenants=tenant_claim is not None)
     except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
@@ -278,8 +305,23 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         type=count_argument,
         default=DEFAULT_STARTS_PER_MINUTE,
         metavar="N",
-        help="<workflow>.start calls one client (an HTTP session, else a peer address) may make per minute, in "
-        f"bursts of as many; more get RATE_LIMITED (default {DEFAULT_STARTS_PER_MINUTE})",
+        help="<workflow>.start calls one client (an authenticated subject, else an HTTP session) may make per "
+        f"minute, in bursts of as many; more get RATE_LIMITED (default {DEFAULT_STARTS_PER_MINUTE})",
+    )
+    parser.add_argument(
+        "--max-live-starts",
+        type=count_argument,
+        default=DEFAULT_LIVE_STARTS,
+        metavar="N",
+        help="<workflow>.start calls one client may make per --handle-idle-ttl (each creates a record that lives "
+        f"that long): the records one client can pile up in the store (default {DEFAULT_LIVE_STARTS})",
+    )
+    parser.add_argument(
+        "--start-limit-by-address",
+        action="store_true",
+        help="count unauthenticated 2026-07-28 clients by their peer address for the start limits (only when "
+        "nothing such as a proxy or a NAT puts several clients behind one address); without it they are not "
+        "limited per client",
     )
 
 
@@ -290,6 +332,17 @@ def positive_argument(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def seconds_argument(text: str) -> float:
+    """A duration that may be 0: a finite number of seconds, not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
     return value
 
 
@@ -305,9 +358,11 @@ def count_argument(text: str) -> int:
 
 def audit_log_argument(text: str) -> AuditLog:
     """--audit-log FILE, opened (append, created if missing) while the options are read: a file the server
-    cannot write is a usage error at start-up, never a server that serves calls it does not audit."""
+    cannot write is a usage error at start-up, never a server that serves calls it does not audit. A new file
+    is created private to the server's user (0600): it says who called what, and when."""
     try:
-        stream = open(text, "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the process
+        descriptor = os.open(text, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        stream = os.fdopen(descriptor, "a", encoding="utf-8")
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot append to {text}: {exc.strerror}") from exc
     return AuditLog(stream)
@@ -785,6 +840,66 @@ def replace_metadata_routes(
     app.router.routes[:] = [*routes, bare, *kept]
 
 
+# A request's line and headers: 64 KiB holds the largest bearer JWTs issuers mint, many times over.
+DEFAULT_MAX_HEADER_SIZE = 65_536
+_HEAD_END = b"\r\n\r\n"
+
+
+def http_protocol(limit: int) -> Any:
+    """uvicorn's HTTP protocol with the request head bounded by `limit` bytes, before anything reads it.
+
+    h11 has the bound (`h11_max_incomplete_event_size`, set by serve_http); httptools (the `fast` extra) has
+    none: llhttp keeps a header value however long it grows, so one unauthenticated request with a 32 MB header
+    cost 64 MB. Its protocol gets the bound here, counted as bytes arrive: a head over it is answered 431 and the
+    connection closed, and nothing of it reaches the parser past the bound."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+    except ImportError:
+        return "h11"
+
+    class BoundedHead(HttpToolsProtocol):
+        head = 0  # bytes of the current request's head seen so far
+        in_head = True
+        tail = b""  # the last bytes seen, for a head end split across reads
+        refused = False
+
+        def data_received(self, data: bytes) -> None:
+            if self.refused:
+                return
+            if self.in_head:
+                seen = self.tail + data
+                end = seen.find(_HEAD_END)
+                if end < 0:
+                    self.head += len(data)
+                    self.tail = seen[-3:]
+                else:
+                    self.head += end + len(_HEAD_END) - len(self.tail)
+                    self.in_head, self.tail = False, b""
+                if self.head > limit:
+                    self.refuse()
+                    return
+            super().data_received(data)
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self.head, self.in_head, self.tail = 0, True, b""  # a next request on the connection has its own head
+
+        def refuse(self) -> None:
+            self.logger.warning("Refused a request whose head exceeds %d bytes", limit)
+            message = b"Request header fields too large."
+            self.transport.write(
+                STATUS_LINE[431]
+                + b"content-type: text/plain; charset=utf-8\r\ncontent-length: "
+                + str(len(message)).encode("ascii")
+                + b"\r\nconnection: close\r\n\r\n"
+                + message
+            )
+            self.transport.close()
+            self.refused = True  # nothing more of it is read
+
+    return BoundedHead
+
+
 class HeaderValuesTrimmed:
     """An ASGI wrapper that removes the optional whitespace around each request header value, as RFC 9110 §5.5
     says a field value is parsed. uvicorn's h11 parser does it; its httptools parser (the `fast` extra) hands
@@ -825,6 +940,8 @@ async def serve_http(
         HeaderValuesTrimmed(app),
         host=arguments.host,
         port=arguments.port,
+        http=http_protocol(arguments.max_header_size),
+        h11_max_incomplete_event_size=arguments.max_header_size,
         log_level=arguments.dependency_log_level,
         log_config=None,
         access_log=arguments.dependency_log_level in ("debug", "info"),

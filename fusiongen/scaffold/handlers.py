@@ -8,16 +8,22 @@ importing would run the user's code.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from fusiongen.diagnostics import Diagnostic, Position
+from fusiongen.diagnostics import Diagnostic, Position, Severity
 from fusiongen.ir import ServerIR, ToolIR
 from fusiongen.names import pascal_case
-from fusiongen.pyliteral import docstring_text
+from fusiongen.pyliteral import docstring_text, py_string
+
+# The code a scaffolded stub raises. A ToolError is a domain error: the call failed before doing anything, so a
+# bound tool's transition neither fires nor waits in doubt (docs/spec.md §10.7), and `check` names every
+# handler still raising it (FG411).
+STUB_CODE = "NOT_IMPLEMENTED"
 
 
 def handler_path(spec_dir: Path, module: str) -> Path:
@@ -48,8 +54,12 @@ def _stub(tool: ToolIR, *, quoted: bool = False) -> str:
         f'    """{tool.name}: {summary}\n\n'
         f"    {returns}\n"
         f'    """\n'
-        f'    raise NotImplementedError("{tool.name}")\n'
+        f"    raise ToolError({py_string(STUB_CODE)}, {py_string(_stub_message(tool))})\n"
     )
+
+
+def _stub_message(tool: ToolIR) -> str:
+    return f"{tool.name} is not implemented yet: nothing was done."
 
 
 def _quoted(name: str) -> str:
@@ -73,6 +83,7 @@ def scaffold(ir: ServerIR) -> str:
         '"""\n\n'
         "from __future__ import annotations\n\n"
         "from typing import TYPE_CHECKING, Any\n\n"
+        + (f"from {ir.package} import ToolError\n\n" if tools else "")
         + (_imports(ir, tools) if tools else "")
         + ("\n\n" + stubs if stubs else "")
     )
@@ -109,6 +120,24 @@ def _definitions(module: libcst.Module) -> dict[str, _Definition]:
                         if isinstance(target.target, libcst.Name):
                             add(target.target.value, statement, None)
     return found
+
+
+def bound_names(source: str) -> frozenset[str] | None:
+    """The names `_definitions` finds, read with CPython's parser (a large module: a tenth of libcst's
+    time), or None if it does not parse there (then libcst reads it, and reports why)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(statement.name)
+        elif isinstance(statement, ast.ImportFrom):
+            names.update(alias.asname or alias.name for alias in statement.names if alias.name != "*")
+        elif isinstance(statement, ast.Assign):
+            names.update(target.id for target in statement.targets if isinstance(target, ast.Name))
+    return frozenset(names)
 
 
 def top_level_names(module: libcst.Module) -> frozenset[str]:
@@ -164,7 +193,10 @@ def append_stubs(source: str, ir: ServerIR) -> str | None:
     block = "# Stubs appended by `fusiongen build` for tools added to the spec.\n"
     needed = sorted({"TYPE_CHECKING", "Any"} - typing_names)
     if needed:
-        block += f"from typing import {', '.join(needed)}  # noqa: E402\n\n"
+        block += f"from typing import {', '.join(needed)}  # noqa: E402\n"
+    if "ToolError" not in defined:
+        block += f"from {ir.package} import ToolError  # noqa: E402\n"
+    block += "\n"
     block += _imports(ir, missing) + "\n\n" + "\n\n".join(_stub(t, quoted=True) for t in missing)
     libcst.parse_module(block)  # the block itself is valid Python
     separator = "" if source.endswith("\n") or not source else "\n"
@@ -207,6 +239,18 @@ def check_handlers(
                         hint="a handler takes (args) or (args, ctx)",
                     )
                 )
+            stub = _stub_raise(definition.function)
+            if stub is not None:
+                found.append(
+                    Diagnostic(
+                        "FG411",
+                        f'handler "{tool.handler}" of {tool.label} is still a stub: it only raises {stub}',
+                        handler_file,
+                        definition.position,
+                        Severity.WARNING,
+                        hint="implement it; until then every call fails and does nothing",
+                    )
+                )
             if _yields(definition.function):
                 kind = "an async generator" if definition.function.asynchronous else "a generator"
                 found.append(
@@ -220,6 +264,48 @@ def check_handlers(
                     )
                 )
     return found
+
+
+def _stub_raise(function: libcst.FunctionDef) -> str | None:
+    """What a handler that is still a stub raises: its body (after a docstring) is one `raise` of
+    `ToolError("NOT_IMPLEMENTED", ...)`, as `build` scaffolds it, or of `NotImplementedError` (how earlier
+    versions scaffolded it); None for any other body."""
+    if isinstance(function.body, libcst.IndentedBlock):
+        statements = list(function.body.body)
+        if statements and _is_docstring(statements[0]):
+            statements = statements[1:]
+        if len(statements) != 1 or not isinstance(statements[0], libcst.SimpleStatementLine):
+            return None
+        line = statements[0].body
+    elif isinstance(function.body, libcst.SimpleStatementSuite):  # `def f(args): raise ...` on one line
+        line = function.body.body
+    else:
+        return None
+    if len(line) != 1 or not isinstance(line[0], libcst.Raise) or line[0].exc is None:
+        return None
+    raised = line[0].exc
+    called = raised.func if isinstance(raised, libcst.Call) else raised
+    if isinstance(called, libcst.Name) and called.value == "NotImplementedError":
+        return "NotImplementedError"
+    if (
+        isinstance(raised, libcst.Call)
+        and isinstance(called, libcst.Name)
+        and called.value == "ToolError"
+        and raised.args
+        and isinstance(raised.args[0].value, libcst.SimpleString)
+        and raised.args[0].value.evaluated_value == STUB_CODE
+    ):
+        return f"ToolError({STUB_CODE})"
+    return None
+
+
+def _is_docstring(statement: libcst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, libcst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], libcst.Expr)
+        and isinstance(statement.body[0].value, libcst.SimpleString | libcst.ConcatenatedString)
+    )
 
 
 class _YieldFinder(libcst.CSTVisitor):

@@ -161,7 +161,7 @@ def spec_tool_names(case: Path) -> list[str]:
 
 
 def grouped_tool_names(case: Path) -> list[str] | None:
-    """With `[server] exposition = "grouped"` (docs/spec.md §4.2), the tools a case's server must list: one per
+    """With `[server] exposition = "grouped"` (docs/spec.md §4.3), the tools a case's server must list: one per
     group (the part of a tool name before its first "."; a workflow's generated tools are in the workflow's
     group), where its first action is, and the tools without "."; None for a flat spec."""
     spec = tomllib.loads((case / SPEC).read_text(encoding="utf-8"))

@@ -3,7 +3,7 @@
 Bodies come from the document itself: a media type's named `examples` or `example`, else the schema's
 `example`, else a value built from the schema (types, formats, enums, `allOf`). A test can make the next
 answer to an operation something else (`answer(...)`: a status, headers, a body) to drive the error mappings,
-and reads back what the handlers sent (`requests`).
+and reads back what the handlers sent (`requests`; a form body as a dict of its fields).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 
@@ -68,6 +68,9 @@ class Upstream:
             return schema["example"]
         if "enum" in schema:
             return schema["enum"][0]
+        for union in ("oneOf", "anyOf"):
+            if schema.get(union):
+                return self.sample(schema[union][0], depth + 1)
         if "allOf" in schema:
             merged: dict[str, Any] = {}
             for part in schema["allOf"]:
@@ -135,9 +138,12 @@ def serving(document: Path, base_path: str = "") -> Iterator[Upstream]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             path = url.path.removeprefix(upstream.base_path)
-            upstream.requests.append(
-                Seen(self.command, path, url.query, dict(self.headers), json.loads(raw) if raw else None)
-            )
+            body: Any = None
+            if raw and "x-www-form-urlencoded" in (self.headers.get("Content-Type") or ""):
+                body = dict(parse_qsl(raw.decode(), keep_blank_values=True))  # a form: field → its (last) value
+            elif raw:
+                body = json.loads(raw)
+            upstream.requests.append(Seen(self.command, path, url.query, dict(self.headers), body))
             found = upstream.route(self.command, path)
             if found is None:
                 self.reply(404, {}, b"")

@@ -1,7 +1,14 @@
 """Reading an OpenAPI document: YAML or JSON, `$ref`s within it, and where each JSON pointer is written.
 
-Positions come from a second, node-level YAML parse (JSON is read by the same parser, so both get lines
-and columns): every diagnostic names the JSON pointer *and* points at the line that declares it.
+Positions come from libyaml's node tree (every diagnostic names the JSON pointer *and* points at the line
+that declares it): a YAML document is composed once, and its data constructed from those nodes; a JSON
+document's data comes from the json module (twenty times faster), and its nodes are composed only when the
+first position is asked for. An alias is walked once (a 506-byte "billion laughs" document would otherwise
+take a walk per expansion); what is under it is positioned at the alias's first use.
+
+Before mapping, the data is measured without recursion: a document whose aliases expand it past
+MAX_EXPANDED_NODES, nests past MAX_DEPTH levels, or contains itself (`&a [*a]`) is FG300, never a hang, a
+RecursionError or an "internal error".
 """
 
 from __future__ import annotations
@@ -35,16 +42,28 @@ class RefError(Exception):
     """A `$ref` that cannot be followed: outside the document, dangling, or part of a cycle of refs."""
 
 
+MAX_DEPTH = 128  # nesting of objects and arrays; the large real documents nest at most 22 deep
+MAX_EXPANDED_NODES = 2_000_000  # values counted as often as aliases repeat them; GitHub's document has 57,006
+
+
 @dataclass
 class Document:
-    """A loaded document: its data, the file it came from and the position of every pointer in it."""
+    """A loaded document: its data, the file it came from and the position of every pointer in it
+    (`text`: the source, composed into positions on first use when they were not recorded at load)."""
 
     data: dict[str, Any]
     file: str
     positions: dict[str, Position] = field(default_factory=dict)
+    text: str | None = None
 
     def position(self, pointer: str) -> Position:
         """Where `pointer` is written, or the nearest enclosing node that is."""
+        if self.text is not None:
+            text, self.text = self.text, None
+            with contextlib.suppress(yaml.YAMLError):
+                root = yaml.compose(text, Loader=yaml.CSafeLoader)
+                if root is not None:
+                    self.positions = record_positions(root)
         while pointer not in self.positions and "/" in pointer:
             pointer = pointer.rsplit("/", 1)[0]
         return self.positions.get(pointer, Position(1, 1))
@@ -94,22 +113,75 @@ class Document:
         return node, pointer
 
 
-def _record_positions(node: yaml.Node, pointer: str, positions: dict[str, Position]) -> None:
-    positions.setdefault(pointer, Position(node.start_mark.line + 1, node.start_mark.column + 1))
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            token = escape_pointer(str(key.value))
-            positions.setdefault(child(pointer, token), Position(key.start_mark.line + 1, key.start_mark.column + 1))
-            _record_positions(value, f"{pointer}/{token}", positions)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _record_positions(item, f"{pointer}/{index}", positions)
+def record_positions(root: yaml.Node) -> dict[str, Position]:
+    """Every pointer's line and column, walked with a stack; a node reached again through an alias is not
+    walked again (its pointers keep their first place)."""
+    positions: dict[str, Position] = {}
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, str]] = [(root, "#")]
+    while stack:
+        node, pointer = stack.pop()
+        positions.setdefault(pointer, Position(node.start_mark.line + 1, node.start_mark.column + 1))
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in reversed(node.value):
+                token = f"{pointer}/{escape_pointer(str(key.value))}"
+                positions.setdefault(token, Position(key.start_mark.line + 1, key.start_mark.column + 1))
+                stack.append((value, token))
+        elif isinstance(node, yaml.SequenceNode):
+            stack += ((item, f"{pointer}/{index}") for index, item in reversed(list(enumerate(node.value))))
+    return positions
 
 
-def _parse(text: str, suffix: str) -> Any:
+def _shape_problem(data: Any) -> str | None:
+    """Why the data cannot be mapped safely, or None: measured with a stack, each shared value (an alias)
+    once, its expanded size and height remembered."""
+    sizes: dict[int, tuple[int, int]] = {}  # id → (values under it, expanded; its height)
+    in_progress: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, finished = stack.pop()
+        children = list(node.values()) if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        key = id(node)
+        if finished:
+            in_progress.discard(key)
+            measured = [sizes.get(id(c), (1, 0)) for c in children if isinstance(c, dict | list)]
+            size = 1 + len(children) + sum(s - 1 for s, _ in measured)
+            height = 1 + max((h for _, h in measured), default=0)
+            if size > MAX_EXPANDED_NODES:
+                return f"its aliases expand it past {MAX_EXPANDED_NODES:,} values (an alias bomb?)"
+            if height > MAX_DEPTH:
+                return f"it nests objects and arrays more than {MAX_DEPTH} levels deep"
+            sizes[key] = (size, height)
+            continue
+        if key in sizes:
+            continue
+        if key in in_progress:
+            return "a YAML alias refers to a node that contains it (the document contains itself)"
+        if len(in_progress) >= MAX_DEPTH:
+            return f"it nests objects and arrays more than {MAX_DEPTH} levels deep"
+        in_progress.add(key)
+        stack.append((node, True))
+        stack += ((child_node, False) for child_node in children)
+    return None
+
+
+def _parse(text: str, suffix: str) -> tuple[Any, dict[str, Position] | None]:
+    """The data, and the positions when parsing gave them (YAML); JSON's come later, on first use."""
     if suffix == ".json":
-        return json.loads(text)
-    return yaml.safe_load(text)
+        return json.loads(text), None
+    loader = yaml.CSafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, {}
+        return loader.construct_document(root), record_positions(root)
+    finally:
+        loader.dispose()
 
 
 def load_document(path: Path) -> Document:
@@ -120,22 +192,25 @@ def load_document(path: Path) -> Document:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError([Diagnostic("FG300", f"cannot read the OpenAPI document: {exc}", file)]) from exc
     try:
-        data = _parse(text, path.suffix.lower())
+        data, positions = _parse(text, path.suffix.lower())
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         position = Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
         if isinstance(exc, json.JSONDecodeError):
             position = Position(exc.lineno, exc.colno)
         raise SpecError([Diagnostic("FG300", f"not valid YAML or JSON: {exc}", file, position)]) from exc
+    except RecursionError:
+        why = f"it nests objects and arrays more than {MAX_DEPTH} levels deep"
+        raise SpecError([Diagnostic("FG300", f"the document cannot be imported: {why}", file)]) from None
+    problem = _shape_problem(data)
+    if problem is not None:
+        raise SpecError([Diagnostic("FG300", f"the document cannot be imported: {problem}", file)])
     version = data.get("openapi") if isinstance(data, dict) else None
     if not isinstance(version, str) or not version.startswith("3."):
         found = "no `openapi` key" if version is None else f"openapi {version!r}"
         raise SpecError([Diagnostic("FG301", f"not an OpenAPI 3.0 or 3.1 document ({found})", file)])
-    positions: dict[str, Position] = {}
-    with contextlib.suppress(yaml.YAMLError):  # JSON YAML cannot read node by node: pointers without lines
-        root = yaml.compose(text)
-        if root is not None:
-            _record_positions(root, "#", positions)
+    if positions is None:
+        return Document(data, file, text=text)
     return Document(data, file, positions)
 
 

@@ -26,6 +26,7 @@ BEGIN = "# >>> fusiongen import openapi"
 END = "# <<< fusiongen import openapi"
 OWNED_MODEL_KEYS = frozenset({"description", "fields"})
 OWNED_TOOL_KEYS = frozenset({"kind", "description", "input", "input_from", "returns", "tags"})
+COMPACT_SERVER = 'output_schemas = "none"  # --compact: results keep their envelope; tools/list has no schemas'
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+\Z")
 
 
@@ -170,6 +171,7 @@ def server_block(imported: Imported, source: str, name: str) -> str:
             "[server]",
             f"name = {toml_string(name)}",
             f"instructions = {toml_string(instructions)}",
+            *([COMPACT_SERVER] if imported.compact else []),
             "",
         ]
     )

@@ -26,7 +26,42 @@ def env_prefix(server_name: str) -> str:
     return ENV_PREFIX.sub("_", server_name.upper()).strip("_")
 
 
-def tool_function(tool: Tool, handler: str) -> str:
+Shapes = dict[str, dict[str, tuple[str, str | None]]]
+
+
+def shapes_of(imported: Imported) -> Shapes:
+    """For each model a renamed field is in or under: its fields that are renamed, or hold such a model, as
+    spec name → (upstream name, the model it holds). What the handlers rename, both ways; empty for most APIs."""
+    shapes: Shapes = {}
+    changed = True
+    while changed:  # to a fixed point: a model holding a model that needs renaming needs it too
+        changed = False
+        for model in imported.models.values():
+            entry = shapes.get(model.name, {})
+            for item in model.fields:
+                held = item.items if item.type == "list" else item.type
+                nested = held if held in shapes else None
+                if (item.wire is not None or nested is not None) and item.name not in entry:
+                    entry[item.name] = (item.wire or item.name, nested)
+                    changed = True
+                elif item.name in entry and entry[item.name][1] != nested:
+                    entry[item.name] = (entry[item.name][0], nested)
+                    changed = True
+            if entry:
+                shapes[model.name] = entry
+    return dict(sorted(shapes.items()))
+
+
+def _shape(name: str | None, shapes: Shapes) -> str | None:
+    return name.removesuffix("[]") if name is not None and name.removesuffix("[]") in shapes else None
+
+
+def _shapes_used(tool: Tool, shapes: Shapes) -> tuple[str | None, str | None]:
+    """The models whose renamed fields the tool's body and answer carry (None: nothing renamed)."""
+    return _shape(tool.input_from.split(".")[0] if tool.input_from else None, shapes), _shape(tool.returns, shapes)
+
+
+def tool_function(tool: Tool, handler: str, shapes: Shapes) -> str:
     by_where: dict[str, dict[str, str]] = {"path": {}, "query": {}, "header": {}}
     body: list[str] = []
     for param in tool.params:
@@ -45,6 +80,13 @@ def tool_function(tool: Tool, handler: str) -> str:
         arguments.append(f"body={py_literal(body)}")
     if tool.whole_body:
         arguments.append(f"whole_body={py_string(tool.whole_body)}")
+    if tool.form:
+        arguments.append("form=True")
+    body_shape, result_shape = _shapes_used(tool, shapes)
+    if body_shape is not None:
+        arguments.append(f"body_shape={py_string(body_shape)}")
+    if result_shape is not None:
+        arguments.append(f"result_shape={py_string(result_shape)}")
     call = f"    return await call({', '.join(arguments)})"
     if len(call) > 110:
         call = "    return await call(\n" + "".join(f"        {a},\n" for a in arguments) + "    )"
@@ -53,7 +95,8 @@ def tool_function(tool: Tool, handler: str) -> str:
 
 def module_text(imported: Imported, package: str, server_name: str, handlers: dict[str, str]) -> str:
     prefix = env_prefix(server_name)
-    base = imported.servers[0] if imported.servers else "http://127.0.0.1:8000"
+    base = "" if imported.unsafe_server else imported.servers[0] if imported.servers else "http://127.0.0.1:8000"
+    shapes = shapes_of(imported)
     head = _HEAD.format(
         title=docstring_text(imported.title),
         prefix=prefix,
@@ -61,8 +104,13 @@ def module_text(imported: Imported, package: str, server_name: str, handlers: di
         base_literal=py_string(base),
         package=package,
         security=docstring_text(", ".join(imported.security) or "none declared"),
+        shapes=_shapes_literal(shapes),
     )
-    return head + "".join(tool_function(tool, handlers[tool.name]) for tool in imported.tools.values())
+    return head + "".join(tool_function(tool, handlers[tool.name], shapes) for tool in imported.tools.values())
+
+
+def _shapes_literal(shapes: Shapes) -> str:
+    return py_literal(shapes)
 
 
 @dataclass(frozen=True)
@@ -74,7 +122,7 @@ class Extension:
     problem: Diagnostic | None = None
 
 
-HELPERS = ("call", "Any")  # what an appended function uses from the module
+HELPERS = ("call", "Any")  # what an appended function uses from the module (and SHAPES, if it renames)
 
 
 def append_functions(
@@ -92,7 +140,14 @@ def append_functions(
     if missing:
         names = " and ".join(f"`{name}`" for name in missing)
         return Extension(None, [], _cannot_extend(f"it no longer defines {names}", handler_file, Position(1, 1)))
-    block = "".join(tool_function(tool, handlers[tool.name]) for tool in new)
+    shapes = shapes_of(imported)
+    used = [shape for tool in new for shape in _shapes_used(tool, shapes) if shape is not None]
+    block = "".join(tool_function(tool, handlers[tool.name], shapes) for tool in new)
+    if used:
+        if "SHAPES" not in defined:
+            why = "it has no `SHAPES` table, and new operations have renamed fields"
+            return Extension(None, [], _cannot_extend(why, handler_file, Position(1, 1)))
+        block = f"\n\nSHAPES.update({_shapes_literal(shapes)})\n" + block  # the whole table: it is small
     text = (source if source.endswith("\n") or not source else source + "\n") + block
     libcst.parse_module(text)  # the module with the functions is still Python
     return Extension(text, [handlers[t.name] for t in new])
@@ -114,7 +169,7 @@ _HEAD = '''"""Handlers that call {title} over HTTP: one async function per tool,
 Written by `fusiongen import openapi --handlers http`, and yours from now on: a later import only appends
 functions for new operations. Configure it with environment variables:
 
-- `{prefix}_BASE_URL`: the upstream's base URL (default: {base}).
+- `{prefix}_BASE_URL`: the upstream's base URL (default: {base}; with none, every call is refused).
 - `{prefix}_AUTH_HEADER`: one header sent with every request, as `Name: value`
   (e.g. `Authorization: Bearer ...` or `api_key: ...`); none when unset. The document declares: {security}.
 - `{prefix}_TIMEOUT`: seconds to wait for the upstream (default 10; connecting: at most 5).
@@ -132,6 +187,7 @@ import dataclasses
 import datetime
 import email.utils
 import enum
+import json
 import os
 import uuid
 from typing import Any
@@ -146,6 +202,11 @@ AUTH_HEADER_VARIABLE = "{prefix}_AUTH_HEADER"
 TIMEOUT_VARIABLE = "{prefix}_TIMEOUT"
 DEFAULT_BASE_URL = {base_literal}
 MESSAGE_LIMIT = 500  # characters of an upstream's 400/422 message passed on
+DOT_SEGMENTS = frozenset({{"", ".", ".."}})  # path values that would not stay one segment of the path
+
+# Fields the spec names otherwise than the upstream (`type` → `type_`), by model: spec name → (upstream name,
+# the model the field holds). Requests send them under the upstream's names, answers are read back to the spec's.
+SHAPES: dict[str, dict[str, tuple[str, str | None]]] = {shapes}
 
 _clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {{}}
 
@@ -167,8 +228,11 @@ def client() -> httpx.AsyncClient:
             name, _, value = auth.partition(":")
             headers[name.strip()] = value.strip()
         timeout = float(os.environ.get(TIMEOUT_VARIABLE) or 10)
+        base_url = os.environ.get(BASE_URL_VARIABLE) or DEFAULT_BASE_URL
+        if not base_url:
+            raise ToolError("UNAVAILABLE", f"the upstream's address is not configured: set {{BASE_URL_VARIABLE}}.")
         existing = httpx.AsyncClient(
-            base_url=os.environ.get(BASE_URL_VARIABLE) or DEFAULT_BASE_URL,
+            base_url=base_url,
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
         )
@@ -195,6 +259,32 @@ def wire(value: Any) -> Any:
         return [wire(item) for item in value]
     if isinstance(value, dict):
         return {{str(k): wire(v) for k, v in value.items()}}
+    return value
+
+
+def renamed(value: Any, shape: str | None, *, outgoing: bool) -> Any:
+    """`value` (JSON) with the fields of model `shape` and of the models under it named as the upstream
+    names them (`outgoing`) or as the spec does (an answer)."""
+    if shape is None:
+        return value
+    if isinstance(value, list):
+        return [renamed(item, shape, outgoing=outgoing) for item in value]
+    if not isinstance(value, dict):
+        return value
+    fields = SHAPES.get(shape, {{}})
+    if not outgoing:
+        fields = {{upstream: (name, held) for name, (upstream, held) in fields.items()}}
+    out: dict[str, Any] = {{}}
+    for key, item in value.items():
+        name, held = fields.get(key, (key, None))
+        out[name] = renamed(item, held, outgoing=outgoing)
+    return out
+
+
+def form_value(value: Any) -> Any:
+    """A form field: scalars as httpx writes them, objects and lists of objects as JSON text."""
+    if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, dict | list) for v in value)):
+        return json.dumps(value, separators=(",", ":"))
     return value
 
 
@@ -256,29 +346,39 @@ async def call(
     header: dict[str, str] | None = None,
     body: list[str] | None = None,
     whole_body: str | None = None,
+    form: bool = False,
+    body_shape: str | None = None,
+    result_shape: str | None = None,
 ) -> Any:
-    """Send one request built from `args` (each mapping is wire name → argument) and return its JSON."""
+    """Send one request built from `args` (each mapping is wire name → argument) and return its JSON.
+    `form`: the body as application/x-www-form-urlencoded; `body_shape` / `result_shape`: the model whose
+    renamed fields (SHAPES) the body and the answer carry."""
     sent: frozenset[str] = getattr(args, "fields_set", frozenset())
     url = template
     for wire_name, arg in (path or {{}}).items():
-        url = url.replace("{{" + wire_name + "}}", quote(str(wire(getattr(args, arg))), safe=""))
+        segment = quote(str(wire(getattr(args, arg))), safe="")
+        if segment in DOT_SEGMENTS:  # the URL would be normalised to another path: `/users/../keys` is `/keys`
+            raise ToolError("INVALID_REQUEST", f"{{arg}} cannot be {{segment!r}}.", recovery="Pass an identifier.")
+        url = url.replace("{{" + wire_name + "}}", segment)
     params = {{w: wire(getattr(args, a)) for w, a in (query or {{}}).items() if getattr(args, a) is not None}}
     headers = {{w: str(wire(getattr(args, a))) for w, a in (header or {{}}).items() if getattr(args, a) is not None}}
     content: Any = None
     if whole_body is not None:
         content = wire(getattr(args, whole_body))
     elif body is not None:
-        content = {{name: wire(getattr(args, name)) for name in body if name in sent}}
+        fields = {{name: wire(getattr(args, name)) for name in body if name in sent}}
+        content = renamed(fields, body_shape, outgoing=True)
     request = f"{{method}} {{url}}"
+    sending: dict[str, Any] = {{"json": content}} if content is not None else {{}}
+    if form and isinstance(content, dict):
+        sending = {{"data": {{k: form_value(v) for k, v in content.items() if v is not None}}}}
     try:
-        response = await client().request(
-            method, url.lstrip("/"), params=params, headers=headers, json=content if content is not None else None
-        )
+        response = await client().request(method, url.lstrip("/"), params=params, headers=headers, **sending)
     except httpx.TransportError:
         raise ToolError("UNAVAILABLE", f"{{request}}: the upstream API cannot be reached.") from None
     if not response.is_success:
         raise error_for(response, request)
     if not response.content or "json" not in response.headers.get("content-type", ""):
         return None
-    return response.json()
+    return renamed(response.json(), result_shape, outgoing=False)
 '''

@@ -10,11 +10,14 @@ comment in the TOML where it was simplified: nothing is dropped silently.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from fusiongen.diagnostics import Diagnostic
 from fusiongen.importers.openapi.constraints import Carried, Checks, constraints_of, json_value, why_refused
@@ -30,8 +33,10 @@ FORMATS = {"date": "date", "date-time": "datetime", "uuid": "uuid"}
 # Formats the base type already says all of (the spec's integers and numbers are not width-bounded).
 NUMERIC_FORMATS = frozenset({"int32", "int64", "float", "double"})
 TAG_CHARACTERS = re.compile(r"[^a-z0-9_-]+")
+FORM = "application/x-www-form-urlencoded"
 IGNORED_HEADERS = {"accept", "content-type", "authorization"}
 SCHEMAS = "#/components/schemas/"
+UNION: Mapping[str, Any] = {"oneOf": "a union: mapped to a json field"}  # unwrap_nullable's answer for a union
 MAX_TOOL_NAME = 64  # a wire name under `tool_names = "snake"` (FG104): so a name fits either style
 MAX_DEPTH = 32
 
@@ -51,6 +56,7 @@ class Field:
     constraints: dict[str, Any] = field(default_factory=dict)  # spec keys: minimum, max_length, pattern...
     examples: list[Any] = field(default_factory=list)
     comments: list[str] = field(default_factory=list)
+    wire: str | None = None  # the property's name upstream, when the spec names it otherwise (`type` → `type_`)
 
 
 @dataclass
@@ -88,6 +94,7 @@ class Tool:
     returns: str | None = None
     params: list[Param] = field(default_factory=list)
     whole_body: str | None = None  # the argument sent as the whole JSON body (an array or scalar body)
+    form: bool = False  # the body goes up as application/x-www-form-urlencoded, not JSON
     errors: dict[str, str] = field(default_factory=dict)  # what the httpx handler raises, with what it means
     comments: list[str] = field(default_factory=list)
 
@@ -100,12 +107,24 @@ class Imported:
     models: dict[str, Model] = field(default_factory=dict)
     tools: dict[str, Tool] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    unsafe_server: bool = False  # servers[0] is not a default the handlers may call (FG338)
+    compact: bool = False  # --compact: summaries, documented error meanings only, no output schemas
 
 
 @dataclass
 class Filters:
+    """Which operations are imported: each filter given must hold (an include: at least one of its values
+    matches; an exclude: none does). Tags match as written or normalized; paths are `fnmatch` globs on the
+    path template (`/repos/*`: `*` crosses `/`); methods are lower case."""
+
     tags: frozenset[str] = frozenset()
     include_ops: re.Pattern[str] | None = None
+    exclude_tags: frozenset[str] = frozenset()
+    exclude_ops: re.Pattern[str] | None = None
+    paths: tuple[str, ...] = ()
+    exclude_paths: tuple[str, ...] = ()
+    methods: frozenset[str] = frozenset()
+    exclude_methods: frozenset[str] = frozenset()
 
 
 def identifier(name: str) -> str:
@@ -116,6 +135,36 @@ def identifier(name: str) -> str:
     if not name or not name[0].isalpha():
         name = f"x_{name}"
     return f"{name}_" if name in RESERVED_WORDS else name
+
+
+COMPARISONS = (("<=", " lte "), (">=", " gte "), ("<", " lt "), (">", " gt "), ("!=", " ne "), ("=", " eq "))
+
+
+def parameter_identifier(name: str) -> str:
+    """A parameter's input name: snake case, comparison suffixes spelled out (`StartTime<` → `start_time_lt`)."""
+    for operator, word in COMPARISONS:
+        name = name.replace(operator, word)
+    return identifier(name)
+
+
+def field_identifier(name: str) -> str:
+    """The spec name of a property or parameter: kept if it is a usable identifier, else snake case, with
+    comparison suffixes spelled out (`StartTime<` → `start_time_lt`: Twilio's ranges) and `_` after a reserved
+    word (`type` → `type_`)."""
+    if IDENTIFIER.match(name) and name not in RESERVED_WORDS:
+        return name
+    return parameter_identifier(name)
+
+
+def unique(name: str, taken: set[str] | dict[str, Any]) -> str:
+    """`name`, or the first of `name_2`, `name_3`, ... not in `taken` (deterministic: document order; `type_`
+    taken: `type_2`)."""
+    if name not in taken:
+        return name
+    base, number = name.rstrip("_") or name, 2
+    while f"{base}_{number}" in taken:
+        number += 1
+    return f"{base}_{number}"
 
 
 def tool_name(name: str) -> str:
@@ -136,10 +185,11 @@ def model_name(name: str) -> str:
 class Mapper:
     """Holds the document and what has been mapped so far; one instance per import."""
 
-    def __init__(self, document: Document, filters: Filters, checks: Checks) -> None:
+    def __init__(self, document: Document, filters: Filters, checks: Checks, *, compact: bool = False) -> None:
         self.doc = document
         self.filters = filters
         self.checks = checks
+        self.compact = compact
         info: Any = document.data.get("info") if isinstance(document.data.get("info"), Mapping) else {}
         self.out = Imported(
             title=str(info.get("title") or "API"),
@@ -149,6 +199,23 @@ class Mapper:
         self.building: set[str] = set()
         self.reported: set[tuple[str, str, str]] = set()
         self.depth = 0
+        self.check_first_server()
+
+    def check_first_server(self) -> None:
+        """A first server the handlers must not call by default (cloud metadata, link-local, unspecified,
+        multicast): the default base URL stays unset, so nothing (the auth header least of all) goes there
+        until `<SERVER>_BASE_URL` names it."""
+        if not self.out.servers:
+            return
+        why = unsafe_default_server(self.out.servers[0])
+        if why is not None:
+            self.out.unsafe_server = True
+            self.warn(
+                "FG338",
+                "#/servers/0/url",
+                f"the first server {self.out.servers[0]!r} is {why}; it is not the handlers' default base URL",
+                hint="set <SERVER>_BASE_URL to the upstream's address; the handlers refuse to call without it",
+            )
 
     def warn(self, code: str, pointer: str, message: str, hint: str | None = None) -> str:
         """Record a warning (once: a scalar component used in many places is read at each); returns the
@@ -184,8 +251,9 @@ class Mapper:
         self.building.add(name)
         model = Model(name, pointer, _text(schema.get("description")))
         properties, required = self.properties(schema, pointer, model.comments)
+        taken = {p for p in properties if IDENTIFIER.match(p) and p not in RESERVED_WORDS}
         for prop, (prop_schema, prop_pointer) in properties.items():
-            self.add_field(model, prop, prop_schema, prop_pointer, prop in required)
+            self.add_field(model, prop, prop_schema, prop_pointer, prop in required, taken)
         self.building.discard(name)
         self.out.models[name] = model
         return name
@@ -257,22 +325,22 @@ class Mapper:
             )
         return found, required
 
-    def add_field(self, model: Model, prop: str, schema: Any, pointer: str, required: bool) -> None:
+    def add_field(self, model: Model, prop: str, schema: Any, pointer: str, required: bool, taken: set[str]) -> None:
+        """`taken`: the names the model's fields have or will have (the properties that keep theirs), so a
+        renamed property never takes another's name."""
+        name = prop
         if not IDENTIFIER.match(prop) or prop in RESERVED_WORDS:
-            model.comments.append(
-                self.warn(
-                    "FG306",
-                    pointer,
-                    f"property {prop!r} is not a usable field name; it is not in the model",
-                    hint="a presenter's inline schema or a handler that renames it can carry it",
-                )
-            )
-            return
-        mapped = self.field(prop, schema, pointer, required, context=model.name)
+            name = unique(field_identifier(prop), taken)
+            taken.add(name)
+        mapped = self.field(name, schema, pointer, required, context=model.name)
         if mapped is None:
             model.comments.append(f"{prop}: not in the model (see the warning at {pointer})")
             return
+        if name != prop:
+            mapped.wire = prop
+            mapped.comments.append(f"{prop!r} upstream (not a usable field name); the httpx handlers rename it")
         model.fields.append(mapped)
+        prop = name
         resolved = self.safe_resolve(schema, pointer)[0]
         if isinstance(resolved, Mapping) and resolved.get("readOnly"):
             model.guarded.append(prop)
@@ -313,6 +381,9 @@ class Mapper:
             return None
         out.description = _text(resolved.get("description"))
         resolved = self.unwrap_nullable(resolved, resolved_pointer, out)
+        if resolved is UNION:
+            out.type = "json"
+            return out
         if resolved is None:
             return None
         if isinstance(ref, str) and self.is_object(resolved):
@@ -331,14 +402,9 @@ class Mapper:
             out.nullable = out.nullable or "null" in types
             rest = [t for t in types if t != "null"]
             if len(rest) != 1:
-                out.comments.append(
-                    self.warn(
-                        "FG304",
-                        child(pointer, "type"),
-                        f"a union of types {types} is not expressible; the field is not carried",
-                    )
-                )
-                return None
+                where = child(pointer, "type")
+                out.comments.append(f"a union of types {types}: a json field (any JSON value) [{where}]")
+                return UNION
             schema = {**schema, "type": rest[0]}
         for key in ("anyOf", "oneOf"):
             variants = schema.get(key)
@@ -348,13 +414,12 @@ class Mapper:
                     out.nullable = True
                     resolved, _ = self.safe_resolve(concrete[0], child(pointer, key, 0))
                     return resolved if isinstance(resolved, Mapping) else None
-                self.warn(
-                    "FG304",
-                    child(pointer, key),
-                    f"{key} without a single variant is not expressible "
-                    "(no discriminated unions in the spec); the field is not carried",
+                out.comments.append(
+                    f"{key} of {len(concrete)} variants: a json field (any JSON value, the variants "
+                    f"not checked; the spec has no unions) [{child(pointer, key)}]"
                 )
-                return None
+                out.nullable = out.nullable or len(concrete) < len(variants)
+                return UNION
         parts = schema.get("allOf")
         if isinstance(parts, list) and len(parts) == 1 and "properties" not in schema:
             resolved, _ = self.safe_resolve(parts[0], child(pointer, "allOf", 0))
@@ -418,6 +483,10 @@ class Mapper:
             out.comments.append(f"null items are not accepted [{child(pointer, 'items')}]")
         if item is None:
             return False
+        if item.type == "json":  # a list of unions: the whole list is one JSON value
+            out.type = "json"
+            out.comments += item.comments
+            return True
         if item.type in ("list", "enum"):
             self.warn(
                 "FG310", child(pointer, "items"), f"a list of {item.type} is not expressible; the field is not carried"
@@ -505,20 +574,29 @@ class Mapper:
                 found.append(name)
         return found
 
-    def selected(self, operation: Mapping[str, Any], name: str) -> bool:
+    def selected(self, operation: Mapping[str, Any], name: str, path: str, method: str) -> bool:
+        wanted = self.filters
         raw = operation.get("tags")
         tags = {t for t in raw if isinstance(t, str)} if isinstance(raw, list) else set()
         tags |= {n for t in tags if (n := normalized_tag(t)) is not None}
-        if self.filters.tags and not tags & self.filters.tags:
+        if (wanted.tags and not tags & wanted.tags) or tags & wanted.exclude_tags:
             return False
-        pattern = self.filters.include_ops
-        return pattern is None or bool(pattern.search(str(operation.get("operationId") or name)))
+        if (wanted.methods and method not in wanted.methods) or method in wanted.exclude_methods:
+            return False
+        if wanted.paths and not any(fnmatch.fnmatchcase(path, glob) for glob in wanted.paths):
+            return False
+        if any(fnmatch.fnmatchcase(path, glob) for glob in wanted.exclude_paths):
+            return False
+        operation_id = str(operation.get("operationId") or name)
+        if wanted.exclude_ops is not None and wanted.exclude_ops.search(operation_id):
+            return False
+        return wanted.include_ops is None or bool(wanted.include_ops.search(operation_id))
 
     def operation(
         self, path: str, method: str, operation: Mapping[str, Any], pointer: str, shared: list[Any], item_pointer: str
     ) -> None:
         name = tool_name(str(operation.get("operationId") or f"{method} {path}"))
-        if not self.selected(operation, name):
+        if not self.selected(operation, name, path, method):
             return
         if method in ("options", "trace"):
             self.warn("FG321", pointer, f"{method.upper()} operations are not imported")
@@ -533,7 +611,7 @@ class Mapper:
             self.warn("FG323", pointer, f"tool name {name!r} is taken; this one is {unique!r}")
             name = unique
         tool = Tool(name, pointer, method, path, KINDS.get(method, "action"))
-        tool.description = _description(operation)
+        tool.description = _summary(operation) if self.compact else _description(operation)
         tool.tags = self.tags(operation, pointer, tool.comments)
         if not self.body(tool, operation, pointer):
             return
@@ -576,10 +654,10 @@ class Mapper:
                         f"parameter {wire!r}: style {param.get('style')!r} / explode=false is sent as form, exploded",
                     )
                 )
-            arg = identifier(wire)
+            arg = parameter_identifier(wire)
             if arg in taken:
-                arg = identifier(f"{where}_{wire}")
-                tool.comments.append(f"{where} parameter {wire!r} is the input {arg!r} (a body field has its name)")
+                arg = unique(parameter_identifier(f"{where}_{wire}"), taken)
+                tool.comments.append(f"{where} parameter {wire!r} is the input {arg!r} (another input has its name)")
             required = bool(param.get("required")) or where == "path"
             mapped = self.field(arg, param["schema"], child(param_pointer, "schema"), required, context=tool.name)
             if mapped is None:
@@ -636,12 +714,14 @@ class Mapper:
         content: Any = body.get("content") if isinstance(body, Mapping) else None
         media = [m for m, _ in items(content)]
         json_type = next((m for m in media if m == "application/json" or m.endswith("+json")), None)
+        if json_type is None and FORM in media:
+            json_type, tool.form = FORM, True
         if json_type is None:
             self.warn(
                 "FG313",
                 child(body_pointer, "content"),
                 f"the request body is only {', '.join(media) or 'declared without content'}"
-                "; the operation is not imported (only JSON bodies are)",
+                "; the operation is not imported (only JSON and form bodies are)",
             )
             return False
         others = [m for m in media if m != json_type]
@@ -659,11 +739,12 @@ class Mapper:
             )
         else:
             whole = self.field("body", schema, schema_pointer, bool(body.get("required")), context=tool.name)
-            if whole is None:
+            if whole is None or tool.form:
                 self.warn(
                     "FG313",
                     schema_pointer,
-                    "the request body's schema is not expressible; the operation is not imported",
+                    "the request body's schema is not expressible (a form body must be an object)"
+                    "; the operation is not imported",
                 )
                 return False
             tool.input.append(whole)
@@ -699,7 +780,8 @@ class Mapper:
                 described[code].append(f"{status}: {first_line or GENERIC[code]}")
             else:
                 unmapped.append(f"{status}" + (f" ({first_line})" if first_line else ""))
-        tool.errors = {code: "; ".join(texts) or GENERIC[code] for code, texts in described.items()}
+        generic = {code: "" if self.compact else GENERIC[code] for code in described}  # --compact: the code alone
+        tool.errors = {code: "; ".join(texts) or generic[code] for code, texts in described.items()}
         if unmapped:
             tool.comments.append(
                 f"documented {', '.join(unmapped)}: the httpx handler reports it as INTERNAL_ERROR "
@@ -752,6 +834,28 @@ class Mapper:
             )
 
 
+METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
+
+
+def unsafe_default_server(url: str) -> str | None:
+    """Why `url` must not be a default upstream (a cloud metadata service or an address that is no
+    upstream's), or None."""
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host in METADATA_HOSTS:
+        return "a cloud metadata service"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_link_local:
+        return "link-local (169.254.169.254 is the cloud metadata service)"
+    if address.is_unspecified or address.is_multicast:
+        return "not an address an upstream answers on"
+    return None
+
+
 def normalized_tag(tag: str) -> str | None:
     name = TAG_CHARACTERS.sub("-", tag.strip().lower()).strip("-_")
     return name or None
@@ -791,6 +895,15 @@ def _text(value: Any) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
+def _summary(operation: Mapping[str, Any]) -> str | None:
+    """`--compact`: the summary, else the description's first paragraph (what a model chooses a tool by)."""
+    summary = _text(operation.get("summary"))
+    if summary:
+        return summary
+    description = _text(operation.get("description"))
+    return description.split("\n\n", 1)[0].strip() if description else None
+
+
 def _description(operation: Mapping[str, Any]) -> str | None:
     summary, description = _text(operation.get("summary")), _text(operation.get("description"))
     if summary and description and description != summary:
@@ -806,9 +919,10 @@ def _kind(schema: Any, document: Document) -> Any:
     return resolved.get("type") if isinstance(resolved, Mapping) else None
 
 
-def map_document(document: Document, filters: Filters, checks: Checks) -> Imported:
+def map_document(document: Document, filters: Filters, checks: Checks, *, compact: bool = False) -> Imported:
     """Every component schema, then every selected operation (models they name inline are added)."""
-    mapper = Mapper(document, filters, checks)
+    mapper = Mapper(document, filters, checks, compact=compact)
+    mapper.out.compact = compact
     for name, _ in items((document.data.get("components") or {}).get("schemas")):
         mapper.model_for_ref(f"{SCHEMAS}{name}")
     mapper.operations()

@@ -31,7 +31,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,36 +122,77 @@ def idempotency_key(handle: str, workflow: str, event: str, state: str, version:
 
 
 class StartLimiter:
-    """At most `per_minute` `<workflow>.start` calls per client and minute, in bursts of as many: a token
-    bucket per client, for the last `max_clients` clients seen. Every start creates a record that lives for
-    the handle idle TTL, so without a limit one client could fill the store."""
+    """Two token buckets per client on `<workflow>.start`, for the last `max_clients` clients seen:
 
-    def __init__(self, per_minute: int, max_clients: int = 10_000) -> None:
+    * `per_minute` starts a minute, in bursts of as many: a loop that starts workflows without end is slowed;
+    * `live` starts per `window` (the handle idle TTL), refilled at that rate: every start creates a record that
+      lives for the idle TTL, so this caps the records one client can keep in the store at about `live`
+      (a handle in use lives on, but it is one the client uses, not a record it piles up).
+
+    A client is what `client_key` says identifies a caller; callers it cannot tell apart are not limited here."""
+
+    def __init__(
+        self, per_minute: int | None, max_clients: int = 10_000, *, live: int | None = None, window: float = 86400.0
+    ) -> None:
         self.per_minute, self.max_clients = per_minute, max_clients
-        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client → (tokens, at)
+        self.live, self.window = live, window
+        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client → (tokens, at): per minute
+        self.records: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client → (tokens, at): live records
 
     def wait(self, client: str) -> float:
         """Take one start for `client`: 0.0 if allowed, else the seconds until one is."""
         now = time.monotonic()
-        tokens, at = self.buckets.pop(client, (float(self.per_minute), now))
-        tokens = min(float(self.per_minute), tokens + (now - at) * self.per_minute / 60.0)
-        allowed = tokens >= 1.0
-        self.buckets[client] = (tokens - 1.0 if allowed else tokens, now)
-        while len(self.buckets) > self.max_clients:
-            self.buckets.popitem(last=False)
-        return 0.0 if allowed else (1.0 - tokens) * 60.0 / self.per_minute
+        rate = self._level(self.buckets, client, self.per_minute, 60.0, now)
+        live = self._level(self.records, client, self.live, self.window, now)
+        if rate >= 1.0 and live >= 1.0:
+            self._store(self.buckets, client, rate - 1.0, now, self.per_minute)
+            self._store(self.records, client, live - 1.0, now, self.live)
+            return 0.0
+        self._store(self.buckets, client, rate, now, self.per_minute)
+        self._store(self.records, client, live, now, self.live)
+        waits = [(1.0 - rate) * 60.0 / self.per_minute if self.per_minute and rate < 1.0 else 0.0]
+        waits.append((1.0 - live) * self.window / self.live if self.live and live < 1.0 else 0.0)
+        return max(waits)
+
+    @staticmethod
+    def _level(
+        buckets: OrderedDict[str, tuple[float, float]], client: str, size: int | None, period: float, now: float
+    ) -> float:
+        if not size:
+            return float("inf")  # this bucket is off
+        tokens, at = buckets.pop(client, (float(size), now))
+        return min(float(size), tokens + (now - at) * size / period)
+
+    def _store(
+        self, buckets: OrderedDict[str, tuple[float, float]], client: str, tokens: float, now: float, size: int | None
+    ) -> None:
+        if not size:
+            return
+        buckets[client] = (tokens, now)
+        while len(buckets) > self.max_clients:
+            buckets.popitem(last=False)
 
 
-def client_key(ctx: Any) -> str:
-    """Who is starting workflows: the HTTP session (handshake era), else the peer address, else this process."""
+def client_key(ctx: Any, *, by_address: bool = False) -> str | None:
+    """Who is starting workflows, as far as the server can tell callers apart: the authenticated subject (with its
+    tenant), else the HTTP session (handshake era), else the process (stdio, in-process). The peer address only
+    when the operator says it is the client (`by_address`, --start-limit-by-address): behind a proxy or a NAT every
+    client has the same address, and one client would use up everyone's starts. None: a caller that cannot be
+    told apart from others (an unauthenticated 2026-07-28 client over HTTP), which no per-client limit keys."""
+    identity = identity_of(ctx)
+    if identity is not None:
+        material = f"{identity.tenant or ''}\0{identity.subject}".encode("utf-8", "surrogatepass")
+        return "subject:" + hashlib.sha256(material).hexdigest()[:32]
     request = getattr(ctx, "request", None)
+    if request is None:
+        return "process"
     headers = getattr(request, "headers", None)
     session_id = headers.get("mcp-session-id") if headers is not None else None
     if session_id:
         return "session:" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     peer = getattr(request, "client", None)
     host = getattr(peer, "host", None)
-    return f"peer:{host}" if isinstance(host, str) else "process"
+    return f"peer:{host}" if by_address and isinstance(host, str) else None
 
 
 def is_modern(ctx: Any) -> bool:
@@ -233,6 +274,16 @@ def in_doubt(tool: str, workflow: str, pending: Pending, resolve: str) -> types.
     )
 
 
+def not_yours(tool: str, pending_tool: str, reason: str) -> types.CallToolResult:
+    """`<workflow>.resolve` of a call the caller may not make itself: refused, and nothing changes."""
+    return error_result(
+        f'<tool_error tool="{escape_attribute(tool)}" code="FORBIDDEN" severity="error"><message>You may not settle '
+        f"the call in doubt, a call of {escape_text(pending_tool)}: {escape_text(reason)}.</message><recovery>Do "
+        "not retry with the same credentials; ask someone who may call it to check and resolve it.</recovery>"
+        "</tool_error>"
+    )
+
+
 def rate_limited(tool: str, wait: float) -> types.CallToolResult:
     seconds = max(1, int(wait + 0.999))
     return error_result(
@@ -269,8 +320,14 @@ class Gate:
         handle_key: str,
         *,
         starts_per_minute: int | None = None,
+        refusal: Callable[[str, Any], str | None] | None = None,
+        live_starts: int | None = None,
+        limit_by_address: bool = False,
     ) -> None:
         self.store = store
+        # Why the caller may not call a tool (its `requires`, checked by `_auth`), or None: `<workflow>.resolve`
+        # settles a call of that tool, so whoever may not call it may not settle it either.
+        self.refusal = refusal
         self.machines = machines
         self.bindings = bindings
         self.handle_key = handle_key
@@ -284,7 +341,11 @@ class Gate:
         # Pending transitions need fences too: a stale holder must not clear a pending it no longer owns.
         self.pending_store = store if self.fenced and isinstance(store, PendingStore) else None
         self.pends = self.pending_store is not None
-        self.limiter = StartLimiter(starts_per_minute) if starts_per_minute else None
+        window = getattr(store, "idle_ttl", None)  # a custom store (§10.9) may not say: the default TTL
+        window = float(window) if isinstance(window, float | int) else 86400.0
+        limited = starts_per_minute or live_starts
+        self.limiter = StartLimiter(starts_per_minute, live=live_starts, window=window) if limited else None
+        self.limit_by_address = limit_by_address
         # <workflow>.resolve exists for the workflows with a tool that refuses to run again when in doubt.
         self.resolvable = frozenset(b.workflow for b in bindings.values() if not b.retry_in_doubt)
         # stdio and in-process connections have no session id: one session state per server instance.
@@ -339,20 +400,32 @@ class Gate:
         )
 
     def wrong_state(self, tool: str, machine: Machine, binding: Binding, state: str) -> types.CallToolResult:
+        """Refused outside the tool's states. A workflow in a final state is done for good (docs/spec.md §10.5):
+        the way on is another one, from `W.start`, which the refusal offers."""
         allowed = self.allowed(machine, state)
+        done = not allowed and state in machine.finals
         return forbidden(
             tool,
             f'Tool "{tool}" is not available in the current state ("{state}") of workflow "{machine.name}".',
             "Call one of the available actions first."
             if allowed
-            else f'Workflow "{machine.name}" is in its final state: nothing more can be done with it.'
-            if state in machine.finals
+            else f'Workflow "{machine.name}" is in its final state: nothing more can be done with it. For another '
+            f"one, call {machine.start_tool} and pass the {self.handle_key} it returns."
+            if done
             else f'No tool of workflow "{machine.name}" can run in state "{state}".',
-            allowed,
+            [machine.start_tool] if done else allowed,
             {"workflow": machine.name, "currentState": state, "requiredStates": ", ".join(sorted(binding.states))},
         )
 
     # --- the call path ------------------------------------------------------------------------------
+    async def known(self, handle: str, machine: Machine) -> bool:
+        """Whether the store holds `handle` for `machine`: read before the lock is taken, because taking it writes
+        (a lock and a fence for the handle), and nothing may be written for a handle the store does not know:
+        random handles would otherwise grow the store. A record that goes between this and the lock is found
+        gone under the lock, as before."""
+        record = await self.store.load(handle)
+        return record is not None and record.workflow == machine.name
+
     def resolve_tool(self, machine: Machine) -> str | None:
         return machine.resolve_tool if machine.name in self.resolvable else None
 
@@ -374,6 +447,13 @@ class Gate:
                 return self.needs_handle(tool, machine)
         shown = None if implicit else handle  # what the caller passed; `handle` from here on is the store's key
         handle = handle if implicit else tenant_scoped(ctx, handle)
+        if not implicit:
+            try:
+                known = await self.known(handle, machine)
+            except Exception as exc:
+                return store_failed(tool, machine.name, exc)
+            if not known:
+                return self.unknown_handle(tool, machine)
         changed: Record | None = None
         lost: str | None = None  # the target of a transition that could not be saved
         routing = False  # whether an exception comes from the route (it propagates) or from the store
@@ -483,7 +563,8 @@ class Gate:
             return validation_error(
                 machine.start_tool, [FieldError(names, "unknown field; this tool takes no arguments.")]
             )
-        if self.limiter is not None and (wait := self.limiter.wait(client_key(ctx))) > 0:
+        client = client_key(ctx, by_address=self.limit_by_address) if self.limiter is not None else None
+        if self.limiter is not None and client is not None and (wait := self.limiter.wait(client)) > 0:
             return rate_limited(machine.start_tool, wait)
         handle = secrets.token_urlsafe(24)
         try:
@@ -553,6 +634,8 @@ class Gate:
         handle = handle if implicit else tenant_scoped(ctx, handle)
         moved = False
         try:
+            if not implicit and not await self.known(handle, machine):
+                return self.unknown_handle(tool, machine)
             async with self.store.lock(handle) as fence:
                 record = await self.store.load(handle)
                 if record is None or record.workflow != machine.name:
@@ -569,6 +652,9 @@ class Gate:
                         self.allowed(machine, record.state),
                         {"workflow": machine.name, "currentState": record.state},
                     )
+                reason = self.refusal(pending.tool, ctx) if self.refusal is not None else None
+                if reason is not None:  # settling it is calling it: "completed" would fire its transition
+                    return not_yours(tool, pending.tool, reason)
                 if outcome == "completed":
                     saved = await self.store.compare_and_set(handle, record.version, target, fence=fence)
                     moved = saved is not None

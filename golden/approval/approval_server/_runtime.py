@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import re
+import secrets
 import sys
 import threading
 import time
@@ -27,7 +28,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final, NamedTuple, TextIO
+from typing import Any, Final, NamedTuple, TextIO, TypeVar
 
 import anyio
 import mcp_types as types
@@ -744,6 +745,58 @@ def done_result(tool: str, returned: object = None) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{tool}: done.")])
 
 
+def stale_notice(names: Sequence[str]) -> str:
+    """What a successful mutation tells the agent about results it read before (docs/spec.md §6.9)."""
+    them = "them" if len(names) > 1 else "it"
+    return f"Stale now: results read earlier from {', '.join(names)}; call {them} again before relying on {them}."
+
+
+def with_stale(
+    result: types.CallToolResult, stale: Sequence[str], tool_names: Mapping[str, str] | None
+) -> types.CallToolResult:
+    """A successful mutation's result, naming (by the wire names the client uses) the tools whose earlier results
+    it made stale: in an envelope, as `stale` and as the last rule, in `<domain_rules>` too; in a text result,
+    after its text in the same block, so that a client passing on only the first block passes it on."""
+    names = [tool_names.get(n, n) for n in stale] if tool_names is not None else list(stale)
+    notice = stale_notice(names)
+    structured = result.structured_content
+    content = list(result.content)
+    if isinstance(structured, dict) and isinstance(structured.get("rules"), list):
+        structured = {**structured, "rules": [*structured["rules"], notice], "stale": names}
+        line = f"- {escape_text(notice)}\n"
+        at = next(
+            (
+                i
+                for i, b in enumerate(content)
+                if isinstance(b, types.TextContent) and b.text.startswith("<domain_rules>")
+            ),
+            None,
+        )
+        if at is not None:
+            block = content[at]
+            assert isinstance(block, types.TextContent)
+            content[at] = types.TextContent(
+                type="text", text=block.text.removesuffix("</domain_rules>") + line + "</domain_rules>"
+            )
+        else:
+            before = next(
+                (
+                    i
+                    for i, b in enumerate(content)
+                    if isinstance(b, types.TextContent) and b.text.startswith("<action_suggestions>")
+                ),
+                len(content),
+            )
+            content.insert(before, types.TextContent(type="text", text=f"<domain_rules>\n{line}</domain_rules>"))
+        return types.CallToolResult(content=content, structured_content=structured, is_error=False)
+    first = content[0] if content else None
+    if isinstance(first, types.TextContent):
+        content[0] = types.TextContent(type="text", text=f"{first.text}\n\n{notice}", annotations=first.annotations)
+    else:
+        content.insert(0, types.TextContent(type="text", text=notice))
+    return types.CallToolResult(content=content, structured_content=structured, is_error=result.is_error)
+
+
 def text_result(text: str) -> types.CallToolResult:
     """The handler's own text as one text block (a str subclass as the plain string it holds)."""
     return types.CallToolResult(content=[types.TextContent(type="text", text=str.__str__(text))])
@@ -844,9 +897,13 @@ def domain_error(
     return error_result(text + "</tool_error>")
 
 
-# <workflow>.start calls a client may make per minute (and in one burst): far more than an agent working
-# through workflows needs, far fewer than it takes to fill a store with abandoned handles.
-DEFAULT_STARTS_PER_MINUTE = 60
+# <workflow>.start calls a client (an authenticated subject, a handshake session: see _gate.client_key) may make
+# per minute, in one burst too: ten a second, more than any agent (or a team behind one token) working through
+# workflows starts, and it slows a loop that starts without end.
+DEFAULT_STARTS_PER_MINUTE = 600
+# Records one client may start per handle idle TTL (each lives that long): what bounds the store one client can
+# fill. Far more handles than an agent holds at once.
+DEFAULT_LIVE_STARTS = 10_000
 
 # --- call log ----------------------------------------------------------------------------------------
 
@@ -872,29 +929,90 @@ def handle_digest(handle: object) -> str:
     return "sha256:" + hashlib.sha256(handle.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
+class AuditUnavailable(Exception):
+    """The audit log could not be written (a full disk, a closed file): the request must not go on unaudited."""
+
+
 class AuditLog:
-    """`--audit-log FILE`: one JSON line per tool call: when (UTC), who (subject, tenant: null without identity),
-    which tool, its outcome code, and `arguments_sha256`, the SHA-256 of the arguments' canonical JSON (sorted
-    keys, no spaces, UTF-8). Never a value: the digest proves which arguments a call had to whoever holds them,
-    and tells nobody else what they were. Each line is flushed as written (an audit trail survives a crash)."""
+    """`--audit-log FILE`: two JSON lines per request that reaches data or a handler (tools/call, resources/read,
+    prompts/get, completion/complete), sharing a random `request` id: `"phase": "begin"`, written and flushed
+    before anything runs, and `"phase": "end"` with the outcome code. Each names when (UTC), who (subject,
+    tenant: null without identity), which method and name (null for a name the server does not have: a client's
+    text is never written) and `arguments_sha256`, the SHA-256 of the arguments' canonical JSON (sorted keys, no
+    spaces, UTF-8). Never a value: the digest proves which arguments a request had to whoever holds them, and
+    tells nobody else what they were.
+
+    Fail closed: a begin line that cannot be written raises `AuditUnavailable`, and the request is refused
+    before its handler runs. Lines are ASCII (`\\u` escapes), so no subject a token carries (a lone surrogate,
+    U+2028, NEL) can fail to encode or split a line for a reader."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._lock = threading.Lock()  # the threaded stdio transport may call from other threads
 
-    def record(self, tool: str, identity: Identity | None, outcome: str, arguments: Mapping[str, Any]) -> None:
-        entry = {
+    def begin(
+        self, method: str, name: str | None, identity: Identity | None, arguments: Mapping[str, Any]
+    ) -> AuditEntry:
+        """Write the request's begin line; `AuditUnavailable` if it cannot be written (the request must stop)."""
+        entry = AuditEntry(
+            secrets.token_hex(8),
+            method,
+            name,
+            identity.subject if identity is not None else None,
+            identity.tenant if identity is not None else None,
+            arguments_digest(arguments),
+        )
+        self._write(entry, "begin", None)
+        return entry
+
+    def end(self, entry: AuditEntry, outcome: str) -> None:
+        """Write the request's end line. Its effect has happened: a line that cannot be written is logged (the
+        begin line already says the request was made), and the answer still goes to the client."""
+        try:
+            self._write(entry, "end", outcome)
+        except AuditUnavailable as exc:
+            logger.error("--audit-log: the end line of request %s could not be written: %s", entry.request, exc)
+
+    def _write(self, entry: AuditEntry, phase: str, outcome: str | None) -> None:
+        line = {
             "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "subject": identity.subject if identity is not None else None,
-            "tenant": identity.tenant if identity is not None else None,
-            "tool": tool,
+            "request": entry.request,
+            "phase": phase,
+            "subject": entry.subject,
+            "tenant": entry.tenant,
+            "method": entry.method,
+            "name": entry.name,
             "outcome": outcome,
-            "arguments_sha256": arguments_digest(arguments),
+            "arguments_sha256": entry.digest,
         }
-        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
+        text = json.dumps(line, ensure_ascii=True, separators=(",", ":")) + "\n"
         with self._lock:
-            self._stream.write(line)
-            self._stream.flush()
+            try:
+                self._stream.write(text)
+                self._stream.flush()
+            except (OSError, ValueError) as exc:  # ENOSPC, EIO, a closed stream
+                raise AuditUnavailable(str(exc)) from exc
+
+
+class AuditEntry(NamedTuple):
+    """One audited request, between its begin and end lines."""
+
+    request: str
+    method: str
+    name: str | None
+    subject: str | None
+    tenant: str | None
+    digest: str
+
+
+# What a request whose begin line could not be written gets instead of running: no detail of the failure.
+AUDIT_UNAVAILABLE_MESSAGE: Final = "The request was not carried out: the server cannot write its audit log."
+AUDIT_UNAVAILABLE_RECOVERY: Final = "Retry later; if it keeps failing, tell the user the server cannot record requests."
+
+
+def audit_unavailable(tool: str, exc: AuditUnavailable) -> types.CallToolResult:
+    logger.error("--audit-log: cannot write: %s; tool %s refused", exc, tool)
+    return tool_error(tool, "AUDIT_UNAVAILABLE", AUDIT_UNAVAILABLE_MESSAGE, AUDIT_UNAVAILABLE_RECOVERY)
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
@@ -937,6 +1055,12 @@ async def logged_call(
     audit = AUDIT.log
     if not (tracing or logging_calls or audit is not None):
         return await call()
+    entry = None
+    if audit is not None:
+        try:
+            entry = audit.begin("tools/call", tool, with_identity(ctx).identity if ctx is not None else None, arguments)
+        except AuditUnavailable as exc:  # before the handler: a call that cannot be audited is not made
+            return audit_unavailable(tool, exc)
     started = time.perf_counter()
     outcome, handle = "EXCEPTION", arguments.get(handle_key) if handle_key else None
     try:
@@ -955,8 +1079,51 @@ async def logged_call(
             annotate_span(span, tool, outcome, digest, workflow)
         if logging_calls:
             logger.info("call tool=%s outcome=%s duration_ms=%.1f handle=%s", tool, outcome, elapsed, digest)
-        if audit is not None:
-            audit.record(tool, with_identity(ctx).identity if ctx is not None else None, outcome, arguments)
+        if audit is not None and entry is not None:
+            audit.end(entry, outcome)
+
+
+_Answer = TypeVar("_Answer")
+
+
+class SurfaceError(MCPError):
+    """A JSON-RPC error of resources/read, prompts/get or completion/complete, with the outcome code the audit
+    line and the log give it (`NOT_FOUND`, `VALIDATION_ERROR`, `FORBIDDEN`, a tool error's code)."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, outcome: str) -> None:
+        super().__init__(code, message, data)
+        self.outcome = outcome
+
+
+async def audited(
+    method: str, name: str | None, arguments: Mapping[str, Any], ctx: Any, call: Callable[[], Awaitable[_Answer]]
+) -> _Answer:
+    """Run one request of the surface beside tools (resources/read, prompts/get, completion/complete) and, with
+    `--audit-log`, audit it as a tool call: the same caller, outcome and digest of its arguments, the begin line
+    before anything runs (a log that cannot be written refuses the request: INTERNAL_ERROR, AUDIT_UNAVAILABLE)."""
+    audit = AUDIT.log
+    if audit is None:
+        return await call()
+    try:
+        entry = audit.begin(method, name, with_identity(ctx).identity, arguments)
+    except AuditUnavailable as exc:
+        logger.error("--audit-log: cannot write: %s; %s refused", exc, method)
+        text = tool_error(name or method, "AUDIT_UNAVAILABLE", AUDIT_UNAVAILABLE_MESSAGE, AUDIT_UNAVAILABLE_RECOVERY)
+        message = "".join(block.text for block in text.content if isinstance(block, types.TextContent))
+        raise SurfaceError(INTERNAL_ERROR, message, outcome="AUDIT_UNAVAILABLE") from None
+    outcome = "EXCEPTION"
+    try:
+        answer = await call()
+        outcome = "ok"
+        return answer
+    except SurfaceError as exc:
+        outcome = exc.outcome
+        raise
+    except BaseException as exc:
+        outcome = "CANCELLED" if isinstance(exc, anyio.get_cancelled_exc_class()) else "EXCEPTION"
+        raise
+    finally:
+        audit.end(entry, outcome)
 
 
 def annotate_span(span: Span, tool: str, outcome: str, digest: str, workflow: str | None) -> None:
@@ -1003,8 +1170,10 @@ async def run_tool(
     *,
     errors: frozenset[str] = frozenset(),
     tool_names: Mapping[str, str] | None = None,
+    stale: tuple[str, ...] = (),
 ) -> types.CallToolResult:
-    """Validate the arguments, run the handler, present what it returned.
+    """Validate the arguments, run the handler, present what it returned (`stale`: the tools, by spec name,
+    whose earlier results its success makes stale, which the result then names).
 
     Each step fails closed into an error result a model can act on: a handler's exception text is never
     shown (it may carry hidden data), and data that does not fit its presenter is not sent at all. Only a
@@ -1034,11 +1203,13 @@ async def run_tool(
             raise
         return handler_failed(tool, exc)
     if present is None:
-        return done_result(tool, raw)
+        done = done_result(tool, raw)
+        return with_stale(done, stale, tool_names) if stale else done
     if raw is None:
         return no_result(tool)
     try:
-        return presented_as(caller.identity, present, raw)  # by_role and `ctx.*` expressions read the caller
+        result = presented_as(caller.identity, present, raw)  # by_role and `ctx.*` expressions read the caller
+        return with_stale(result, stale, tool_names) if stale and not result.is_error else result
     except OutputError as exc:
         return output_invalid(tool, exc)
     except BaseException as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)
@@ -1220,7 +1391,7 @@ _BACKTICKS: Final = re.compile("`+")
 
 
 def _one_line(value: str) -> str:
-    return _LINE_BREAKS.sub(" ", value)
+    return value if value.isprintable() else _LINE_BREAKS.sub(" ", value)  # every line break is unprintable
 
 
 def _cell(value: str) -> str:
@@ -1364,13 +1535,17 @@ def _result(
 
 
 def _guidance_blocks(rules: Sequence[str], suggestions: Sequence[tuple[str, str]]) -> list[types.TextContent]:
-    """`<domain_rules>` (if any rule), then `<action_suggestions>` (if any suggestion)."""
+    """`<domain_rules>` (if any rule), then `<action_suggestions>` (if any suggestion): one `- ` line each. A rule or
+    reason is one line whatever its template interpolated (a handler value, `{ctx.subject}`): a line break in it
+    becomes a space, as in table cells and lists, so no value can add a rule or suggestion line of its own."""
     blocks = []
     if rules:
-        lines = "".join([f"- {escape_text(rule)}\n" for rule in rules])
+        lines = "".join([f"- {_one_line(escape_text(rule))}\n" for rule in rules])
         blocks.append(types.TextContent(type="text", text=f"<domain_rules>\n{lines}</domain_rules>"))
     if suggestions:
-        lines = "".join([f"- {escape_text(tool)}: {escape_text(reason)}\n" for tool, reason in suggestions])
+        lines = "".join(
+            [f"- {_one_line(escape_text(tool))}: {_one_line(escape_text(reason))}\n" for tool, reason in suggestions]
+        )
         blocks.append(types.TextContent(type="text", text=f"<action_suggestions>\n{lines}</action_suggestions>"))
     return blocks
 

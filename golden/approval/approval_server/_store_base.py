@@ -140,6 +140,11 @@ class LockingStore(ABC):
         self._idle_ttl, self._lock_ttl, self._lock_wait = idle_ttl, lock_ttl, lock_wait
         self._gate: dict[str, _Holder] = {}
 
+    @property
+    def idle_ttl(self) -> float:
+        """Seconds a handle lives without activity: the window of the per-client cap on started records."""
+        return self._idle_ttl
+
     @abstractmethod
     async def _try_lock(self, handle: str, token: str) -> int:
         """Take the shared lock with ``token`` if it is free or expired, never waiting: its new fence, or 0."""

@@ -387,6 +387,73 @@ INVOICE_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "additionalProperties": False,
 }
 
+INVOICE_UPDATE_OUTPUT: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "data": {
+            "type": "object",
+            "description": "A customer invoice.",
+            "properties": {
+                "id": {"type": "string"},
+                "customer": {
+                    "type": "object",
+                    "description": "A customer.",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "name": {"type": "string", "description": "Full name"},
+                        "email": {"const": "[REDACTED]"},
+                    },
+                    "required": ["id", "name", "email"],
+                    "additionalProperties": False,
+                },
+                "lines": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "description": "One line of an invoice.",
+                        "properties": {
+                            "sku": {"type": "string"},
+                            "description": {"type": "string"},
+                            "quantity": {"type": "integer"},
+                            "unit_price_cents": {"type": "integer", "description": "CENTS"},
+                            "card_number": {"const": "[REDACTED]", "description": "Card used for this line"},
+                        },
+                        "required": ["sku", "description", "quantity", "unit_price_cents"],
+                        "additionalProperties": False,
+                    },
+                },
+                "amount_cents": {"type": "number", "description": "CENTS, divide by 100"},
+                "status": {"type": "string", "enum": ["draft", "review", "approved", "paid", "overdue"]},
+                "due_date": {"type": "string", "format": "date"},
+            },
+            "required": ["id", "lines", "amount_cents", "status", "due_date"],
+            "additionalProperties": False,
+        },
+        "rules": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Domain rules: how to read and use data. Follow them.",
+        },
+        "suggestions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "reason"],
+                "additionalProperties": False,
+            },
+            "description": "Tools worth calling next, and why.",
+        },
+        "stale": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Tools whose earlier results this change made stale: call them again before relying on them.",
+        },
+    },
+    "required": ["data", "rules", "suggestions", "stale"],
+    "additionalProperties": False,
+}
+
 CUSTOMER_CARD_RESULT_OUTPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {

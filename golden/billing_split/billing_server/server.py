@@ -19,9 +19,10 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
 from . import inputs, presenters, schemas
-from ._auth import Requirement, refused, shortfall, visible_tools
+from ._auth import Requirement, refusal_by, refused, shortfall, visible_tools
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
+    DEFAULT_LIVE_STARTS,
     DEFAULT_STARTS_PER_MINUTE,
     Handlers,
     HandlerServer,
@@ -87,14 +88,14 @@ REQUIRES: Final[dict[str, Requirement]] = {
 TOOLS: Final[list[types.Tool]] = [
     types.Tool(
         name="invoice.get",
-        description="Fetch one invoice by id.\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No invoice has that id",
+        description="Fetch one invoice by id.\n\nVolatile: a successful invoice.update changes what it returns; read it again after one rather than reuse an earlier result.\n\nErrors it may return (tool_error codes):\n- NOT_FOUND: No invoice has that id",
         input_schema=schemas.INVOICE_GET_INPUT,
         output_schema=schemas.INVOICE_GET_BY_ROLE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     ),
     types.Tool(
         name="invoice.list",
-        description="List invoices, optionally only those with a given status.",
+        description="List invoices, optionally only those with a given status.\n\nVolatile: a successful invoice.update changes what it returns; read it again after one rather than reuse an earlier result.",
         input_schema=schemas.INVOICE_LIST_INPUT,
         output_schema=schemas.INVOICE_COLLECTION_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
@@ -110,7 +111,7 @@ TOOLS: Final[list[types.Tool]] = [
         name="invoice.update",
         description="Change an invoice's status or due date.",
         input_schema=schemas.INVOICE_UPDATE_INPUT,
-        output_schema=schemas.INVOICE_RESULT_OUTPUT,
+        output_schema=schemas.INVOICE_UPDATE_OUTPUT,
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
     ),
     types.Tool(
@@ -265,6 +266,8 @@ def create_server(
     handlers: ModuleType | None = None,
     state_store: StateStore | str = "memory",
     starts_per_minute: int | None = DEFAULT_STARTS_PER_MINUTE,
+    live_starts: int | None = DEFAULT_LIVE_STARTS,
+    limit_by_address: bool = False,
     user_blocks: str = "spec",
     expose: str = "all",
     tags: Sequence[str] | None = None,
@@ -274,7 +277,8 @@ def create_server(
     `handlers` replaces the handler module (tests, hosts embedding the server); `state_store` is a
     StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0" (redis:// and
     rediss:// need the `redis` extra); `starts_per_minute` limits each client's `<workflow>.start` calls
-    (None: no limit). `expose` ("all" or "read-only": only kind = "query" tools) and `tags` (only tools with
+    (None: no limit), `live_starts` the records one client may start per handle idle TTL (None: no cap), and
+    `limit_by_address` counts unauthenticated 2026-07-28 clients by peer address (else they are not limited). `expose` ("all" or "read-only": only kind = "query" tools) and `tags` (only tools with
     one of them) choose the tools served.
     `user_blocks` is "spec" (what each presenter's user_blocks says), "send" or "omit": which
     audience = "user" blocks are sent.
@@ -286,7 +290,18 @@ def create_server(
         if isinstance(state_store, str)
         else state_store
     )
-    gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
+    # The start limits key each caller (_gate.client_key). With requires, <workflow>.resolve settles a call of a
+    # bound tool: only a caller who may call that tool may settle it.
+    gate = Gate(
+        store,
+        MACHINES,
+        BINDINGS,
+        HANDLE_KEY,
+        starts_per_minute=starts_per_minute,
+        live_starts=live_starts,
+        limit_by_address=limit_by_address,
+        refusal=refusal_by(REQUIRES),
+    )
     user = sent_user_blocks(user_blocks, USER_BLOCKS)  # once: each call then only checks this set
     routes: dict[str, Route] = {
         "invoice.get": partial(
@@ -326,6 +341,7 @@ def create_server(
             inputs.parse_invoice_update,
             partial(presenters.present_invoice, user=user),
             functions.bind("update_invoice", "invoice.update"),
+            stale=("invoice.get", "invoice.list"),
             tool_names=TOOL_NAMES,
         ),
         "customer.get": partial(

@@ -21,6 +21,7 @@ from mcp.server.models import InitializationOptions
 from . import inputs, presenters, schemas
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
+    DEFAULT_LIVE_STARTS,
     DEFAULT_STARTS_PER_MINUTE,
     Handlers,
     HandlerServer,
@@ -155,6 +156,8 @@ def create_server(
     handlers: ModuleType | None = None,
     state_store: StateStore | str = "memory",
     starts_per_minute: int | None = DEFAULT_STARTS_PER_MINUTE,
+    live_starts: int | None = DEFAULT_LIVE_STARTS,
+    limit_by_address: bool = False,
     expose: str = "all",
     tags: Sequence[str] | None = None,
 ) -> Server[Any]:
@@ -163,7 +166,8 @@ def create_server(
     `handlers` replaces the handler module (tests, hosts embedding the server); `state_store` is a
     StateStore or a URL: "memory", "sqlite:///path/state.db" or "redis://127.0.0.1:6379/0" (redis:// and
     rediss:// need the `redis` extra); `starts_per_minute` limits each client's `<workflow>.start` calls
-    (None: no limit). `expose` ("all" or "read-only": only kind = "query" tools) and `tags` (only tools with
+    (None: no limit), `live_starts` the records one client may start per handle idle TTL (None: no cap), and
+    `limit_by_address` counts unauthenticated 2026-07-28 clients by peer address (else they are not limited). `expose` ("all" or "read-only": only kind = "query" tools) and `tags` (only tools with
     one of them) choose the tools served.
     """
     module = handlers if handlers is not None else import_handlers(HANDLERS_MODULE, __file__, HANDLERS_DIR)
@@ -173,7 +177,17 @@ def create_server(
         if isinstance(state_store, str)
         else state_store
     )
-    gate = Gate(store, MACHINES, BINDINGS, HANDLE_KEY, starts_per_minute=starts_per_minute)
+    # The start limits key each caller (_gate.client_key). With requires, <workflow>.resolve settles a call of a
+    # bound tool: only a caller who may call that tool may settle it.
+    gate = Gate(
+        store,
+        MACHINES,
+        BINDINGS,
+        HANDLE_KEY,
+        starts_per_minute=starts_per_minute,
+        live_starts=live_starts,
+        limit_by_address=limit_by_address,
+    )
     routes: dict[str, Route] = {
         "invoice_get": partial(
             run_tool,

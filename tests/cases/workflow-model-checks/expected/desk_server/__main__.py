@@ -60,6 +60,8 @@ async def run(arguments: argparse.Namespace) -> None:
             server = create_server(
                 state_store=store,
                 starts_per_minute=arguments.max_starts_per_minute,
+                live_starts=arguments.max_live_starts,
+                limit_by_address=arguments.start_limit_by_address,
                 expose=arguments.expose,
                 tags=arguments.tags,
             )
