@@ -328,7 +328,7 @@ def _generated_from(out_dir: Path, spec_from_out: str) -> bool:
     """Whether `out_dir` holds the project files `build` writes from that spec (found by their header)."""
     from fusiongen.codegen.render import headers
 
-    for name, header in zip(("pyproject.toml", "README.md"), headers(spec_from_out), strict=True):
+    for name, header in zip(("pyproject.toml", "README.md"), headers(spec_from_out)[:2], strict=True):
         try:
             with (out_dir / name).open("rb") as handle:
                 if handle.readline().decode("utf-8", "replace") == header:

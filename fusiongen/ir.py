@@ -276,6 +276,10 @@ class EffectIR:
     line: int  # where, in the handler module
     column: int
     via: tuple[str, ...] = ()  # the module's own functions from the handler down to the one that calls it
+    # An environment variable's name, when the call names it by a literal or a module constant: `server.json`
+    # lists those the handlers read (`required`: read as os.environ[...], which fails when it is unset).
+    variable: str | None = None
+    required: bool = False
 
     @property
     def refuses_query(self) -> bool:

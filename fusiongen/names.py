@@ -412,13 +412,14 @@ def pascal_case(name: str) -> str:
 # The runtime modules copied into generated servers, by their file name there.
 RUNTIME_MODULES = (
     "_auth",
+    "_dependencies",
     "_expressions",
     "_gate",
     "_grouping",
     "_identity",
     "_runtime",
     "_serving",
-    "_session",
+    "_fast_path",
     "_stdio",
     "_surface",
     "_store_base",

@@ -10,6 +10,7 @@ importer's httpx handlers pass their HTTP method down to one shared `call`; GET 
 from __future__ import annotations
 
 import re
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -284,3 +285,17 @@ def test_diff_reports_a_tool_that_gains_an_effect(tmp_path: Path) -> None:
     assert "its handler can now execute processes: subprocess.run" in done.stdout
     back = run("diff", new, old, "--format", "json", cwd=tmp_path)
     assert back.code == 0 and "effect-removed" in back.stdout  # losing one is safe
+
+
+def test_diff_against_a_git_revision_reads_the_handler_module_then(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, SPEC.format(kind="mutation"), handlers=WRITERS["subprocess"][0])
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "runs a process"], check=True)
+    # Unchanged: the revision's handler module runs the process too (were it not read, this would be effect-gained).
+    same = run("diff", "--git", "HEAD", spec, cwd=tmp_path)
+    assert same.code == 0, same.stdout + same.stderr
+    (tmp_path / "fx_server_handlers.py").write_text("def probe(args):\n    return str(args)\n", encoding="utf-8")
+    done = run("diff", "--git", "HEAD", spec, "--format", "json", cwd=tmp_path)
+    assert done.code == 0 and "effect-removed" in done.stdout, done.stdout

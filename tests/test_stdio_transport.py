@@ -1,7 +1,8 @@
 """The stdio transport of generated servers (fusiongen/runtime/_stdio.py): framing as the SDK frames, at most
 --max-in-flight requests read and not yet answered (reading stops meanwhile), slots freed by cancellation, lines
 over --max-request-body skipped with a warning, requests read before EOF answered, and the SDK's threaded
-transport when stdin is not a pipe.
+transport when stdin is not a pipe. Every test that runs a server runs it twice: on the fast path (`_fast_path.py`)
+and through the SDK's public API alone (`MCP_SERVER_FAST_PATH=off`, as on an SDK the fast path was not tested on).
 
 The servers run as real subprocesses on pipes. The `hold` handler counts how many of its calls run at once and
 waits for a file the test creates; it creates a file itself when `GATED_LIMIT` calls run. No sleeps decide a
@@ -146,8 +147,21 @@ class Server:
             self.process.wait()
 
 
+FAST_PATH_OFF = "{}: serving through the SDK's public API (slower, the same answers): MCP_SERVER_FAST_PATH=off"
+
+
+@pytest.fixture(params=["fast-path", "public-api"])
+def sdk_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The serving path of the servers a test starts (they inherit this environment)."""
+    if request.param == "public-api":
+        monkeypatch.setenv("MCP_SERVER_FAST_PATH", "off")
+    else:
+        monkeypatch.delenv("MCP_SERVER_FAST_PATH", raising=False)
+    return str(request.param)
+
+
 @pytest.fixture
-def servers() -> Iterator[list[Server]]:
+def servers(sdk_path: str) -> Iterator[list[Server]]:
     started: list[Server] = []
     yield started
     for server in started:
@@ -450,6 +464,22 @@ def test_requests_read_before_eof_are_answered(gated: Path, tmp_path: Path, serv
     assert sorted(m["result"]["structuredContent"]["data"]["n"] for m in answers) == list(range(5))
     assert server.exit_code() == 0
     assert server.lines.get(timeout=WAIT) is None
+
+
+def test_the_start_up_says_once_which_path_serves(
+    gated: Path, tmp_path: Path, servers: list[Server], sdk_path: str
+) -> None:
+    server = Server(gated, tmp_path)
+    servers.append(server)
+    server.initialize()
+    server.send(hold(1))
+    server.release.touch()
+    assert server.response(1)[0]["result"]["structuredContent"]["data"] == {"n": 1}
+    assert server.exit_code() == 0
+    log = server.log.read_text()
+    assert log.count("serving through the SDK's public API") == (sdk_path == "public-api")
+    if sdk_path == "public-api":
+        assert FAST_PATH_OFF.format("gated") in log.splitlines()
 
 
 def test_stdin_from_a_file_uses_the_sdk_transport(gated: Path, tmp_path: Path, servers: list[Server]) -> None:

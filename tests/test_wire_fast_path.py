@@ -7,7 +7,7 @@ middleware installed, and require the same response bytes for every call: result
 builds (presented item and collection, text, errors, validation errors), invalid params, unknown tools, calls
 before `initialize`, at every handshake-era version. Runs in-process over memory streams: no timing, no sockets.
 
-The stdio session's tool-call lane (`_session.py`) answers handshake-era tools/call without the SDK's per-request
+The stdio session's tool-call lane (`_fast_path.py`) answers handshake-era tools/call without the SDK's per-request
 stages; `Wire` drives a session as the stdio transport does (its admission gate and bypass, then `serve_session`)
 and the same scripts run on the SDK's path, requiring the same bytes in the same order: every call kind at every
 handshake-era version, calls the lane must leave to the SDK, a slow call beside fast ones, a cancelled call (no
@@ -19,7 +19,9 @@ session ends under a call.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -152,7 +154,7 @@ def runtime_results(billing: GeneratedServer) -> list[types.CallToolResult]:
 
 @pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
 def test_every_runtime_result_is_written_as_the_sdk_writes_it(billing: GeneratedServer, version: str) -> None:
-    tool_result_wire = billing.module("_runtime").tool_result_wire
+    tool_result_wire = billing.module("_fast_path").tool_result_wire
     for result in runtime_results(billing):
         sdk = wire_methods.serialize_server_result(
             "tools/call", version, result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -163,7 +165,7 @@ def test_every_runtime_result_is_written_as_the_sdk_writes_it(billing: Generated
 
 
 def test_results_it_does_not_know_are_left_to_the_sdk(billing: GeneratedServer) -> None:
-    tool_result_wire = billing.module("_runtime").tool_result_wire
+    tool_result_wire = billing.module("_fast_path").tool_result_wire
     image = types.ImageContent(type="image", data="AAAA", mime_type="image/png")
     unknown = [
         types.CallToolResult(content=[image]),
@@ -177,7 +179,7 @@ def test_results_it_does_not_know_are_left_to_the_sdk(billing: GeneratedServer) 
 
 
 async def test_other_methods_and_the_2026_era_take_the_sdk_path(billing: GeneratedServer) -> None:
-    middleware = billing.module("_runtime").FastToolCalls(billing.create_server())
+    middleware = billing.module("_fast_path").FastToolCalls(billing.create_server())
     passed: list[str] = []
 
     class Session:
@@ -200,7 +202,7 @@ async def test_other_methods_and_the_2026_era_take_the_sdk_path(billing: Generat
 
 def test_serving_drops_the_untraced_span_middleware_and_keeps_it_with_otel(billing: GeneratedServer) -> None:
     serving_middleware = billing.module("_serving").serving_middleware
-    fast = billing.module("_runtime").FastToolCalls
+    fast = billing.module("_fast_path").FastToolCalls
     untraced, traced = billing.create_server(), billing.create_server()
     serving_middleware(untraced, traced=False)
     serving_middleware(traced, traced=True)
@@ -209,7 +211,48 @@ def test_serving_drops_the_untraced_span_middleware_and_keeps_it_with_otel(billi
     assert [type(m).__name__ for m in traced.middleware] == ["OpenTelemetryMiddleware", "FastToolCalls"]
 
 
-# --- the stdio session's tool-call lane (_session.py) ---------------------------------------------------------
+# --- the fence -------------------------------------------------------------------------------------------------
+
+
+def test_the_fast_path_serves_on_the_sdk_it_was_tested_on(billing: GeneratedServer) -> None:
+    fast_path = billing.module("_fast_path")
+    assert importlib.metadata.version("mcp") in fast_path.TESTED_SDK
+    assert fast_path.unavailable() is None
+    assert billing.module("_serving").fast_path_problem() is None
+
+
+def test_elsewhere_the_public_api_serves_and_says_why(
+    billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another mcp release (within the declared range, so the package imports), an SDK without the lane's hook, an
+    SDK that moved a module the fast path imports, or the variable set: the public path, with its reason; and then
+    no middleware of ours is installed (the SDK serializes every result itself)."""
+    serving, fast_path = billing.module("_serving"), billing.module("_fast_path")
+    installed = importlib.metadata.version
+
+    monkeypatch.setenv("MCP_SERVER_FAST_PATH", "off")
+    assert serving.fast_path_problem() == "MCP_SERVER_FAST_PATH=off"
+    monkeypatch.delenv("MCP_SERVER_FAST_PATH")
+
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "2.3.9" if name == "mcp" else installed(name))
+    assert serving.fast_path_problem() == "mcp 2.3.9 is not a version it was tested on (2.3.0)"
+    monkeypatch.setattr(importlib.metadata, "version", installed)
+
+    monkeypatch.setattr(fast_path, "sdk_has_lane_hooks", lambda: False)
+    assert "_related_request_id" in serving.fast_path_problem()
+    monkeypatch.undo()
+
+    # Its import fails, as it would on an SDK that moved a module it imports.
+    monkeypatch.setitem(sys.modules, f"{billing.package_name}._fast_path", None)
+    assert serving.fast_path_problem().startswith("the SDK lacks what the fast path imports")
+    monkeypatch.undo()
+
+    server = billing.create_server()
+    serving.serving_middleware(server, traced=False, fast=False)
+    assert server.middleware == []
+
+
+# --- the stdio session's tool-call lane (_fast_path.py) ---------------------------------------------------------
 
 
 class Wire:
@@ -220,7 +263,7 @@ class Wire:
 
     def __init__(self, billing: GeneratedServer, server: Any, *, lane: bool) -> None:
         self.stdio = billing.module("_stdio")
-        self.session = billing.module("_session")
+        self.session = billing.module("_fast_path")
         self.server, self.lane = server, lane
         self.encode = self.stdio.encoded if lane else sdk_encoded
         self.gate = self.stdio.InFlight(16)
@@ -389,7 +432,7 @@ async def test_on_an_sdk_without_the_lanes_hooks_the_sdk_answers(
 ) -> None:
     """The installed SDK has the dispatcher keyword the lane needs (so the lane is what serves, above); an SDK that
     dropped it gets `server.run`, with the same bytes."""
-    session = billing.module("_session")
+    session = billing.module("_fast_path")
     assert session.sdk_has_lane_hooks()
     monkeypatch.setattr(session, "sdk_has_lane_hooks", lambda: False)
 

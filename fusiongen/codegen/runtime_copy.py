@@ -8,12 +8,13 @@ their source too, so a helper added to the runtime is importable without anyone 
 
 from __future__ import annotations
 
+import ast
 import functools
 
 from fusiongen import __version__
 from fusiongen.names import RUNTIME_MODULES, runtime_exports, runtime_source
 
-__all__ = ["RUNTIME_MODULES", "exports", "import_order", "runtime_file", "runtime_source"]
+__all__ = ["RUNTIME_MODULES", "declared_dependencies", "exports", "import_order", "runtime_file", "runtime_source"]
 
 
 def runtime_file(module: str, header: str) -> str:
@@ -35,3 +36,24 @@ def exports(module: str) -> tuple[str, ...]:
 def import_order(name: str) -> tuple[int, str]:
     """isort's order within one import: CONSTANTS, then Classes, then functions."""
     return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
+
+
+@functools.cache
+def declared_dependencies() -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """(required, {extra: requirements}) as the generated pyproject.toml declares them (`name[extras]>=low,<high`),
+    read from `REQUIRED` and `EXTRAS` in runtime/_dependencies.py: the table the server checks itself against at
+    import is the one its project declares, so the two cannot disagree."""
+    tables: dict[str, object] = {}
+    for node in ast.parse(runtime_source("_dependencies")).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            tables[node.target.id] = ast.literal_eval(node.value)
+    required: tuple[tuple[str, str, str, str], ...] = tables["REQUIRED"]  # type: ignore[assignment]
+    extras: dict[str, tuple[tuple[str, str, str, str], ...]] = tables["EXTRAS"]  # type: ignore[assignment]
+    return tuple(_specifier(r) for r in required), {
+        extra: tuple(_specifier(r) for r in requirements) for extra, requirements in extras.items()
+    }
+
+
+def _specifier(requirement: tuple[str, str, str, str]) -> str:
+    name, extras, lowest, below = requirement
+    return f"{name}{f'[{extras}]' if extras else ''}>={lowest},<{below}"

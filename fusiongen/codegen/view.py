@@ -12,7 +12,7 @@ from typing import Any
 
 from fusiongen.codegen.constants import ConstantView
 from fusiongen.codegen.jsonschema import input_schema, output_schema
-from fusiongen.codegen.runtime_copy import exports
+from fusiongen.codegen.runtime_copy import declared_dependencies, exports
 from fusiongen.codegen.view_inputs import InputFieldView, InputViews, NestedInputView
 from fusiongen.codegen.view_presenters import PresenterView, build_presenters, user_blocks_in
 from fusiongen.codegen.view_shapes import ShapeView, ShapeViews
@@ -111,6 +111,9 @@ class ServerView:
     auth_exports: tuple[str, ...] = ()
     # exposition = "grouped": GROUPS, each tool's text name → (served group, action); None when flat
     groups_literal: str | None = None
+    # pyproject.toml: the requirements (TOML strings) of the project, and of each extra it declares
+    dependencies_toml: tuple[str, ...] = ()
+    extras_toml: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # (wire name literal, scopes literal, roles literal) of each tool with `requires`, in spec order.
     requires: tuple[tuple[str, str, str], ...] = ()
     # The same of each resource (by name) and prompt (by name) with `requires`.
@@ -269,7 +272,14 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
             resolve_input = py_literal(resolve_schema(server), 0, 45)
             state_constants += (ConstantView("WORKFLOW_RESOLVE_INPUT", "dict[str, Any]", resolve_input),)
     distribution = server.package.replace("_", "-")
+    required, extras = declared_dependencies()
     return ServerView(
+        dependencies_toml=tuple(toml_string(r) for r in required),
+        extras_toml=tuple(
+            (extra, tuple(toml_string(r) for r in requirements))
+            for extra, requirements in sorted(extras.items())
+            if extra != "redis" or workflows  # only a server with workflows has a state store to keep in Redis
+        ),
         distribution=distribution,
         distribution_literal=toml_string(distribution),
         distribution_py_literal=py_string(distribution),

@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fusiongen.ir import FieldIR, ServerIR, ToolIR, TypeIR
+from fusiongen.ir import AuthIR, FieldIR, ServerIR, ToolIR, TypeIR
 from fusiongen.report.exposure import AUDIENCE_SEES, RESOURCE_FACETS, Report, Row, exposure, input_fields, type_text
 
 
@@ -242,10 +242,10 @@ def diff_user_only(sides: ToolSides) -> list[Change]:
     """Masked values a user-audience block shows: sent ("send") they reach any client that ignores audience."""
     subject = sides.subject
     old_rows, new_rows = sides.rows("user_only")
-    old = {r["path"]: r["user_blocks"] for r in old_rows}
+    old = {(r["path"], r["block"]): r["user_blocks"] for r in old_rows}
     changes = []
     for row in new_rows:
-        before = old.get(row["path"])
+        before = old.get((row["path"], row["block"]))
         if row["user_blocks"] == "send" and before != "send":
             changes.append(
                 Change(
@@ -309,7 +309,17 @@ def diff_states(sides: ToolSides) -> list[Change]:
         )
 
     message = f"runs in: {shown(old_rows)} → {shown(new_rows)}"
-    return [Change(Impact.BEHAVIOUR, sides.subject, "tool-states-changed", message)]
+    changes = [Change(Impact.BEHAVIOUR, sides.subject, "tool-states-changed", message)]
+    if sides.new.kind == "mutation":  # destructive (§6.1): callable where it was not is exposure, for a review
+        before = set(sides.old.binding.states) if sides.old.binding else None  # None: every state
+        after = set(sides.new.binding.states) if sides.new.binding else None
+        widened = after is None if before is not None else False
+        widened = widened or (before is not None and after is not None and bool(after - before))
+        if widened:
+            more = "every state" if after is None else ", ".join(sorted(after - (before or set())))
+            message = f"destructive tool now callable in {more} (was {', '.join(sorted(before or ()))})"
+            changes.append(Change(Impact.WIDENED, sides.subject, "destructive-tool-more-states", message))
+    return changes
 
 
 def diff_requires(sides: ToolSides) -> list[Change]:
@@ -375,6 +385,14 @@ def diff_audiences(sides: ToolSides) -> list[Change]:
     old_views, new_views = _audience_views(sides.old_entry), _audience_views(sides.new_entry)
     old_default, new_default = _default_view(sides.old_entry), _default_view(sides.new_entry)
     changes: list[Change] = []
+    kept_old = [role for role in old_views if role in new_views]
+    kept_new = [role for role in new_views if role in old_views]
+    if kept_old != kept_new:  # the first role a caller has wins: a caller with several now gets another presenter
+        message = (
+            f"returns_for_role order changed: {', '.join(kept_new)} (was {', '.join(kept_old)}); a caller "
+            f"with several of these roles now gets the presenter of the first of them in the new order"
+        )
+        changes.append(Change(Impact.WIDENED, sides.subject, "audience-order-changed", message))
     for role in [*old_views, *(r for r in new_views if r not in old_views)]:
         before, after = old_views.get(role, old_default), new_views.get(role, new_default)
         if role not in old_views:
@@ -696,6 +714,62 @@ def _diff_workflow(name: str, old: dict[str, object], new: dict[str, object]) ->
     return changes
 
 
+def diff_auth(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
+    """[auth]'s claims: where roles and the tenant come from decides who holds a role and whose data a caller sees.
+    A tenant claim removed lets tokens without a tenant in and keeps workflow state for all tenants together; a
+    roles claim changed gives roles from another claim (which the issuer may let users set): both widen exposure.
+    A tenant claim added or changed refuses tokens that worked (breaking)."""
+    old_auth, new_auth = old_ir.auth or AuthIR(), new_ir.auth or AuthIR()
+    changes: list[Change] = []
+    if old_auth.tenant_claim != new_auth.tenant_claim:
+        if new_auth.tenant_claim is None:
+            message = (
+                f'tenant_claim "{old_auth.tenant_claim}" removed: tokens without a tenant are accepted, and workflow '
+                "handles and session state are no longer kept per tenant"
+            )
+            changes.append(Change(Impact.WIDENED, "auth", "tenant-claim-removed", message))
+        else:
+            was = f'"{old_auth.tenant_claim}"' if old_auth.tenant_claim else "none"
+            message = f'tenant_claim "{new_auth.tenant_claim}" (was {was}): tokens without it are refused'
+            changes.append(Change(Impact.BREAKING, "auth", "tenant-claim-changed", message))
+    if old_auth.roles_claim != new_auth.roles_claim:
+        message = (
+            f'roles_claim "{new_auth.roles_claim}" (was "{old_auth.roles_claim}"): roles, and so requires and '
+            "returns_for_role, now come from another claim of the token"
+        )
+        changes.append(Change(Impact.WIDENED, "auth", "roles-claim-changed", message))
+    return changes
+
+
+def diff_output_descriptions(sides: ToolSides) -> list[Change]:
+    """The descriptions of the models a result shows, which its outputSchema carries (each model's `$defs` entry, or
+    an embedded object's `description`) and a client may show the model: a change is behaviour, never silent."""
+
+    def descriptions(ir: ServerIR, tool: ToolIR) -> dict[str, str | None]:
+        models = {m.name: m for m in ir.models}
+        found: dict[str, str | None] = {}
+        pending = [ir.presenter(p).model for p in tool.presenters]
+        while pending:
+            name = pending.pop()
+            if name is None or name in found or name not in models:
+                continue
+            found[name] = models[name].description
+            pending += [m for f in models[name].fields if not f.hidden for m in f.type.models]
+        return found
+
+    old, new = descriptions(sides.old_server, sides.old), descriptions(sides.new_server, sides.new)
+    return [
+        Change(
+            Impact.BEHAVIOUR,
+            sides.subject,
+            "output-description-changed",
+            f"the description of model {name} in its outputSchema: {old[name]!r} → {new[name]!r}",
+        )
+        for name in sorted(old.keys() & new.keys())
+        if old[name] != new[name]
+    ]
+
+
 # --- the whole diff --------------------------------------------------------------------------------------
 def diff(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
     """Every change from `old_ir` to `new_ir` that a client or the model can notice, most severe first."""
@@ -707,8 +781,10 @@ def diff(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
         if tool.wire in old_tools:
             sides = ToolSides(tool.wire, old_tools[tool.wire], tool, old_entries[tool.wire], entry, old_ir, new_ir)
             changes += diff_tool(sides)
+            changes += diff_output_descriptions(sides)
     changes += diff_resources(old_ir, old, new_ir, new)
     changes += diff_prompts(old, new)
+    changes += diff_auth(old_ir, new_ir)
     changes += diff_workflows(old, new)
     rank = {impact: index for index, impact in enumerate(IMPACT_ORDER)}
     return sorted(changes, key=lambda c: (rank[c.impact], c.subject, c.kind, c.message))

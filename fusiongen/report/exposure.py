@@ -244,21 +244,23 @@ def hidden_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
 def user_only_rows(ir: ServerIR, tool: ToolIR) -> list[Row]:
     """Masked values that an `audience = "user"` block shows: they reach the human only, and only when that
     presenter sends its user blocks (a client that ignores audience would hand them to the model)."""
-    walk = _walk(ir, tool)
-    if walk is None or tool.returns is None:
+    if tool.returns is None:
         return []
-    masked = [s for s in walk.seen if s.redaction is not None and s.redaction.path == s.path]
-    rows: dict[str, Row] = {}
-    embedded = walk.presenters if not tool.returns.collection else walk.presenters[:1]
-    for at, presenter in embedded:
-        blocks = presenter.collection_ui if tool.returns.collection and not at else presenter.ui
-        if not any(b.for_user for b in blocks):
-            continue
-        for read in [(*at, *r) for r in presenter.user_reads]:  # () among them: the whole value (a json block)
-            for s in masked:
-                if _covers(s.path, read) or _covers(read, s.path):
-                    sent = "send" if presenter.send_user_blocks else "omit"
-                    rows[path_text(s.path)] = {"path": path_text(s.path), "block": presenter.name, "user_blocks": sent}
+    rows: dict[tuple[str, str], Row] = {}
+    for name in tool.presenters:  # `returns` and every role's presenter (returns_for_role): each sends its own
+        walk = _ResultWalk(ir, ir.presenter(name))
+        masked = [s for s in walk.seen if s.redaction is not None and s.redaction.path == s.path]
+        embedded = walk.presenters if not tool.returns.collection else walk.presenters[:1]
+        for at, presenter in embedded:
+            blocks = presenter.collection_ui if tool.returns.collection and not at else presenter.ui
+            if not any(b.for_user for b in blocks):
+                continue
+            for read in [(*at, *r) for r in presenter.user_reads]:  # () among them: the whole value (a json block)
+                for s in masked:
+                    if _covers(s.path, read) or _covers(read, s.path):
+                        sent = "send" if presenter.send_user_blocks else "omit"
+                        row = {"path": path_text(s.path), "block": presenter.name, "user_blocks": sent}
+                        rows[(path_text(s.path), presenter.name)] = row
     return [rows[k] for k in sorted(rows)]
 
 

@@ -16,7 +16,7 @@ calls `client().request(method, ...)`) is resolved at each call site that passes
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -172,7 +172,8 @@ def analyse(module: libcst.Module, package: str) -> ModuleEffects:
         for s in wrapper.module.body
         if isinstance(s, libcst.ClassDef)
     }
-    context = _Context(imports, top, classes, package, positions, _module_clients(wrapper.module, imports))
+    clients = _module_clients(wrapper.module, imports)
+    context = _Context(imports, top, classes, package, positions, clients, _constants(wrapper.module))
     functions: dict[str, _Function] = {}
     for name, node in top.items():
         functions[name] = context.scan(node)
@@ -246,6 +247,25 @@ def _bound_elsewhere(statement: libcst.BaseStatement, imports: Mapping[str, str]
                     yield target.target.value, "an assignment"
 
 
+def _constants(module: libcst.Module) -> dict[str, str]:
+    """Top-level `NAME = "text"` (or annotated): what an environment variable's name may be written as."""
+    found: dict[str, str] = {}
+    for statement in module.body:
+        if not isinstance(statement, libcst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, libcst.Assign) and len(small.targets) == 1:
+                target, value = small.targets[0].target, small.value
+            elif isinstance(small, libcst.AnnAssign) and small.value is not None:
+                target, value = small.target, small.value
+            else:
+                continue
+            literal = _literal(value)
+            if isinstance(target, libcst.Name) and literal is not None:
+                found[target.value] = literal
+    return found
+
+
 def _module_clients(module: libcst.Module, imports: Mapping[str, str]) -> frozenset[str]:
     """Top-level names assigned an HTTP client (`client = httpx.Client(...)`)."""
     names: set[str] = set()
@@ -311,6 +331,7 @@ class _Context:
     package: str
     positions: Mapping[libcst.CSTNode, object]
     module_clients: frozenset[str]
+    constants: Mapping[str, str]  # top-level names assigned a string literal
 
     def scan(self, node: libcst.FunctionDef) -> _Function:
         function = _Function(node, _params(node))
@@ -363,9 +384,28 @@ class _Scanner(libcst.CSTVisitor):
         self.function = function
         self.clients = clients | context.module_clients
 
-    def add(self, node: libcst.CSTNode, category: str, access: str, call: str, method_param: str | None = None) -> None:
+    def add(
+        self,
+        node: libcst.CSTNode,
+        category: str,
+        access: str,
+        call: str,
+        method_param: str | None = None,
+        variable: tuple[str, bool] | None = None,
+    ) -> None:
         line, column = self.context.where(node)
-        self.function.sites.append(_Site(EffectIR(category, access, call, line, column), method_param))
+        name, required = variable if variable is not None else (None, False)
+        effect = EffectIR(category, access, call, line, column, variable=name, required=required)
+        self.function.sites.append(_Site(effect, method_param))
+
+    def _variable(self, node: libcst.BaseExpression | None) -> str | None:
+        """An environment variable's name: a string literal, or a module constant assigned one."""
+        if node is None:
+            return None
+        literal = _literal(node)
+        if literal is None and isinstance(node, libcst.Name):
+            literal = self.context.constants.get(node.value)
+        return literal
 
     def visit_Call(self, node: libcst.Call) -> None:
         imports = self.context.imports
@@ -413,7 +453,11 @@ class _Scanner(libcst.CSTVisitor):
             return
         if dotted in _EXACT:
             category, access = _EXACT[dotted]
-            self.add(node, category, access, dotted)
+            name = self._variable(_argument(node, 0, "key")) if category == ENVIRONMENT else None
+            if name is not None:
+                self.add(node, category, access, f"{dotted}({name!r})", variable=(name, False))
+            else:
+                self.add(node, category, access, dotted)
             return
         for prefix, (category, access) in _PREFIXES.items():
             if (
@@ -504,7 +548,12 @@ class _Scanner(libcst.CSTVisitor):
 
     def visit_Subscript(self, node: libcst.Subscript) -> None:
         if _resolve(node.value, self.context.imports) == "os.environ":
-            self.add(node, ENVIRONMENT, READ, "os.environ[...]")
+            key = node.slice[0].slice if len(node.slice) == 1 else None
+            name = self._variable(key.value) if isinstance(key, libcst.Index) else None
+            if name is not None:
+                self.add(node, ENVIRONMENT, READ, f"os.environ[{name!r}]", variable=(name, True))
+            else:
+                self.add(node, ENVIRONMENT, READ, "os.environ[...]")
 
     def visit_Assign(self, node: libcst.Assign) -> None:
         for target in node.targets:
@@ -541,16 +590,7 @@ class _Resolver:
                     for param, value in arguments.items()
                 }
                 for effect in self.effects(callee, passed):
-                    found.append(
-                        EffectIR(
-                            effect.category,
-                            effect.access,
-                            effect.call,
-                            effect.line,
-                            effect.column,
-                            (callee, *effect.via),
-                        )
-                    )
+                    found.append(replace(effect, via=(callee, *effect.via)))
         finally:
             self.active.discard(name)
         return tuple(dict.fromkeys(found))
@@ -564,14 +604,5 @@ class _Resolver:
         if value is not None and value.startswith("="):
             method = value[1:]
             access = READ if method.lower() in READ_METHODS else WRITE
-            return EffectIR(
-                effect.category, access, f"{effect.call}({method.upper()!r})", effect.line, effect.column, effect.via
-            )
-        return EffectIR(
-            effect.category,
-            WRITE,
-            f"{effect.call}({site.method_param}: not a literal)",
-            effect.line,
-            effect.column,
-            effect.via,
-        )
+            return replace(effect, access=access, call=f"{effect.call}({method.upper()!r})")
+        return replace(effect, access=WRITE, call=f"{effect.call}({site.method_param}: not a literal)")

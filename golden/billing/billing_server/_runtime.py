@@ -34,10 +34,8 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
-from mcp_types import methods as wire_methods
-from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from opentelemetry.trace import Span, get_current_span
-from pydantic import BaseModel, ValidationError
 
 from ._identity import Identity, presented_as, presented_identity, with_identity
 from ._identity import caller_value as caller_value  # re-exported: presenters' `ctx.*` expressions call it
@@ -1559,107 +1557,3 @@ def _fixed_guidance_blocks(
     result that has that set. Only for spec text: text a template made from data is never kept past its call.
     Nothing in the runtime or the SDK changes a result's blocks once built (the wire is written from them)."""
     return tuple(_guidance_blocks(rules, suggestions))
-
-
-# --- the wire: tools/call results serialized once ----------------------------------------------------------
-
-# The protocol versions whose tools/call result surface keeps every field `tool_result_wire` writes, exactly:
-# the handshake era. 2026-07-28 results carry `resultType` and the `serverInfo` stamp, which the SDK adds.
-FAST_RESULT_VERSIONS: Final = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"})
-
-
-def tool_result_wire(result: types.CallToolResult) -> dict[str, Any] | None:
-    """The wire dict the SDK would send for `result` at a handshake-era version (its `model_dump`, then the
-    per-version result check and its dump: keys in the surface's order, nothing None), written directly, or None
-    when `result` holds anything this does not know (another content type, `_meta`, other annotations): then
-    the SDK's own serialization runs. Every result the runtime builds is text blocks, structuredContent and
-    isError; tests hold this to the SDK's output for each of them and each version."""
-    if type(result) is not types.CallToolResult or result.meta is not None:
-        return None
-    content: list[dict[str, Any]] = []
-    for block in result.content:
-        if type(block) is not types.TextContent or block.meta is not None or type(block.text) is not str:
-            return None
-        annotations = block.annotations
-        if annotations is None:
-            content.append({"text": block.text, "type": "text"})
-        elif annotations.priority is None and annotations.last_modified is None and annotations.audience:
-            audience = {"audience": list(annotations.audience)}
-            content.append({"annotations": audience, "text": block.text, "type": "text"})
-        else:
-            return None
-    if type(result.is_error) is not bool:
-        return None
-    wire: dict[str, Any] = {"content": content, "isError": result.is_error}
-    structured = result.structured_content
-    if structured is not None:
-        if type(structured) is not dict:
-            return None
-        wire["structuredContent"] = structured
-    return wire
-
-
-class FastToolCalls:
-    """Server middleware (`Server.middleware`, the SDK's extension point) that answers `tools/call` on a
-    handshake-era connection without the work the SDK repeats on a result the runtime built itself: its
-    `model_dump`, then the per-version result check, which validates that dump again and dumps it again.
-
-    Everything else the SDK does for the call is done here the same way, with the SDK's own functions: the
-    per-version request check, the params model, the handler, an ErrorData raised as an error. Whatever is not
-    certain takes the SDK's path untouched (`call_next`): another method, a 2026-07-28 connection (its results
-    carry more), a connection not initialized (the SDK's gate answers), cache hints. A result
-    `tool_result_wire` does not know is serialized as the SDK serializes it."""
-
-    def __init__(self, server: Any) -> None:
-        self._server = server
-
-    async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
-        method, version, session = ctx.method, ctx.protocol_version, ctx.session
-        if (
-            method != "tools/call"
-            or version not in FAST_RESULT_VERSIONS
-            or session is None
-            or session.client_params is None
-            or self._server.cache_hints.get(method) is not None
-            or (entry := self._server.get_request_handler(method)) is None
-        ):
-            return await call_next(ctx)
-        return await answer_tool_call(entry, ctx, version)
-
-
-async def answer_tool_call(entry: Any, ctx: Any, version: str) -> dict[str, Any]:
-    """The wire result of a handshake-era `tools/call` on an initialized connection (`entry`: the server's
-    registered handler): what the SDK's ServerRunner does for it, with the SDK's own functions (the per-version
-    request check, the params model, the handler, an ErrorData raised as an error), and the result written once
-    by `tool_result_wire` when it knows it, else serialized as the SDK serializes it. FastToolCalls and the stdio
-    session's tool-call lane (`_session.py`) both answer through this."""
-    method, params = ctx.method, ctx.params
-    try:
-        wire_methods.validate_client_request(method, version, params)
-    except KeyError:
-        raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method) from None
-    typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
-    result = await entry.handler(ctx, typed)
-    if isinstance(result, types.ErrorData):
-        raise MCPError.from_error_data(result)
-    if isinstance(result, types.CallToolResult) and (wire := tool_result_wire(result)) is not None:
-        return wire
-    return sdk_result_wire(method, version, result)
-
-
-def sdk_result_wire(method: str, version: str, result: object) -> dict[str, Any]:
-    """A handshake-era result as the SDK's ServerRunner serializes it (its `_dump_result`, then the per-version
-    result check; an invalid result is the SDK's INTERNAL_ERROR)."""
-    if result is None:
-        dumped: dict[str, Any] = {}
-    elif isinstance(result, BaseModel):
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    elif isinstance(result, dict):
-        dumped = dict(result)
-    else:
-        raise TypeError(f"handler returned {type(result).__name__}; expected BaseModel, dict, or None")
-    try:
-        return wire_methods.serialize_server_result(method, version, dumped)
-    except ValidationError:
-        logger.exception("handler for %r returned an invalid result", method)
-        raise MCPError(code=INTERNAL_ERROR, message="Handler returned an invalid result") from None

@@ -17,6 +17,7 @@ from ._serving import (
     add_presenter_arguments,
     add_server_arguments,
     add_store_arguments,
+    check_extras,
     event_loop_options,
     serve,
     serving_logging,
@@ -35,6 +36,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_presenter_arguments(parser)
     add_store_arguments(parser)
     arguments = parser.parse_args(argv)
+    check_extras(parser, arguments)
     arguments.verifier = token_verifier(parser, arguments, roles_claim=ROLES_CLAIM, tenant_claim=TENANT_CLAIM)
     try:
         arguments.store = open_store(

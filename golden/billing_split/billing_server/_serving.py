@@ -28,17 +28,16 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
+from ._dependencies import EXTRAS, outside
 from ._identity import JWT_ALGORITHMS
 from ._runtime import (
     DEFAULT_LIVE_STARTS,
     DEFAULT_STARTS_PER_MINUTE,
     USER_BLOCK_MODES,
     AuditLog,
-    FastToolCalls,
     HandlerServer,
     audit_to,
 )
-from ._session import serve_session
 from ._stdio import Bypass, stdio_is_pipes, stdio_streams
 
 if TYPE_CHECKING:  # the SDK is the optional `otel` extra: imported only by --otel
@@ -58,6 +57,8 @@ STORE_RETRY_MAX = 5.0  # seconds at most between two checks while the store is u
 _DISTRIBUTION = __name__.rpartition(".")[0].replace("_", "-")
 TRACE_FLUSH_TIMEOUT_MS = 5000  # at exit, how long the spans not yet exported may take to send
 HTTP_RESPONSE_MODES = ["auto", "sse", "json"]  # --http-response
+# Set to `off` to serve through the SDK's public API even where the fast path (_fast_path.py) would serve.
+FAST_PATH_VARIABLE = "MCP_SERVER_FAST_PATH"
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -269,6 +270,25 @@ def token_verifier(
         return StaticTokens.load(arguments.auth_tokens_file, tenants=tenant_claim is not None)
     except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         parser.error(f"--auth-tokens-file {arguments.auth_tokens_file}: {exc}")
+
+
+def check_extras(parser: argparse.ArgumentParser, arguments: argparse.Namespace) -> None:
+    """The extras this command line uses (`--http`, `--auth`, `--otel`, a Redis `--state-store`), their installed
+    versions checked against the ranges the generated pyproject.toml declares (`_dependencies.py`): one outside
+    is a usage error (exit 2) that names it, before anything is served."""
+    store = str(getattr(arguments, "state_store", ""))
+    used = {
+        "http": arguments.http,
+        "fast": arguments.http,  # httptools and uvloop serve only HTTP
+        "auth": getattr(arguments, "auth", "none") != "none",
+        "otel": arguments.otel,
+        "redis": store.startswith(("redis://", "rediss://")),
+    }
+    problems = [problem for extra, wanted in used.items() if wanted for problem in outside(EXTRAS[extra])]
+    if problems:
+        parser.error(
+            f"{_DISTRIBUTION} was generated and tested for {'; '.join(problems)}: install versions in these ranges"
+        )
 
 
 def add_presenter_arguments(parser: argparse.ArgumentParser) -> None:
@@ -680,8 +700,11 @@ async def serve_stdio(
     arguments: argparse.Namespace,
     store: Any,
     tracing: Tracing | None = None,
+    *,
+    fast: bool = True,
 ) -> None:
-    """Serve one session on stdin/stdout until EOF or a signal."""
+    """Serve one session on stdin/stdout until EOF or a signal: with `fast`, in the fast path's session (its
+    tool-call lane takes calls from the transport's bypass); without, by the SDK's `Server.run`."""
     graceful = stdio_is_pipes()
     bypass = Bypass()  # where the session's tool-call lane takes its calls from the transport
     streams = stdio_streams(arguments.max_in_flight, arguments.max_request_body, bypass)
@@ -689,7 +712,12 @@ async def serve_stdio(
         serving = anyio.CancelScope()
         group.start_soon(stop_on_signal, serving, store, graceful, tracing)
         with serving:
-            await serve_session(server, read_stream, write_stream, options, bypass)
+            if fast:
+                from ._fast_path import serve_session
+
+                await serve_session(server, read_stream, write_stream, options, bypass)
+            else:
+                await server.run(read_stream, write_stream, options)
         group.cancel_scope.cancel()
 
 
@@ -725,8 +753,11 @@ async def serve(
     are the spec's, advertised in the protected resource metadata under --auth."""
     tracing = start_tracing(name) if arguments.otel else None
     audit_to(getattr(arguments, "audit_log", None))
-    serving_middleware(server, traced=tracing is not None)
+    problem = fast_path_problem()
+    serving_middleware(server, traced=tracing is not None, fast=problem is None)
     print(serving_banner(name, arguments, server), file=sys.stderr, flush=True)
+    if problem is not None:
+        print(f"{name}: serving through the SDK's public API (slower, the same answers): {problem}", file=sys.stderr)
     try:
         if arguments.http:
             await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None, scopes)
@@ -734,7 +765,7 @@ async def serve(
             options = server.create_initialization_options(
                 NotificationOptions(tools_changed=True) if tools_changed else None
             )
-            await serve_stdio(server, options, arguments, store, tracing)
+            await serve_stdio(server, options, arguments, store, tracing, fast=problem is None)
     finally:
         if tracing is not None:
             tracing.stop()
@@ -749,13 +780,29 @@ def event_loop_options(arguments: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
-def serving_middleware(server: Server[Any], *, traced: bool) -> None:
+def fast_path_problem() -> str | None:
+    """Why the fast path (`_fast_path.py`) does not serve here, or None when it does: turned off by the
+    environment, an SDK without a module or name it imports, or one it was not tested on (`unavailable`)."""
+    if os.environ.get(FAST_PATH_VARIABLE, "").strip().lower() == "off":
+        return f"{FAST_PATH_VARIABLE}=off"
+    try:
+        from ._fast_path import unavailable
+    except ImportError as exc:  # the SDK moved or renamed something the fast path imports
+        return f"the SDK lacks what the fast path imports ({exc})"
+    return unavailable()
+
+
+def serving_middleware(server: Server[Any], *, traced: bool, fast: bool = True) -> None:
     """What runs around each request when serving: the runtime's tools/call fast path (FastToolCalls: results
     serialized once), innermost; the SDK's OpenTelemetry middleware only with --otel. Without a tracer provider
     its span per message records nothing, yet cost about a tenth of a call's time (measured over stdio); the
     SDK documents dropping it from `Server.middleware` as the way to opt out."""
     if not traced:
         server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    if not fast:
+        return
+    from ._fast_path import FastToolCalls
+
     if not any(isinstance(m, FastToolCalls) for m in server.middleware):
         server.middleware.append(FastToolCalls(server))
 

@@ -20,6 +20,12 @@ _STARTING = _PROGRAM in ("-m", "orders-server") and gc.isenabled()
 if _STARTING:
     gc.disable()
 
+# Before anything imports the SDK: an installed version outside the ranges pyproject.toml declares is an ImportError
+# that names the distribution and the range (_dependencies.py), not an AttributeError deep in a call.
+from ._dependencies import check_installed  # noqa: E402
+
+check_installed()
+
 from ._runtime import ToolError  # noqa: E402
 from .server import create_server  # noqa: E402
 

@@ -16,6 +16,7 @@ import anyio
 from ._serving import (
     add_server_arguments,
     add_store_arguments,
+    check_extras,
     event_loop_options,
     serve,
     serving_logging,
@@ -33,6 +34,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_exposure_arguments(parser)
     add_store_arguments(parser)
     arguments = parser.parse_args(argv)
+    check_extras(parser, arguments)
     arguments.verifier = token_verifier(parser, arguments)
     try:
         arguments.store = open_store(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from ._serving import add_server_arguments, event_loop_options, serve, serving_logging, token_verifier
+from ._serving import add_server_arguments, check_extras, event_loop_options, serve, serving_logging, token_verifier
 from ._surface import add_exposure_arguments
 from .server import HANDLERS_MODULE, NAME, create_server
 
@@ -22,6 +22,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_server_arguments(parser)
     add_exposure_arguments(parser)
     arguments = parser.parse_args(argv)
+    check_extras(parser, arguments)
     arguments.verifier = token_verifier(parser, arguments)
     return arguments
 

@@ -15,6 +15,7 @@ import anyio
 from ._serving import (
     add_presenter_arguments,
     add_server_arguments,
+    check_extras,
     event_loop_options,
     serve,
     serving_logging,
@@ -30,6 +31,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_exposure_arguments(parser)
     add_presenter_arguments(parser)
     arguments = parser.parse_args(argv)
+    check_extras(parser, arguments)
     arguments.verifier = token_verifier(parser, arguments)
     return arguments
 
