@@ -18,6 +18,7 @@ import re
 import shlex
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -426,6 +427,61 @@ def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
     }
     source = path.read_bytes().decode("utf-8", "replace")
     return check_handlers(source, ir, shown, positions)
+
+
+# The MCP Inspector the `inspect` command runs unless told otherwise: the version tooling/package.json pins (the
+# one fusiongen's tests run), fetched by npx on first use.
+INSPECTOR = ("npx", "-y", "@modelcontextprotocol/inspector@2.12.0")
+# Where a stdio server keeps workflow state between Inspector calls (each call starts a new server process, so
+# the memory store would forget every handle): a SQLite file in OUT.
+INSPECTOR_STATE = "sqlite:///.inspector-state.db"
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """The Inspector command line for a built server, and where to run it."""
+
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]  # added to the environment
+    note: str  # what to tell the user (on stderr)
+
+
+def inspection(
+    spec_path: Path,
+    out_dir: Path,
+    *,
+    url: str | None = None,
+    inspector: Sequence[str] = INSPECTOR,
+    python: str,
+    inspector_args: Sequence[str] = (),
+) -> Inspection:
+    """The MCP Inspector CLI against the server built from `spec_path` into `out_dir`: on stdio (`python -m
+    <package>` in `out_dir`, with workflow state in a SQLite file there so handles outlive each call's server
+    process) or, with `url`, over streamable HTTP. Always the 2026-07-28 era: every tool is listed and a
+    workflow is walked by handles, which is how a client that opens a new session per call must walk it."""
+    _, ir, _ = validate(spec_path)
+    base = [*inspector, "--cli", "--protocol-era", "modern"]
+    if url is not None:
+        return Inspection([*base, url, "--transport", "http", *inspector_args], out_dir, {}, f"inspecting {url}")
+    if not (out_dir / ir.package / "__main__.py").is_file():
+        raise SpecError(
+            [
+                Diagnostic(
+                    "FG412",
+                    f"{display_path(out_dir / ir.package)} is not built",
+                    display_path(spec_path),
+                    hint=f"run `fusiongen build {display_path(spec_path)}` first (with the same -o)",
+                )
+            ]
+        )
+    store = ["--state-store", INSPECTOR_STATE] if ir.workflows else []
+    server = ["--", python, "-m", ir.package, *store]
+    argv = [*base, "--cwd", str(out_dir.resolve()), "-e", f"PYTHONPATH={out_dir.resolve()}", *inspector_args, *server]
+    note = f"inspecting {ir.package} on stdio in {display_path(out_dir)}" + (
+        f" (workflow state in {INSPECTOR_STATE}, so handles outlive each call)" if store else ""
+    )
+    return Inspection(argv, out_dir, {}, note)
 
 
 def schema_text(*, part: bool = False) -> str:

@@ -330,6 +330,114 @@ def init(
     _guarded(run)
 
 
+class Document(StrEnum):
+    spec = "spec"
+    openapi = "openapi"
+    ecosystem = "ecosystem"
+    architecture = "architecture"
+    changelog = "changelog"
+
+
+DOCUMENT_FILES = {
+    Document.spec: "spec.md",
+    Document.openapi: "openapi.md",
+    Document.ecosystem: "ecosystem.md",
+    Document.architecture: "architecture.md",
+    Document.changelog: "CHANGELOG.md",
+}
+
+
+def document_path(document: Document) -> Path | None:
+    """Where an installed fusiongen keeps a document: `fusiongen/docs/` in a wheel (pyproject.toml ships them
+    there), or the checkout's `docs/` (and its root, for the changelog) for an editable install."""
+    package = Path(__file__).resolve().parent
+    name = DOCUMENT_FILES[document]
+    for candidate in (package / "docs" / name, package.parent / "docs" / name, package.parent / name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@app.command(cls=_Command)
+def docs(
+    document: Annotated[Document, typer.Argument(help="Which document.")] = Document.spec,
+    path: Annotated[bool, typer.Option("--path", help="Print where the file is instead of its text.")] = False,
+) -> None:
+    """Read fusiongen's documentation as installed: the reference (spec), openapi, ecosystem, architecture or
+    the changelog. Paged on a terminal, printed otherwise (`fusiongen docs spec | less`)."""
+
+    def run() -> int:
+        found = document_path(document)
+        if found is None:
+            typer.echo(f"fusiongen: {DOCUMENT_FILES[document]} is not installed with this fusiongen", err=True)
+            return EXIT_INTERNAL
+        if path:
+            typer.echo(str(found))
+        elif sys.stdout.isatty():
+            import pydoc  # the standard library's pager: $MANPAGER, $PAGER or less, as `help()` pages
+
+            pydoc.pager(found.read_text(encoding="utf-8"))
+        else:
+            sys.stdout.write(found.read_text(encoding="utf-8"))
+        return EXIT_OK
+
+    _guarded(run)
+
+
+@app.command(cls=_Command)
+def inspect(
+    spec: SpecArg,
+    inspector_args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="After --: the Inspector's own options, e.g. --method tools/call --tool-name T "
+            "--tool-args-json '{...}'.",
+            show_default=False,
+        ),
+    ] = None,
+    out: OutOption = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Inspect a server already serving HTTP here (…/mcp), not stdio.")
+    ] = None,
+    inspector: Annotated[
+        str | None,
+        typer.Option(
+            "--inspector",
+            help="The Inspector command (default: $FUSIONGEN_INSPECTOR, else npx -y "
+            "@modelcontextprotocol/inspector@2.12.0).",
+        ),
+    ] = None,
+) -> None:
+    """Run the MCP Inspector's CLI against the server built from SPEC, in the 2026-07-28 era (every tool
+    listed; workflows walked by handle). One Inspector call per run: docs/spec.md §11.9."""
+    import shlex
+    import subprocess
+
+    from fusiongen.api import INSPECTOR, inspection
+
+    def run() -> int:
+        command = inspector or os.environ.get("FUSIONGEN_INSPECTOR")
+        planned = inspection(
+            spec,
+            out_dir_for(spec, out, False),
+            url=url,
+            inspector=shlex.split(command) if command else INSPECTOR,
+            python=sys.executable,
+            inspector_args=inspector_args or [],
+        )
+        typer.echo(f"fusiongen: {planned.note}", err=True)
+        try:
+            return subprocess.run(planned.argv, cwd=planned.cwd, env={**os.environ, **planned.env}).returncode
+        except FileNotFoundError:
+            typer.echo(
+                f"fusiongen: cannot run {planned.argv[0]!r}: install Node.js (for npx), or pass --inspector",
+                err=True,
+            )
+            return EXIT_INVALID
+
+    _guarded(run)
+
+
 import_app = typer.Typer(no_args_is_help=True, help="Start a spec from a document another tool wrote.")
 app.add_typer(import_app, name="import")
 

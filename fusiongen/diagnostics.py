@@ -212,6 +212,7 @@ CODES: dict[str, str] = {
     "FG409": "output directory unusable",
     "FG410": "handler is a generator function (check)",
     "FG411": "handler is still the scaffolded stub (check; a warning)",
+    "FG412": "inspect: the server is not built",
     "FG420": "query tool whose handler can write or execute (read from the handler module)",
     "FG421": "query tool whose handler makes a call static analysis cannot follow (dynamic import, ...)",
 }

@@ -8,7 +8,11 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from fusiongen.cli import DOCUMENT_FILES, Document
 from fusiongen.names import RUNTIME_MODULES
+from tests.support.processes import run
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -70,3 +74,14 @@ def test_each_section_number_is_used_once() -> None:
 def test_the_architecture_names_every_runtime_module() -> None:
     text = (DOCS / "architecture.md").read_text(encoding="utf-8")
     assert [m for m in RUNTIME_MODULES if f"`{m}.py`" not in text and f"`{m}`" not in text] == []
+
+
+@pytest.mark.parametrize("document", list(Document))
+def test_the_docs_command_prints_each_document_as_installed(document: Document, tmp_path: Path) -> None:
+    # An editable install reads the checkout (a wheel's copy is tests/test_readme.py's).
+    name = DOCUMENT_FILES[document]
+    source = DOCS / name if (DOCS / name).is_file() else ROOT / name
+    printed = run("docs", document.value, cwd=tmp_path)
+    assert printed.code == 0 and printed.stdout == source.read_text(encoding="utf-8"), printed.stderr
+    located = run("docs", document.value, "--path", cwd=tmp_path)
+    assert located.stdout == f"{source}\n"

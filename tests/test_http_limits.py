@@ -37,23 +37,29 @@ def open_session(url: str) -> httpx.Response:
 
 
 @pytest.mark.anyio
-async def test_max_sessions_refuses_the_session_beyond_the_limit(built: Path) -> None:
+async def test_max_sessions_closes_the_least_recently_used_session_for_a_new_one(built: Path) -> None:
+    """At --max-sessions a new session is not refused (idle sessions would lock every new client out): the least
+    recently used session of the client holding the most is closed instead, so at most that many stay open."""
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+
+    def session_of(response: httpx.Response) -> dict[str, str]:
+        return {**HEADERS, "mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+
     with http_server(built, "--max-sessions", "2") as url:
         first, second = open_session(url), open_session(url)
         assert first.status_code == second.status_code == 200
         assert first.headers["mcp-session-id"] != second.headers["mcp-session-id"]
+        assert httpx.post(url, json=ping, headers=session_of(first), timeout=30).status_code == 200  # first: recent
         third = open_session(url)
-        assert third.status_code == 503, third.text
-        assert "mcp-session-id" not in third.headers
-        assert "Too many open sessions" in third.text
-        # Open sessions are not affected: the first one still answers.
-        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-        session = {**HEADERS, "mcp-session-id": first.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
-        assert httpx.post(url, json=ping, headers=session, timeout=30).status_code == 200
-        # Closing a session frees its slot for a new client.
-        assert httpx.delete(url, headers=session, timeout=30).status_code in (200, 204)
+        assert third.status_code == 200, third.text
+        assert httpx.post(url, json=ping, headers=session_of(second), timeout=30).status_code == 404  # closed
+        assert httpx.post(url, json=ping, headers=session_of(first), timeout=30).status_code == 200
+        assert httpx.post(url, json=ping, headers=session_of(third), timeout=30).status_code == 200
+        # Closing a session frees its slot for a new client, which closes nobody's.
+        assert httpx.delete(url, headers=session_of(first), timeout=30).status_code in (200, 204)
         async with connect(url, LEGACY) as client:
             assert "invoice.get" in [t.name for t in (await client.list_tools()).tools]
+        assert httpx.post(url, json=ping, headers=session_of(third), timeout=30).status_code == 200
 
 
 def test_max_request_body_refuses_larger_bodies(built: Path) -> None:
