@@ -10,6 +10,7 @@ refused naming the allowed actions.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from fusiongen.api import budget_text, validate
 from fusiongen.codegen.budget import grouped_entries
 from fusiongen.diagnostics import SpecError
 from tests.support.build import SPECS, GeneratedServer, build, write_spec
+from tests.support.processes import run_python
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -225,3 +227,21 @@ description = "d"
         for d in found
     ), found
     assert any('error[FG107]: tool "invoice" has the name of the grouped tool "invoice"' in d for d in found), found
+
+
+@pytest.mark.timeout(600)
+def test_the_grouped_server_passes_ruff_and_mypy_strict(grouped_build: tuple[Any, Path], tmp_path: Path) -> None:
+    """Generated code is first-class Python in grouped servers too (_grouping.py and the wrapped handlers)."""
+    generation, out = grouped_build
+    assert (out / generation.ir.package / "_grouping.py").is_file()
+    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
+        linted = run_python(["-m", "ruff", *command], cwd=out)
+        assert linted.returncode == 0, linted.stdout + linted.stderr
+    env = {**os.environ, "MYPYPATH": str(generation.loaded.home)}
+    checked = run_python(
+        ["-m", "mypy", "--strict", "--cache-dir", tmp_path / "mypy", generation.ir.package],
+        cwd=out,
+        env=env,
+        timeout=540,
+    )
+    assert checked.returncode == 0 and "Success" in checked.stdout, checked.stdout + checked.stderr
