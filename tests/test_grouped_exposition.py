@@ -24,7 +24,8 @@ from fusiongen.api import budget_text, validate
 from fusiongen.codegen.budget import grouped_entries
 from fusiongen.diagnostics import SpecError
 from tests.support.build import SPECS, GeneratedServer, build, write_spec
-from tests.support.processes import run_python
+from tests.support.client import connect
+from tests.support.processes import http_server, run_python
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -245,3 +246,18 @@ def test_the_grouped_server_passes_ruff_and_mypy_strict(grouped_build: tuple[Any
         timeout=540,
     )
     assert checked.returncode == 0 and "Success" in checked.stdout, checked.stdout + checked.stderr
+
+
+async def test_an_action_keeps_its_requires_over_http(grouped_build: tuple[Any, Path]) -> None:
+    """Without --auth an HTTP caller has no identity: invoice.update (requires invoices:write) is left out of the
+    handshake-era action enum and refused on call, naming the action; the other actions are unaffected."""
+    _, out = grouped_build
+    with http_server(out) as url:
+        async with connect(url, LEGACY) as client:
+            listed = await tools(client)
+            refused = await client.call_tool("invoice", {"action": "update", "id": "inv-1", "status": "paid"})
+            allowed = await client.call_tool("invoice", {"action": "get", "id": "inv-1"})
+    assert actions(listed["invoice"]) == ["get", "list", "create", "submit", "start", "status", "resolve"]
+    assert refused.is_error and 'tool="invoice(action=update)" code="FORBIDDEN"' in text(refused)
+    assert "without authentication" in text(refused)
+    assert not allowed.is_error, text(allowed)
