@@ -24,7 +24,7 @@ from fusiongen.api import budget_text, validate
 from fusiongen.codegen.budget import grouped_entries
 from fusiongen.diagnostics import SpecError
 from tests.support.build import SPECS, GeneratedServer, build, write_spec
-from tests.support.client import connect
+from tests.support.client import connect, stdio
 from tests.support.processes import http_server, run_python
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -261,3 +261,16 @@ async def test_an_action_keeps_its_requires_over_http(grouped_build: tuple[Any, 
     assert refused.is_error and 'tool="invoice(action=update)" code="FORBIDDEN"' in text(refused)
     assert "without authentication" in text(refused)
     assert not allowed.is_error, text(allowed)
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_a_grouped_stdio_server_answers_actions(grouped_build: tuple[Any, Path], mode: str) -> None:
+    """Over stdio (the tool-call lane and the fast path answer handshake-era calls) the action reaches its tool."""
+    _, out = grouped_build
+    async with stdio(out, mode) as client:
+        started = await client.call_tool("invoice", {"action": "start"})
+        handle = started.structured_content["workflow_id"]  # type: ignore[index]
+        result = await client.call_tool("invoice", {"action": "submit", "invoice_id": "inv-1", "workflow_id": handle})
+        refused = await client.call_tool("invoice", {"action": "submit", "invoice_id": "inv-1", "workflow_id": handle})
+    assert text(result) == "invoice(action=submit): done."
+    assert refused.is_error and text(refused).startswith(wrong_state("submit", "review")), text(refused)
