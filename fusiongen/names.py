@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import keyword
 import re
@@ -409,24 +410,38 @@ def pascal_case(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[._\-\s]+", name) if part)
 
 
-# The runtime modules copied into generated servers, by their file name there.
-RUNTIME_MODULES = (
-    "_auth",
-    "_dependencies",
-    "_expressions",
-    "_gate",
-    "_grouping",
-    "_identity",
-    "_runtime",
-    "_serving",
-    "_fast_path",
-    "_stdio",
-    "_surface",
-    "_store_base",
-    "redis_store",
-    "state_store",
-    "testing",
+# The one registry of the runtime modules copied into generated servers (fusiongen/runtime/<name>.py, the same file
+# name there): which servers get each (`when`: every server, or only those whose spec has workflows, whose
+# presenters use expressions, or that are grouped) and why. The generator copies by it (codegen/render.py), the
+# tests check the golden servers and the docs against it (tests/test_runtime_source.py, tests/test_docs.py).
+@dataclasses.dataclass(frozen=True)
+class RuntimeModule:
+    name: str
+    when: str  # one of RUNTIME_CONDITIONS
+    why: str
+
+
+RUNTIME_CONDITIONS = ("always", "workflows", "expressions", "grouped")
+RUNTIME: tuple[RuntimeModule, ...] = (
+    RuntimeModule("_auth", "always", "bearer-token verifiers for --auth (HTTP), and the spec's requires checks"),
+    RuntimeModule("_dependencies", "always", "the version ranges pyproject.toml declares, checked at import"),
+    RuntimeModule("_expressions", "expressions", "the total helpers compiled presenter expressions call"),
+    RuntimeModule("_fast_path", "always", "the serving fast path, fenced; imported only when serving"),
+    RuntimeModule("_gate", "workflows", "the workflow gate, W.start/W.status, per-session listing"),
+    RuntimeModule("_grouping", "grouped", "grouped exposition: one tool per group, its action an argument"),
+    RuntimeModule("_identity", "always", "the caller's identity as a tool call sees it"),
+    RuntimeModule("_runtime", "always", "checks, casts, results and errors, run_tool, handler binding"),
+    RuntimeModule("_serving", "always", "python -m: options, transports, logging, tracing, signals"),
+    RuntimeModule("_stdio", "always", "the stdio transport on the event loop"),
+    RuntimeModule("_store_base", "workflows", "the state store contract and the lease protocol"),
+    RuntimeModule("_surface", "always", "resources, prompts, completion and the exposure filter"),
+    RuntimeModule("redis_store", "workflows", "the Redis state store (the redis extra)"),
+    RuntimeModule("state_store", "workflows", "the memory and SQLite state stores, open_store"),
+    # Always: the tests `fusiongen init` scaffolds and the generated README's testing section import it; nothing
+    # in the server does, so it costs a deployment no import.
+    RuntimeModule("testing", "always", "for the user's tests: call a tool in-process, read the outcome"),
 )
+RUNTIME_MODULES = tuple(module.name for module in RUNTIME)
 
 
 @functools.cache

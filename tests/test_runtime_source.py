@@ -12,7 +12,9 @@ import pytest
 from ruff.__main__ import find_ruff_bin
 
 import fusiongen
-from fusiongen.codegen import runtime_copy
+from fusiongen.codegen import render, runtime_copy
+from fusiongen.names import RUNTIME as REGISTRY
+from fusiongen.names import RUNTIME_CONDITIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "fusiongen" / "runtime"
@@ -31,27 +33,29 @@ DYNAMIC_SERVER_IMPORT = "importlib.import_module('.server', package)"
 
 
 def test_the_runtime_modules_are_the_ones_copied() -> None:
-    assert (
-        MODULES
-        == sorted(runtime_copy.RUNTIME_MODULES)
-        == [
-            "_auth",
-            "_dependencies",
-            "_expressions",
-            "_fast_path",
-            "_gate",
-            "_grouping",
-            "_identity",
-            "_runtime",
-            "_serving",
-            "_stdio",
-            "_store_base",
-            "_surface",
-            "redis_store",
-            "state_store",
-            "testing",
-        ]
-    )
+    """The registry (`names.RUNTIME`) names every module of fusiongen/runtime/, once, each with a condition the
+    generator knows."""
+    assert sorted(runtime_copy.RUNTIME_MODULES) == MODULES
+    assert len(set(runtime_copy.RUNTIME_MODULES)) == len(runtime_copy.RUNTIME_MODULES)
+    assert {m.when for m in REGISTRY} <= set(RUNTIME_CONDITIONS) == set(render.RUNTIME_CONDITIONS)
+    assert [name for name, _ in render.RUNTIME_COPIES] == [m.name for m in REGISTRY]
+
+
+# What each golden spec has, of the registry's conditions.
+GOLDEN_CONDITIONS = {"billing": {"always", "workflows", "expressions"}, "approval": {"always", "workflows"}}
+# How docs/spec.md §11.1 says each condition, in its "when" column.
+SPEC_WHEN = {
+    "always": "always",
+    "workflows": "with workflows",
+    "expressions": "when presenters have expressions",
+    "grouped": 'with exposition = "grouped"',
+}
+
+
+def test_the_spec_lists_each_runtime_module_with_its_condition() -> None:
+    text = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
+    for module in REGISTRY:
+        assert f"| `{module.name}.py` | {SPEC_WHEN[module.when]} |" in text, module
 
 
 def golden_copies() -> list[tuple[str, str, Path, str]]:
@@ -66,33 +70,7 @@ def golden_copies() -> list[tuple[str, str, Path, str]]:
 def test_every_golden_server_has_the_runtime_it_needs() -> None:
     present = {(server, module) for server, module, _, _ in golden_copies()}
     assert present == {
-        ("billing", "_auth"),
-        ("billing", "_dependencies"),
-        ("billing", "_expressions"),
-        ("billing", "_gate"),
-        ("billing", "_identity"),
-        ("billing", "_runtime"),
-        ("billing", "_serving"),
-        ("billing", "_fast_path"),
-        ("billing", "_stdio"),
-        ("billing", "_surface"),
-        ("billing", "_store_base"),
-        ("billing", "redis_store"),
-        ("billing", "state_store"),
-        ("billing", "testing"),
-        ("approval", "_auth"),
-        ("approval", "_dependencies"),
-        ("approval", "_gate"),
-        ("approval", "_identity"),
-        ("approval", "_runtime"),
-        ("approval", "_serving"),
-        ("approval", "_fast_path"),
-        ("approval", "_stdio"),
-        ("approval", "_surface"),
-        ("approval", "_store_base"),
-        ("approval", "redis_store"),
-        ("approval", "state_store"),
-        ("approval", "testing"),
+        (server, module.name) for server, has in GOLDEN_CONDITIONS.items() for module in REGISTRY if module.when in has
     }
 
 
