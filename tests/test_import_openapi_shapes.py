@@ -336,3 +336,39 @@ async def test_compact_keeps_the_listing_small_and_the_results_whole(
         "\n- NOT_FOUND\n- CONFLICT\n- INVALID_REQUEST\n- RATE_LIMITED\n- UNAVAILABLE"
     )
     assert not called.is_error and called.structured_content["data"]["type_2"] == "incident"
+
+
+def _first_without_renames() -> dict[str, Any]:
+    """SHAPES with only the operation that carries no renamed field, and no components: `SHAPES = {}`."""
+    return {**SHAPES, "paths": {"/users/{uid}/keys": SHAPES["paths"]["/users/{uid}/keys"]}, "components": {}}
+
+
+async def test_a_reimport_appends_the_renames_new_operations_need(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _import(tmp_path, _first_without_renames(), "--handlers", "http")
+    assert first.code == 0, first.stderr
+    _, ir, _ = validate(tmp_path / "spec.toml")
+    module = tmp_path / f"{ir.handlers_module}.py"
+    assert "SHAPES: dict[str, dict[str, tuple[str, str | None]]] = {}" in module.read_text(encoding="utf-8")
+    ir = _served(tmp_path, SHAPES)  # the re-import: appends SHAPES.update(...) and the new functions
+    text = module.read_text(encoding="utf-8")
+    assert text.count("SHAPES.update(") == 1 and text.index("SHAPES.update(") < text.index("def create_incident")
+    result, requests = await _call(
+        tmp_path, ir, monkeypatch, "create_incident", {"type_2": "incident", "title": "t", "type_": "x"}
+    )
+    assert not result.is_error, result.content
+    assert requests[0].body == {"type": "incident", "title": "t", "type_": "x"}
+
+
+def test_a_handler_module_without_shapes_is_not_extended_with_renaming_functions(tmp_path: Path) -> None:
+    first = _import(tmp_path, _first_without_renames(), "--handlers", "http")
+    assert first.code == 0, first.stderr
+    _, ir, _ = validate(tmp_path / "spec.toml")
+    module = tmp_path / f"{ir.handlers_module}.py"
+    edited = module.read_text(encoding="utf-8").replace("SHAPES: dict[str, dict[str, tuple[str, str | None]]] = {}", "")
+    module.write_text(edited, encoding="utf-8")
+    again = _import(tmp_path, SHAPES, "--handlers", "http")
+    assert again.code == 0, again.stderr
+    assert "FG337" in _codes(again.stderr) and "it has no `SHAPES` table" in again.stderr
+    assert module.read_text(encoding="utf-8") == edited

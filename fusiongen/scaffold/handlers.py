@@ -119,6 +119,12 @@ def _definitions(module: libcst.Module) -> dict[str, _Definition]:
                     for target in small.targets:
                         if isinstance(target.target, libcst.Name):
                             add(target.target.value, statement, None)
+                elif (
+                    isinstance(small, libcst.AnnAssign)
+                    and small.value is not None
+                    and isinstance(small.target, libcst.Name)
+                ):
+                    add(small.target.value, statement, None)  # `SHAPES: dict[...] = {}` binds it too
     return found
 
 
@@ -137,6 +143,12 @@ def bound_names(source: str) -> frozenset[str] | None:
             names.update(alias.asname or alias.name for alias in statement.names if alias.name != "*")
         elif isinstance(statement, ast.Assign):
             names.update(target.id for target in statement.targets if isinstance(target, ast.Name))
+        elif (
+            isinstance(statement, ast.AnnAssign)
+            and statement.value is not None
+            and isinstance(statement.target, ast.Name)
+        ):
+            names.add(statement.target.id)
     return frozenset(names)
 
 
