@@ -412,8 +412,9 @@ def pascal_case(name: str) -> str:
 
 # The one registry of the runtime modules copied into generated servers (fusiongen/runtime/<name>.py, the same file
 # name there): which servers get each (`when`: every server, or only those whose spec has workflows, whose
-# presenters use expressions, or that are grouped) and why. The generator copies by it (codegen/render.py), the
-# tests check the golden servers and the docs against it (tests/test_runtime_source.py, tests/test_docs.py).
+# presenters use expressions, which are grouped, or which have resources or prompts: `catalog`) and why. The
+# generator copies by it (codegen/render.py), the tests check the golden servers and the docs against it
+# (tests/test_runtime_source.py, tests/test_docs.py).
 @dataclasses.dataclass(frozen=True)
 class RuntimeModule:
     name: str
@@ -421,8 +422,9 @@ class RuntimeModule:
     why: str
 
 
-RUNTIME_CONDITIONS = ("always", "workflows", "expressions", "grouped")
+RUNTIME_CONDITIONS = ("always", "workflows", "expressions", "grouped", "catalog")
 RUNTIME: tuple[RuntimeModule, ...] = (
+    RuntimeModule("_catalog", "catalog", "resources, prompts and completion (only a spec with resources or prompts)"),
     RuntimeModule("_auth", "always", "bearer-token verifiers for --auth (HTTP), and the spec's requires checks"),
     RuntimeModule("_dependencies", "always", "the version ranges pyproject.toml declares, checked at import"),
     RuntimeModule("_expressions", "expressions", "the total helpers compiled presenter expressions call"),
@@ -434,7 +436,7 @@ RUNTIME: tuple[RuntimeModule, ...] = (
     RuntimeModule("_serving", "always", "python -m: options, transports, logging, tracing, signals"),
     RuntimeModule("_stdio", "always", "the stdio transport on the event loop"),
     RuntimeModule("_store_base", "workflows", "the state store contract and the lease protocol"),
-    RuntimeModule("_surface", "always", "resources, prompts, completion and the exposure filter"),
+    RuntimeModule("_surface", "always", "the exposure filter: --expose and --tags"),
     RuntimeModule("redis_store", "workflows", "the Redis state store (the redis extra)"),
     RuntimeModule("state_store", "workflows", "the memory and SQLite state stores, open_store"),
     # Always: the tests `fusiongen init` scaffolds and the generated README's testing section import it; nothing

@@ -55,6 +55,7 @@ RUNTIME_CONDITIONS: dict[str, Needed] = {
     "workflows": lambda view: bool(view.workflows),
     "expressions": lambda view: view.uses_expressions,
     "grouped": lambda view: view.groups_literal is not None,
+    "catalog": lambda view: bool(view.surface.resources or view.surface.prompts),
 }
 # (runtime module, which specs need it): copied from fusiongen/runtime/ byte for byte.
 RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = tuple((m.name, RUNTIME_CONDITIONS[m.when]) for m in RUNTIME)

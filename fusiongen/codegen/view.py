@@ -86,6 +86,7 @@ class ServerView:
     resource_reads: dict[str, ToolView]  # resource read ident -> its view
     surface: SurfaceView  # resources, prompts, completion, exposure
     surface_exports: tuple[str, ...]
+    catalog_exports: tuple[str, ...]  # _catalog: resources, prompts, completion
     shapes: tuple[ShapeView, ...]
     nested_inputs: tuple[NestedInputView, ...]
     output_constants: tuple[ConstantView, ...]
@@ -303,6 +304,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         resource_reads={r.ident: r for r in reads},
         surface=surface_view(server),
         surface_exports=exports("_surface"),
+        catalog_exports=exports("_catalog"),
         shapes=shapes,
         nested_inputs=nested,
         output_constants=tuple(sorted(shaping.output_constants.values(), key=lambda c: c.name)),

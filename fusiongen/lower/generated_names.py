@@ -112,8 +112,6 @@ def check_generated_names(
             names.add("schemas", f"{upper}_OUTPUT", owner)
         elif len(tool.presenters) > 1:  # returns_for_role: the union of its audiences is the tool's own schema
             names.add("schemas", f"{upper}_BY_ROLE_OUTPUT", owner)
-        if tool.invalidates and tool.returns is not None:  # its envelope also says what its success made stale
-            names.add("schemas", f"{upper}_OUTPUT", owner)
         declared = spec.resources[tool.name] if tool.resource else spec.tools[tool.name]
         explicit = declared.handler is not None
         handler_owner = _Owner(owner.label, (table, tool.name, "handler") if explicit else owner.loc)
