@@ -237,7 +237,10 @@ async def test_check_reports_a_generator_handler(tmp_path: Path) -> None:
         'def flow_go(args):\n    RAN.append("flow_go")\n', "def flow_go(args):\n    yield 1\n"
     ).replace("def ping(args):\n    return None\n", "async def ping(args):\n    yield None\n")
     spec = write_spec(tmp_path, FLOW_SPEC.format(name="flowprobe"), handlers=handlers)
-    assert run("build", spec, "-o", tmp_path / "out", cwd=tmp_path).code == 0
+    built = run("build", spec, "-o", tmp_path / "out", cwd=tmp_path)
+    # `build` writes the server and reports the same handler problems `check` does (exit 2): they agree.
+    assert built.code == 2, built.stderr
+    assert 'error[FG410]: handler "flow_go" of tool "flow.go" is a generator function' in built.stderr
     checked = run("check", spec, "-o", tmp_path / "out", cwd=tmp_path)
     assert checked.code == 1, checked.stderr
     assert 'error[FG410]: handler "flow_go" of tool "flow.go" is a generator function' in checked.stderr

@@ -277,6 +277,8 @@ async def test_over_stdio_the_local_user_reads_and_every_request_is_audited(buil
             await client.read_resource("nothing://here")
         with pytest.raises(MCPError):
             await client.get_prompt("rotate", {"kind": "nonsense-value"})
+        with pytest.raises(MCPError):
+            await client.call_tool("probe.for-a-tool-name", {"id": "guess"})
     assert SECRET_VALUE in read.contents[0].text  # type: ignore[union-attr]
     assert prompt.messages and done.completion.values == ["api", "db"]
     lines = audit_lines(path, None)
@@ -286,9 +288,10 @@ async def test_over_stdio_the_local_user_reads_and_every_request_is_audited(buil
         ("completion/complete", "secret://{kind}/{id}", "ok"),
         ("resources/read", None, "NOT_FOUND"),
         ("prompts/get", "rotate", "VALIDATION_ERROR"),
+        ("tools/call", None, "NOT_FOUND"),  # an unknown tool is audited too, without the name the client sent
     ]
     text = path.read_text(encoding="utf-8")
-    assert "nonsense-value" not in text and "nothing://here" not in text
+    assert "nonsense-value" not in text and "nothing://here" not in text and "probe.for" not in text
 
 
 # --- build time: a resource without requires over what only a guarded tool shows -------------------------------

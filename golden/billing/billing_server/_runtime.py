@@ -1093,6 +1093,19 @@ class SurfaceError(MCPError):
         self.outcome = outcome
 
 
+async def unknown_tool_call(
+    name: str, known: list[str], arguments: Mapping[str, Any], ctx: Any
+) -> types.CallToolResult:
+    """A tools/call of a tool the server does not serve: the protocol error (`unknown_tool`), audited like every
+    request (name null: the client's text is never written), so probing for tool names leaves a trail too."""
+
+    async def refuse() -> types.CallToolResult:
+        error = unknown_tool(name, known)
+        raise SurfaceError(error.code, error.message, outcome="NOT_FOUND")
+
+    return await audited("tools/call", None, arguments, ctx, refuse)
+
+
 async def audited(
     method: str, name: str | None, arguments: Mapping[str, Any], ctx: Any, call: Callable[[], Awaitable[_Answer]]
 ) -> _Answer:

@@ -17,7 +17,7 @@ from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
 from ._auth import Requirement, refused, shortfall, stable_listing, visible_tools
-from ._runtime import Handlers, HandlerServer, Route, by_role, import_handlers, logged_call, run_tool, unknown_tool
+from ._runtime import Handlers, HandlerServer, Route, by_role, import_handlers, logged_call, run_tool, unknown_tool_call
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
@@ -113,7 +113,7 @@ def create_server(
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         route = routes.get(params.name)
         if route is None:
-            raise unknown_tool(params.name, list(routes))
+            return await unknown_tool_call(params.name, list(routes), params.arguments or {}, ctx)
         arguments = params.arguments or {}
         requirement = REQUIRES.get(params.name)
         reason = shortfall(requirement, ctx) if requirement is not None else None

@@ -24,7 +24,7 @@ from ._runtime import (
     logged_call,
     run_tool,
     sent_user_blocks,
-    unknown_tool,
+    unknown_tool_call,
 )
 from ._surface import exposed_tools
 
@@ -111,7 +111,7 @@ def create_server(
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         route = routes.get(params.name)
         if route is None:
-            raise unknown_tool(params.name, list(routes))
+            return await unknown_tool_call(params.name, list(routes), params.arguments or {}, ctx)
         arguments = params.arguments or {}
         return await logged_call(params.name, None, arguments, partial(route, arguments, ctx), ctx=ctx)
 

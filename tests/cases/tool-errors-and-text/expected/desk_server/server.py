@@ -30,7 +30,7 @@ from ._runtime import (
     import_handlers,
     logged_call,
     run_tool,
-    unknown_tool,
+    unknown_tool_call,
 )
 from ._surface import exposed_tools
 from .state_store import StateStore, open_store
@@ -202,7 +202,7 @@ def create_server(
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         route = routes.get(params.name)
         if route is None:
-            raise unknown_tool(params.name, list(routes))
+            return await unknown_tool_call(params.name, list(routes), params.arguments or {}, ctx)
         arguments = params.arguments or {}
         workflow = gate.workflow_of.get(params.name)
         if params.name in BINDINGS:
