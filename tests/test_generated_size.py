@@ -43,8 +43,9 @@ id = "string"
 HANDLERS = "def get_item(args):\n    return {'id': args.id, 'title': 'the item'}\n"
 
 # spec -> (the .py lines of the package at most, the lines of unreachable copied definitions at most).
-# Measured at this commit: one-tool 5,488 and 830; billing 8,908 and 268; approval 7,666 and 735.
-BOUNDS = {"one-tool": (6_050, 915), "billing": (9_800, 300), "approval": (8_450, 810)}
+# Measured at this commit: one-tool 5,241 and 602; billing 9,015 and 268; approval 7,419 and 512 (before
+# `_catalog` was split from `_surface`: 5,488 and 830 for the one-tool server, 7,666 and 735 for approval).
+BOUNDS = {"one-tool": (5_770, 665), "billing": (9_920, 295), "approval": (8_160, 565)}
 
 
 def generated(name: str, tmp_path: Path) -> tuple[Generation, Path]:
