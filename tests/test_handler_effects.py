@@ -312,3 +312,11 @@ def test_positions_hold_across_comments_blank_lines_decorators_and_classes() -> 
         "os.system": (line_of(source, "os.system"), column_of(source, "os.system"), ()),
         "os.remove": (line_of(source, "os.remove"), column_of(source, "os.remove"), ("C.m",)),
     }
+
+
+def test_check_refuses_a_query_whose_handler_came_to_write(tmp_path: Path) -> None:
+    write_spec(tmp_path, SPEC.format(kind="query"), handlers="def probe(args):\n    return 'ok'\n")
+    assert run("build", "spec.toml", "-o", "out", cwd=tmp_path).code == 0
+    (tmp_path / "fx_server_handlers.py").write_text(WRITERS["httpx"][0], encoding="utf-8")
+    checked = run("check", "spec.toml", "-o", "out", cwd=tmp_path)
+    assert checked.code == 2 and "error[FG420]" in checked.stderr and "httpx.post" in checked.stderr
