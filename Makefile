@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPECS := $(wildcard specs/*.toml)
+# Folder specs (docs/spec.md §3.1): the examples keep [server] in server.toml.
+SPEC_FOLDERS := $(patsubst %/server.toml,%,$(wildcard specs/*/server.toml))
 
 .PHONY: venv demo check test soak golden check-golden lint bench redis-server haproxy tooling langchain clean
 
@@ -85,6 +87,9 @@ golden: venv
 		name=$$(basename $$spec .toml); \
 		$(BIN)/fusiongen build $$spec -o golden/$$name || exit $$?; \
 	done
+	@for spec in $(SPEC_FOLDERS); do \
+		$(BIN)/fusiongen build $$spec -o golden/$$(basename $$spec) || exit $$?; \
+	done
 	$(BIN)/python -m tests.support.cases --update
 
 ## check-golden: fail if golden/ is not what specs/ generate (the same check CI runs)
@@ -92,6 +97,9 @@ check-golden: venv
 	@for spec in $(SPECS); do \
 		name=$$(basename $$spec .toml); \
 		$(BIN)/fusiongen check $$spec -o golden/$$name || exit $$?; \
+	done
+	@for spec in $(SPEC_FOLDERS); do \
+		$(BIN)/fusiongen check $$spec -o golden/$$(basename $$spec) || exit $$?; \
 	done
 
 ## lint: ruff's checks and formatting over everything, and mypy --strict over the generator (the runtime included)

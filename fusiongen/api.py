@@ -24,11 +24,12 @@ from pathlib import Path
 
 import libcst
 
-from fusiongen.codegen.budget import ToolBudget, budget_table, tool_budgets
+from fusiongen.codegen.budget import ToolBudget, budget_table, exposition_line, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
 from fusiongen.codegen.result_budget import ResultBudget, Unbounded, result_budgets
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
 from fusiongen.ir import EffectIR, ServerIR, ToolIR
+from fusiongen.load.folder import load_path
 from fusiongen.load.loader import LoadedSpec, load_spec
 from fusiongen.load.revision import git_show, spec_at_revision
 from fusiongen.load.spec import json_schema
@@ -78,7 +79,7 @@ class Generation:
 
     @property
     def bundle(self) -> Bundle:
-        return Bundle(self.files, self.headers, self.loaded.display_path, self.loaded.key_at("server"))
+        return Bundle(self.files, self.headers, self.loaded.file_at("server"), self.loaded.key_at("server"))
 
 
 EXPOSURE_FILE = "EXPOSURE.md"
@@ -110,17 +111,17 @@ def _handlers_at_revision(spec: Path, revision: str, copy: Path, shown: str) -> 
     """Put the handler module as committed at `revision` beside the spec's copy, so the old IR's effects are
     those of the old handlers (none copied if the spec does not lower, or the module was not committed)."""
     try:
-        ir, _ = lower(load_spec(copy, shown))
+        ir, _ = lower(load_path(copy, shown))
     except SpecError:
         return  # validate reports it
-    folder = spec.parent if str(spec.parent) else Path(".")
+    folder = spec if spec.is_dir() else spec.parent if str(spec.parent) else Path(".")  # a folder spec: itself
     parts = ir.handlers_module.split(".")
     for candidate in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
         try:
             text = git_show(folder, revision, candidate)
         except SpecError:
             continue
-        target = copy.parent / candidate
+        target = (copy if copy.is_dir() else copy.parent) / candidate
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(text)
         return
@@ -148,7 +149,7 @@ def relative(target: Path, start: Path) -> str:
 def validate(spec_path: Path, *, shown: str | None = None) -> tuple[LoadedSpec, ServerIR, list[Diagnostic]]:
     """Load and lower a spec: raises SpecError on errors, returns the warnings otherwise. `shown` is how
     diagnostics name the file (default: its path, as the user sees it)."""
-    loaded = load_spec(spec_path, shown if shown is not None else display_path(spec_path))
+    loaded = load_path(spec_path, shown if shown is not None else display_path(spec_path))
     ir, warnings = lower(loaded)
     ir, refused = with_effects(loaded, ir)
     over, unbounded = over_budget(loaded, ir)
@@ -164,8 +165,8 @@ def with_effects(loaded: LoadedSpec, ir: ServerIR) -> tuple[ServerIR, list[Diagn
     from fusiongen.scaffold.effects import analyse
     from fusiongen.scaffold.handlers import handler_path, parse_handlers
 
-    path = handler_path(loaded.path.parent, ir.handlers_module)
-    relative_path = path.relative_to(loaded.path.parent).as_posix()
+    path = handler_path(loaded.home, ir.handlers_module)
+    relative_path = path.relative_to(loaded.home).as_posix()
     # Absent, it is what `build` scaffolds: stubs, which do nothing; the report is then the same before and after.
     module = (
         parse_handlers(path.read_bytes().decode("utf-8", "replace"), display_path(path))
@@ -185,7 +186,7 @@ def with_effects(loaded: LoadedSpec, ir: ServerIR) -> tuple[ServerIR, list[Diagn
         resources=tuple(replace(r, tool=read(r.tool)) for r in ir.resources),
         handlers_file=relative_path,
     )
-    shown = (Path(loaded.display_path).parent / relative_path).as_posix()
+    shown = (Path(loaded.home_display) / relative_path).as_posix()
     refused = [
         _refused_effect(tool, effect, shown)
         for tool in ir.handled
@@ -243,7 +244,7 @@ def _list_over(loaded: LoadedSpec, ir: ServerIR, b: ToolBudget) -> Diagnostic:
         "FG500",
         f'the tools/list entry of "{b.tool}" is about {b.list_tokens} tokens ({b.list_bytes} bytes / 4), over '
         f"max_list_tokens = {ir.max_list_tokens}",
-        loaded.display_path,
+        loaded.file_at("tools", b.spec_name),
         loaded.key_at("tools", b.spec_name),
         hint="shorten its description or inputs, return a smaller presenter, or raise max_list_tokens",
     )
@@ -258,7 +259,7 @@ def _result_over(loaded: LoadedSpec, ir: ServerIR, b: ResultBudget) -> Diagnosti
         "FG501",
         f'the worst-case result of "{b.tool}"{_audience(b)} is about {b.result_tokens} tokens ({b.result_bytes} '
         f"bytes / 4), over max_result_tokens = {ir.max_result_tokens}",
-        loaded.display_path,
+        loaded.file_at("tools", b.spec_name),
         loaded.key_at("tools", b.spec_name),
         hint="lower the presenter's limit, max_items or max_length, show fewer fields, or raise max_result_tokens",
     )
@@ -269,7 +270,7 @@ def _result_unbounded(loaded: LoadedSpec, ir: ServerIR, b: ResultBudget, why: Un
         "FG502",
         f'the result of "{b.tool}"{_audience(b)} has no bound, so max_result_tokens = {ir.max_result_tokens} '
         f"cannot be checked: {why.path} ({why.reason})",
-        loaded.display_path,
+        loaded.file_at("tools", b.spec_name),
         loaded.key_at("tools", b.spec_name),
         severity=Severity.WARNING,
         hint=(
@@ -282,7 +283,9 @@ def _result_unbounded(loaded: LoadedSpec, ir: ServerIR, b: ResultBudget, why: Un
 
 def budget_text(ir: ServerIR) -> str:
     """The `build --budget` table."""
-    return budget_table(tool_budgets(ir), result_budgets(ir), ir.max_list_tokens, ir.max_result_tokens)
+    return budget_table(
+        tool_budgets(ir), result_budgets(ir), ir.max_list_tokens, ir.max_result_tokens, exposition_line(ir)
+    )
 
 
 def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
@@ -291,11 +294,12 @@ def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Ge
     from fusiongen.codegen.render import headers, parse_check, render
 
     loaded, ir, warnings = validate(spec_path)
-    spec_from_out = relative(spec_path, out_dir)
+    # The header names the spec as seen from the output folder; a folder spec with a trailing "/".
+    spec_from_out = relative(spec_path, out_dir) + ("/" if loaded.parts else "")
     rendered, copied = render(
         ir,
         spec_from_out=spec_from_out,
-        handlers_dir_from_package=relative(spec_path.parent, out_dir / ir.package),
+        handlers_dir_from_package=relative(loaded.home, out_dir / ir.package),
     )
     tidied = tidy_files(rendered)
     if syntax_check:
@@ -350,7 +354,7 @@ def build(spec_path: Path, out_dir: Path) -> BuildResult:
     from fusiongen.scaffold.handlers import handler_path
 
     generation = generate(spec_path, out_dir)
-    handlers = handler_path(spec_path.parent, generation.ir.handlers_module)
+    handlers = handler_path(generation.loaded.home, generation.ir.handlers_module)
     handlers_text, note = _handler_update(generation, handlers)
     published = publish(generation, out_dir)
     if handlers_text is not None:
@@ -402,7 +406,7 @@ def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
     from fusiongen.scaffold.handlers import check_handlers, handler_path
 
     loaded, ir = generation.loaded, generation.ir
-    path = handler_path(loaded.path.parent, ir.handlers_module)
+    path = handler_path(loaded.home, ir.handlers_module)
     shown = display_path(path)
     if not path.is_file():
         # Maybe installed elsewhere: it cannot be checked from here, which is worth saying but not failing.
@@ -416,11 +420,13 @@ def handler_diagnostics(generation: Generation) -> list[Diagnostic]:
                 hint="run `fusiongen build` to scaffold it beside the spec",
             )
         ]
-    positions: dict[str, Position] = {
-        t.label: loaded.key_at("resources" if t.resource else "tools", t.name) for t in ir.handled
+    positions: dict[str, tuple[str, Position]] = {
+        t.label: (loaded.file_at(table, t.name), loaded.key_at(table, t.name))
+        for t in ir.handled
+        for table in ["resources" if t.resource else "tools"]
     }
     source = path.read_bytes().decode("utf-8", "replace")
-    return check_handlers(source, ir, shown, positions, loaded.display_path)
+    return check_handlers(source, ir, shown, positions)
 
 
 # The MCP Inspector the `inspect` command runs unless told otherwise: the version tooling/package.json pins (the
@@ -478,14 +484,15 @@ def inspection(
     return Inspection(argv, out_dir, {}, note)
 
 
-def schema_text() -> str:
-    """The JSON Schema of the spec language, as `fusiongen schema` prints it and `init` writes it."""
-    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+def schema_text(*, part: bool = False) -> str:
+    """The JSON Schema of the spec language, as `fusiongen schema` prints it and `init` writes it (`part`: of
+    one file of a folder spec, `fusiongen schema --part`)."""
+    return json.dumps(json_schema(part=part), indent=2, sort_keys=True) + "\n"
 
 
-def write_schema(path: Path) -> None:
+def write_schema(path: Path, *, part: bool = False) -> None:
     """Write the spec language's JSON Schema to `path` (atomically, like every file fusiongen writes)."""
-    write_user_file(path, schema_text())
+    write_user_file(path, schema_text(part=part))
 
 
 def init_project(directory: Path, name: str | None) -> list[str]:

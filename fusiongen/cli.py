@@ -116,8 +116,10 @@ def _guarded(run: Callable[[], int], fmt: Format = Format.text) -> None:
     raise typer.Exit(code)
 
 
-SpecsArg = Annotated[list[Path], typer.Argument(help="One or more spec files (TOML).", show_default=False)]
-SpecArg = Annotated[Path, typer.Argument(help="The spec file (TOML).", show_default=False)]
+SpecsArg = Annotated[
+    list[Path], typer.Argument(help="One or more specs: TOML files, or folders of them.", show_default=False)
+]
+SpecArg = Annotated[Path, typer.Argument(help="The spec: a TOML file, or a folder of them.", show_default=False)]
 OutOption = Annotated[
     Path | None,
     typer.Option(
@@ -132,7 +134,11 @@ FormatOption = Annotated[Format, typer.Option("--format", help="Diagnostics as t
 
 def out_dir_for(spec: Path, out: Path | None, several: bool) -> Path:
     """Where a spec's server goes: OUT, OUT/<stem> when building several, or without OUT `api.default_out`
-    (<spec dir>/<stem>, or the spec's folder when `init` built the project there)."""
+    (<spec dir>/<stem>, or the spec's folder when `init` built the project there). A folder spec's goes to
+    <folder>-build beside it: inside, its pyproject.toml would be among the spec's files."""
+    if spec.is_dir():
+        folder = spec.resolve()
+        return out / folder.name if out is not None and several else out or folder.parent / f"{folder.name}-build"
     if out is None:
         from fusiongen.api import default_out
 
@@ -291,15 +297,18 @@ def diff(
 @app.command(cls=_Command)
 def schema(
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Write to this file instead of stdout.")] = None,
+    part: Annotated[
+        bool, typer.Option("--part", help="The schema of one file of a folder spec: [server] is optional.")
+    ] = False,
 ) -> None:
     """Print the JSON Schema of the spec language (for editors: taplo / Even Better TOML `#:schema`)."""
     from fusiongen.api import schema_text, write_schema
 
     def run() -> int:
         if out is None:
-            sys.stdout.write(schema_text())
+            sys.stdout.write(schema_text(part=part))
         else:
-            write_schema(out)
+            write_schema(out, part=part)
         return EXIT_OK
 
     _guarded(run)

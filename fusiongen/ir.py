@@ -374,6 +374,7 @@ class ServerIR:
     workflows: tuple[WorkflowIR, ...] = ()
     state_handle_key: str = "workflow_id"
     tool_names: str = "snake"  # [server] tool_names: how spec tool names become the names the model sees
+    exposition: str = "flat"  # [server] exposition: "grouped" serves one tool per group (names.group_and_action)
     auth: AuthIR | None = None
     resources: tuple[ResourceIR, ...] = ()
     prompts: tuple[PromptIR, ...] = ()

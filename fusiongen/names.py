@@ -379,9 +379,31 @@ def wire_tool_name(name: str, style: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name) if style == "snake" else name
 
 
-def generated_tool_name(workflow: str, suffix: str, style: str) -> str:
-    """The wire name of a tool fusiongen generates for a workflow: `invoice.start`, or `invoice_start`."""
-    return wire_tool_name(f"{workflow}.{suffix}", style)
+def generated_tool_name(workflow: str, suffix: str, style: str, exposition: str = "flat") -> str:
+    """The wire name of a tool fusiongen generates for a workflow: `invoice.start`, or `invoice_start` (or, grouped,
+    `invoice(action=start)`)."""
+    return exposed_tool_name(f"{workflow}.{suffix}", style, exposition)
+
+
+def group_and_action(name: str, style: str) -> tuple[str, str] | None:
+    """With `[server] exposition = "grouped"`: the served tool spec tool `name` is an action of, and the action
+    (`invoice.get` → `("invoice", "get")`: the group is the part before the first ".", in the spec's wire style;
+    the action is the rest with every run of other characters as "_"). None for a name without a "."."""
+    if "." not in name:
+        return None
+    group, action = name.split(".", 1)
+    return wire_tool_name(group, style), wire_tool_name(action, "snake")
+
+
+def exposed_tool_name(name: str, style: str, exposition: str = "flat") -> str:
+    """How every text the model reads names spec tool `name` (descriptions, suggestions, refusals, the
+    workflow's allowed tools): its wire name, or, grouped, the served tool with its action,
+    `invoice(action=get)`. Generated servers route by this name too; grouped, the served tool and its
+    `action` argument are mapped to it (runtime/_grouping.py)."""
+    grouped = group_and_action(name, style) if exposition == "grouped" else None
+    if grouped is None:
+        return wire_tool_name(name, style)
+    return f"{grouped[0]}(action={grouped[1]})"
 
 
 def pascal_case(name: str) -> str:
@@ -389,9 +411,10 @@ def pascal_case(name: str) -> str:
 
 
 # The one registry of the runtime modules copied into generated servers (fusiongen/runtime/<name>.py, the same file
-# name there): which servers get each (`when`: every server, or only those whose spec has workflows, or whose
-# presenters use expressions) and why. The generator copies by it (codegen/render.py), the tests check the golden
-# servers and the docs against it (tests/test_runtime_source.py, tests/test_docs.py).
+# name there): which servers get each (`when`: every server, or only those whose spec has workflows, whose
+# presenters use expressions, which are grouped, or which have resources or prompts: `catalog`) and why. The
+# generator copies by it (codegen/render.py), the tests check the golden servers and the docs against it
+# (tests/test_runtime_source.py, tests/test_docs.py).
 @dataclasses.dataclass(frozen=True)
 class RuntimeModule:
     name: str
@@ -399,19 +422,21 @@ class RuntimeModule:
     why: str
 
 
-RUNTIME_CONDITIONS = ("always", "workflows", "expressions")
+RUNTIME_CONDITIONS = ("always", "workflows", "expressions", "grouped", "catalog")
 RUNTIME: tuple[RuntimeModule, ...] = (
+    RuntimeModule("_catalog", "catalog", "resources, prompts and completion (only a spec with resources or prompts)"),
     RuntimeModule("_auth", "always", "bearer-token verifiers for --auth (HTTP), and the spec's requires checks"),
     RuntimeModule("_dependencies", "always", "the version ranges pyproject.toml declares, checked at import"),
     RuntimeModule("_expressions", "expressions", "the total helpers compiled presenter expressions call"),
     RuntimeModule("_fast_path", "always", "the serving fast path, fenced; imported only when serving"),
     RuntimeModule("_gate", "workflows", "the workflow gate, W.start/W.status, per-session listing"),
+    RuntimeModule("_grouping", "grouped", "grouped exposition: one tool per group, its action an argument"),
     RuntimeModule("_identity", "always", "the caller's identity as a tool call sees it"),
     RuntimeModule("_runtime", "always", "checks, casts, results and errors, run_tool, handler binding"),
     RuntimeModule("_serving", "always", "python -m: options, transports, logging, tracing, signals"),
     RuntimeModule("_stdio", "always", "the stdio transport on the event loop"),
     RuntimeModule("_store_base", "workflows", "the state store contract and the lease protocol"),
-    RuntimeModule("_surface", "always", "resources, prompts, completion and the exposure filter"),
+    RuntimeModule("_surface", "always", "the exposure filter: --expose and --tags"),
     RuntimeModule("redis_store", "workflows", "the Redis state store (the redis extra)"),
     RuntimeModule("state_store", "workflows", "the memory and SQLite state stores, open_store"),
     # Always: the tests `fusiongen init` scaffolds and the generated README's testing section import it; nothing

@@ -42,6 +42,7 @@ from tests.support.cases import (
     SPEC,
     STDERR,
     case_dirs,
+    grouped_tool_names,
     is_invalid,
     known_bug,
     read_stderr,
@@ -65,6 +66,8 @@ SUMMARY_LINE = re.compile(r"(?P<errors>\d+) error\(s\); nothing was written\.")
 # Codes in FG001–FG143 that no spec file can trigger, with the reason.
 UNTRIGGERABLE: dict[str, str] = {
     "FG002": "the spec file cannot be read: about the file, not its contents",
+    "FG105": "folder specs only (a case is one spec file): tests/test_folder_specs.py pins it",
+    "FG106": "folder specs only (a case is one spec file): tests/test_folder_specs.py pins it",
 }
 
 # Runs in a fresh interpreter (-I: no PYTHONPATH, no working directory on sys.path; -B: no __pycache__):
@@ -230,15 +233,20 @@ def check_server(case: Path, generation: Generation, tmp_path: Path) -> None:
     listed = json.loads(result.stdout)
 
     names = spec_tool_names(case)
-    assert listed["modern"] == names
+    grouped = grouped_tool_names(case)
     spec = tomllib.loads((case / SPEC).read_text(encoding="utf-8"))
-    if spec.get("workflows"):
+    if grouped is not None:  # one tool per group (docs/spec.md §4.3): its actions follow the state, not the list
+        assert listed["modern"] == grouped
+        assert listed["legacy"] == [n for n in grouped if n in listed["legacy"]]
+    elif spec.get("workflows"):
+        assert listed["modern"] == names
         # The handshake era lists the unbound tools and those bound to the session's (initial) state.
         tools = spec.get("tools", {})
         unbound = [wire_name(spec, n) for n, tool in tools.items() if "bind_state" not in tool]
         assert set(unbound) <= set(listed["legacy"]) <= set(names)
         assert listed["legacy"] == [n for n in names if n in listed["legacy"]]
     else:
+        assert listed["modern"] == names
         assert listed["legacy"] == names
     if not generation.ir.tools:  # nothing to call: the server does not need (or import) a handler module
         assert listed["handlers_file"] is None, listed

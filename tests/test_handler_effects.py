@@ -299,3 +299,24 @@ def test_diff_against_a_git_revision_reads_the_handler_module_then(tmp_path: Pat
     (tmp_path / "fx_server_handlers.py").write_text("def probe(args):\n    return str(args)\n", encoding="utf-8")
     done = run("diff", "--git", "HEAD", spec, "--format", "json", cwd=tmp_path)
     assert done.code == 0 and "effect-removed" in done.stdout, done.stdout
+
+
+def test_positions_hold_across_comments_blank_lines_decorators_and_classes() -> None:
+    source = (
+        '#!/usr/bin/env python\n# a comment\n\n\n"""Doc."""\nimport os  # x\n\nclass C:\n\n    # lead\n'
+        '    def m(self):\n        os.remove("a")\n\n\n# between\n\n@decorator\ndef probe(args):\n'
+        '    """D."""\n\n    x = 1; os.system("x")\n    C()\n'
+    )
+    found = {e.call: (e.line, e.column, e.via) for e in effects(source)}
+    assert found == {
+        "os.system": (line_of(source, "os.system"), column_of(source, "os.system"), ()),
+        "os.remove": (line_of(source, "os.remove"), column_of(source, "os.remove"), ("C.m",)),
+    }
+
+
+def test_check_refuses_a_query_whose_handler_came_to_write(tmp_path: Path) -> None:
+    write_spec(tmp_path, SPEC.format(kind="query"), handlers="def probe(args):\n    return 'ok'\n")
+    assert run("build", "spec.toml", "-o", "out", cwd=tmp_path).code == 0
+    (tmp_path / "fx_server_handlers.py").write_text(WRITERS["httpx"][0], encoding="utf-8")
+    checked = run("check", "spec.toml", "-o", "out", cwd=tmp_path)
+    assert checked.code == 2 and "error[FG420]" in checked.stderr and "httpx.post" in checked.stderr

@@ -42,9 +42,18 @@ def test_the_runtime_modules_are_the_ones_copied() -> None:
 
 
 # What each golden spec has, of the registry's conditions.
-GOLDEN_CONDITIONS = {"billing": {"always", "workflows", "expressions"}, "approval": {"always", "workflows"}}
+GOLDEN_CONDITIONS = {
+    "billing": {"always", "workflows", "expressions", "catalog"},
+    "approval": {"always", "workflows"},
+}
 # How docs/spec.md §11.1 says each condition, in its "when" column.
-SPEC_WHEN = {"always": "always", "workflows": "with workflows", "expressions": "when presenters have expressions"}
+SPEC_WHEN = {
+    "always": "always",
+    "workflows": "with workflows",
+    "expressions": "when presenters have expressions",
+    "grouped": 'with exposition = "grouped"',
+    "catalog": "with resources or prompts",
+}
 
 
 def test_the_spec_lists_each_runtime_module_with_its_condition() -> None:

@@ -1,4 +1,5 @@
-"""fusiongen/runtime/_surface.py as source: exposure, URI templates, prompt rendering, resource envelopes."""
+"""fusiongen/runtime/_surface.py and _catalog.py as source: exposure, URI templates, prompt rendering, resource
+envelopes."""
 
 from __future__ import annotations
 
@@ -9,13 +10,10 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from fusiongen.runtime._catalog import PromptRoute, ResourceRoute, render_prompt, resource_result
 from fusiongen.runtime._runtime import Notes, presented_result, tool_error
 from fusiongen.runtime._surface import (
-    PromptRoute,
-    ResourceRoute,
     exposed_tools,
-    render_prompt,
-    resource_result,
     tag_list,
 )
 

@@ -16,6 +16,7 @@ from fusiongen.codegen.jsonschema import input_schema, output_schema
 from fusiongen.codegen.result_budget import ResultBudget
 from fusiongen.codegen.view_workflows import handle_property, modern_description
 from fusiongen.ir import ServerIR, ToolIR
+from fusiongen.names import group_and_action
 
 BYTES_PER_TOKEN = 4
 _ANNOTATIONS: dict[str, dict[str, bool]] = {
@@ -69,8 +70,100 @@ def tool_budgets(server: ServerIR) -> list[ToolBudget]:
     ]
 
 
+def entry_bytes(entry: dict[str, Any]) -> int:
+    return len(json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+def grouped_entries(server: ServerIR) -> list[dict[str, Any]]:
+    """The spec tools' `tools/list` entries as `exposition = "grouped"` lists them on 2026-07-28 (every action):
+    one entry per group, folded as runtime/_grouping.py folds the flat list (tests hold the two to the same
+    entries); a tool without "." stays as it is. The workflows' generated tools are not among them, as they
+    are not in the flat table."""
+    order: list[dict[str, Any] | str] = []
+    members: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for tool in server.tools:
+        entry = list_entry(server, tool)
+        grouped = group_and_action(tool.name, server.tool_names)
+        if grouped is None:
+            order.append(entry)
+            continue
+        group, action = grouped
+        if group not in members:
+            members[group] = []
+            order.append(group)
+        members[group].append((action, entry))
+    return [item if isinstance(item, dict) else group_entry(item, members[item]) for item in order]
+
+
+def group_entry(group: str, actions: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """One group's entry from its actions' flat entries: what `_grouping.group_tool` builds, on the wire."""
+    definitions: dict[str, Any] = {}
+    branches = []
+    for action, entry in actions:
+        schema = dict(entry["inputSchema"])
+        definitions.update(schema.pop("$defs", None) or {})
+        branches.append(
+            {
+                "type": "object",
+                "properties": {"action": {"type": "string", "enum": [action]}, **schema.get("properties", {})},
+                "required": ["action", *schema.get("required", [])],
+                "additionalProperties": False,
+            }
+        )
+    arguments: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": [a for a, _ in actions], "description": "The operation to run."}
+        },
+        "required": ["action"],
+        "anyOf": branches,
+    }
+    if definitions:
+        arguments["$defs"] = definitions
+    description = f'Actions on "{group}": pass "action" to choose one; each takes its own arguments.' + "".join(
+        f'\n\naction "{action}": {entry["description"]}' for action, entry in actions
+    )
+    grouped: dict[str, Any] = {"name": group, "description": description, "inputSchema": arguments}
+    outputs = [entry.get("outputSchema") for _, entry in actions]
+    if all(o is not None for o in outputs):
+        output_definitions: dict[str, Any] = {}
+        distinct: dict[str, dict[str, Any]] = {}
+        for output in outputs:
+            schema = dict(output or {})
+            output_definitions.update(schema.pop("$defs", None) or {})
+            distinct.setdefault(json.dumps(schema, sort_keys=True), schema)
+        schemas = list(distinct.values())
+        merged = schemas[0] if len(schemas) == 1 else {"type": "object", "anyOf": schemas}
+        grouped["outputSchema"] = {**merged, "$defs": output_definitions} if output_definitions else merged
+    hints = [entry["annotations"] for _, entry in actions]
+    grouped["annotations"] = {
+        "readOnlyHint": all(h.get("readOnlyHint") is True for h in hints),
+        "destructiveHint": any(
+            h.get("destructiveHint") is not False for h in hints if h.get("readOnlyHint") is not True
+        ),
+        "idempotentHint": all(h.get("idempotentHint") is True for h in hints),
+    }
+    return grouped
+
+
+def exposition_line(server: ServerIR) -> str:
+    """Both expositions' `tools/list` of the spec tools, in tokens: what `[server] exposition` would cost."""
+    flat = sum(entry_bytes(list_entry(server, t)) for t in server.tools)
+    grouped = grouped_entries(server)
+    size = sum(entry_bytes(e) for e in grouped)
+    chosen = {"flat": "flat", "grouped": "grouped"}[server.exposition]
+    return (
+        f"exposition (spec tools' tools/list, {chosen} is served): flat {tokens(flat)} tokens in "
+        f"{len(server.tools)} tools, grouped {tokens(size)} tokens in {len(grouped)} tools"
+    )
+
+
 def budget_table(
-    budgets: list[ToolBudget], results: list[ResultBudget], list_limit: int | None, result_limit: int | None
+    budgets: list[ToolBudget],
+    results: list[ResultBudget],
+    list_limit: int | None,
+    result_limit: int | None,
+    exposition: str | None = None,
 ) -> str:
     """The `build --budget` table: one line per tool (its tools/list entry, its worst-case result), widest first
     column aligned, the total of the entries (what every turn pays), then what makes each unbounded result so."""
@@ -88,6 +181,8 @@ def budget_table(
         lines.append(row + (f"  {', '.join(over)}" if over else ""))
     total = sum(b.list_bytes for b in budgets)
     lines.append(f"{'total':<{width}}  {total:>10}  {tokens(total):>11}")
+    if exposition is not None:
+        lines.append(exposition)
     for r in results:
         if r.unbounded is not None:
             audience = f" (as {r.audience})" if r.audience else ""

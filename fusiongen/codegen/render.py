@@ -54,6 +54,8 @@ RUNTIME_CONDITIONS: dict[str, Needed] = {
     "always": lambda view: True,
     "workflows": lambda view: bool(view.workflows),
     "expressions": lambda view: view.uses_expressions,
+    "grouped": lambda view: view.groups_literal is not None,
+    "catalog": lambda view: bool(view.surface.resources or view.surface.prompts),
 }
 # (runtime module, which specs need it): copied from fusiongen/runtime/ byte for byte.
 RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = tuple((m.name, RUNTIME_CONDITIONS[m.when]) for m in RUNTIME)

@@ -29,7 +29,7 @@ from fusiongen.codegen.view_workflows import (
     workflow_views,
 )
 from fusiongen.ir import ServerIR, ToolIR
-from fusiongen.names import pascal_case, snake_case
+from fusiongen.names import group_and_action, pascal_case, snake_case
 from fusiongen.pyliteral import PyName, comment_text, markdown_text, py_literal, py_string, toml_string
 
 
@@ -86,6 +86,7 @@ class ServerView:
     resource_reads: dict[str, ToolView]  # resource read ident -> its view
     surface: SurfaceView  # resources, prompts, completion, exposure
     surface_exports: tuple[str, ...]
+    catalog_exports: tuple[str, ...]  # _catalog: resources, prompts, completion
     shapes: tuple[ShapeView, ...]
     nested_inputs: tuple[NestedInputView, ...]
     output_constants: tuple[ConstantView, ...]
@@ -109,6 +110,8 @@ class ServerView:
     user_blocks_literal: str | None
     tool_names_literal: str  # TOOL_NAMES: spec and wire names → wire name, for the tools a ToolError suggests
     auth_exports: tuple[str, ...] = ()
+    # exposition = "grouped": GROUPS, each tool's text name → (served group, action); None when flat
+    groups_literal: str | None = None
     # pyproject.toml: the requirements (TOML strings) of the project, and of each extra it declares
     dependencies_toml: tuple[str, ...] = ()
     extras_toml: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -301,6 +304,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         resource_reads={r.ident: r for r in reads},
         surface=surface_view(server),
         surface_exports=exports("_surface"),
+        catalog_exports=exports("_catalog"),
         shapes=shapes,
         nested_inputs=nested,
         output_constants=tuple(sorted(shaping.output_constants.values(), key=lambda c: c.name)),
@@ -321,6 +325,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         definitions=tuple(sorted(tool_views.definitions.values(), key=lambda c: c.name)),
         user_blocks_literal=_user_blocks_literal(server),
         tool_names_literal=_tool_names_literal(server, workflows),
+        groups_literal=_groups_literal(server, workflows),
         auth_exports=exports("_auth"),
         auth_declared=server.auth is not None,
         requires=tuple(
@@ -361,6 +366,20 @@ def _tool_names_literal(server: ServerIR, workflows: tuple[WorkflowView, ...]) -
         for suffix, wire in generated.items():
             names |= {wire: wire, f"{workflow.name}.{suffix}": wire}
     return py_literal(names, 0, 30)
+
+
+def _groups_literal(server: ServerIR, workflows: tuple[WorkflowView, ...]) -> str | None:
+    """GROUPS (runtime/_grouping.py): every grouped tool's text name → (the tool served, its action)."""
+    if server.exposition != "grouped":
+        return None
+    named = [(t.wire, t.name) for t in server.tools]
+    with_resolve = {w.name for w in workflows if w.resolve_tool_literal}
+    for workflow in server.workflows:
+        named += [(workflow.start_tool, f"{workflow.name}.start"), (workflow.status_tool, f"{workflow.name}.status")]
+        if workflow.name in with_resolve:
+            named.append((workflow.resolve_tool, f"{workflow.name}.resolve"))
+    groups = {wire: grouped for wire, name in named if (grouped := group_and_action(name, server.tool_names))}
+    return py_literal(groups, 0, 30)
 
 
 def _frozenset_literal(names: tuple[str, ...]) -> str:

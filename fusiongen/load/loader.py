@@ -12,7 +12,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,16 @@ from fusiongen.load.spec import Spec
 from fusiongen.load.toml_positions import Duplicate, ScanError, SourceMap, scan
 
 Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class SpecPart:
+    """One file of a folder spec (docs/spec.md §3.1): where it is, its text, and where its keys are written."""
+
+    path: Path
+    display_path: str
+    source_map: SourceMap
+    source: str
 
 
 @dataclass(frozen=True)
@@ -45,22 +55,51 @@ class LoadedSpec:
     # them are not reported as unknown too.
     problems: tuple[Diagnostic, ...] = ()
     withdrawn: frozenset[tuple[str, str]] = frozenset()
+    # A folder spec: its files, and which file defines each entity (`("tools", "a.b")`) or top-level table
+    # (`("server",)`). Empty for a one-file spec, whose positions are all in `source_map` and `display_path`
+    # (for a folder those are the file holding [server]).
+    parts: tuple[SpecPart, ...] = ()
+    owners: Mapping[Loc, int] = field(default_factory=dict)
+
+    @property
+    def home(self) -> Path:
+        """The folder the spec's relative names are read from: the handler module is looked up there."""
+        return self.path if self.parts else self.path.parent
+
+    @property
+    def home_display(self) -> str:
+        """`home` as diagnostics show it."""
+        if not self.parts:
+            return Path(self.display_path).parent.as_posix()
+        part = self.parts[0]
+        return part.display_path[: -len(part.path.relative_to(self.path).as_posix()) - 1]
+
+    def file_at(self, *loc: str | int) -> str:
+        """The file (as shown) that writes `loc`."""
+        return self._locate(loc)[0]
+
+    def _locate(self, loc: Loc) -> tuple[str, SourceMap]:
+        if not self.parts:
+            return self.display_path, self.source_map
+        part = self.parts[owner_of(self.owners, loc)]
+        return part.display_path, part.source_map
 
     def key_at(self, *loc: str | int) -> Position:
-        return _key_position(self.source_map, loc)
+        return _key_position(self._locate(loc)[1], loc)
 
     def value_at(self, *loc: str | int) -> Position:
         """Where the value at `loc` is written; for a key the short form implies (the `type` of `id = "x"`),
         the value that implies it."""
-        span = self.source_map.value(loc)
+        source_map = self._locate(loc)[1]
+        span = source_map.value(loc)
         if (
             span is None
             and len(loc) > 1
-            and self.source_map.value(loc[:-1]) is not None
-            and self.source_map.key(loc[:-1]) is not None
+            and source_map.value(loc[:-1]) is not None
+            and source_map.key(loc[:-1]) is not None
             and isinstance(self.lookup(loc[:-1]), str)
         ):
-            span = self.source_map.value(loc[:-1])
+            span = source_map.value(loc[:-1])
         return Position(span.line, span.col) if span else self.key_at(*loc)
 
     def lookup(self, loc: Loc) -> Any:
@@ -68,7 +107,7 @@ class LoadedSpec:
         return _lookup(self.document, loc)
 
     def string_char_at(self, loc: Loc, index: int) -> Position:
-        span = self.source_map.string_char(loc, index)
+        span = self._locate(loc)[1].string_char(loc, index)
         return Position(span.line, span.col) if span else self.value_at(*loc)
 
     def diagnostic(
@@ -78,8 +117,17 @@ class LoadedSpec:
 
         position = self.value_at(*loc) if value else self.key_at(*loc)
         return Diagnostic(
-            code, message, self.display_path, position, Severity.WARNING if warning else Severity.ERROR, hint
+            code, message, self.file_at(*loc), position, Severity.WARNING if warning else Severity.ERROR, hint
         )
+
+
+def owner_of(owners: Mapping[Loc, int], loc: Loc) -> int:
+    """Which file of a folder spec writes `loc`: the one defining its entity, else its top-level table, else
+    the first file."""
+    found = owners.get(loc[:2]) if len(loc) >= 2 else None
+    if found is None:
+        found = owners.get(loc[:1], 0)
+    return found
 
 
 def _key_position(source_map: SourceMap, loc: Loc) -> Position:
@@ -88,8 +136,14 @@ def _key_position(source_map: SourceMap, loc: Loc) -> Position:
 
 
 def load_spec(path: Path, display_path: str | None = None) -> LoadedSpec:
-    """Read and parse a spec; raise `SpecError` with every shape mistake found."""
+    """Read and parse a spec file; raise `SpecError` with every shape mistake found. (`folder.load_path` also
+    takes a folder spec.)"""
     shown = display_path or path.as_posix()
+    return parse_spec(read_source(path, shown), path, shown)
+
+
+def read_source(path: Path, shown: str) -> str:
+    """A spec file's text: FG002 if it cannot be read or is not UTF-8 (a leading byte order mark is dropped)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -110,7 +164,7 @@ def load_spec(path: Path, display_path: str | None = None) -> LoadedSpec:
                 )
             ]
         ) from None
-    return parse_spec(source.removeprefix("\ufeff"), path, shown)
+    return source.removeprefix("\ufeff")
 
 
 MAX_NESTING = 100  # arrays and inline tables; a spec needs a handful, parsers give up in the hundreds
@@ -147,7 +201,8 @@ def _too_deep_at(source: str) -> Position | None:
     return None
 
 
-def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
+def parse_document(source: str, display_path: str) -> tuple[dict[str, Any], SourceMap]:
+    """The TOML document and where its keys are written; FG001/FG102 for text that is not a valid document."""
     deep = _too_deep_at(source)
     if deep is not None:
         raise SpecError([_too_deep(display_path, deep)])
@@ -161,19 +216,34 @@ def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
         source_map, _ = scan(source)
     except ScanError as exc:
         raise RuntimeError(f"position scanner failed on valid TOML: {exc}") from exc  # our bug, not the user's
+    return document, source_map
+
+
+Locate = Callable[[Loc], tuple[str, SourceMap]]  # a path into the document → the file (as shown) and its map
+
+
+def validate_document(document: dict[str, Any], locate: Locate) -> tuple[Spec, list[Diagnostic], set[tuple[str, str]]]:
+    """The spec the document holds, its shape mistakes and what they set aside; SpecError if nothing is left."""
     deep_table = _too_deep_table(document)
     if deep_table is not None:
-        raise SpecError([_too_deep(display_path, _key_position(source_map, deep_table), "tables")])
+        shown, source_map = locate(deep_table)
+        raise SpecError([_too_deep(shown, _key_position(source_map, deep_table), "tables")])
     problems: list[Diagnostic] = []
     withdrawn: set[tuple[str, str]] = set()
     try:
         spec = Spec.model_validate(document)
     except ValidationError as exc:
-        problems = _shape_diagnostics(exc, source_map, display_path)
+        problems = _shape_diagnostics(exc, locate)
         checked = _without_shape_errors(document, exc, withdrawn)
         if checked is None:
             raise SpecError(problems) from None
         spec = checked
+    return spec, problems, withdrawn
+
+
+def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
+    document, source_map = parse_document(source, display_path)
+    spec, problems, withdrawn = validate_document(document, lambda _: (display_path, source_map))
     machines = {
         w.machine: read_machine(
             path.parent / w.machine, Path(display_path).parent.joinpath(w.machine).as_posix(), w.machine, path.parent
@@ -187,7 +257,7 @@ def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
 
 
 # The tables whose entries can be set aside when one of them is malformed.
-_ENTITY_TABLES = ("models", "presenters", "tools", "workflows", "resources", "prompts")
+ENTITY_TABLES = ("models", "presenters", "tools", "workflows", "resources", "prompts")
 
 
 def _without_shape_errors(
@@ -208,7 +278,7 @@ def _without_shape_errors(
                     parent.pop(loc[-1], None)
                     continue
             table = pruned.get(str(loc[0])) if len(loc) >= 2 else None
-            if loc and loc[0] in _ENTITY_TABLES and isinstance(table, dict):
+            if loc and loc[0] in ENTITY_TABLES and isinstance(table, dict):
                 table.pop(loc[1], None)
                 withdrawn.add((str(loc[0]), str(loc[1])))
                 continue
@@ -371,10 +441,11 @@ def _kind_of(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _shape_diagnostics(exc: ValidationError, source_map: SourceMap, display_path: str) -> list[Diagnostic]:
+def _shape_diagnostics(exc: ValidationError, locate: Locate) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for error in exc.errors():
         loc: Loc = tuple(error["loc"])
+        display_path, source_map = locate(loc)
         kind = error["type"]
         if kind == "extra_forbidden":
             name = str(loc[-1])

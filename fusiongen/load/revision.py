@@ -36,22 +36,63 @@ def git_show(folder: Path, revision: str, name: str) -> bytes:
 
 
 def spec_at_revision(spec: Path, revision: str, into: Path) -> Path:
-    """Copy `spec` as of `revision`, with the machine files it names then, into `into`; return the copy's path."""
+    """Copy `spec` as of `revision`, with the machine files it names then, into `into`; return the copy's path.
+
+    A folder spec is copied whole: every `*.toml` the folder held at `revision` (outside hidden folders, as
+    the loader reads it), each with its machine files."""
+    if spec.is_dir():
+        copy = into / (spec.resolve().name or "spec")
+        for name in _tomls_at(spec, revision):
+            _copy_file(spec, revision, name, copy)
+        return copy
     folder = spec.parent if str(spec.parent) else Path(".")
-    text = git_show(folder, revision, spec.name)
-    copy = into / spec.name
+    _copy_file(folder, revision, spec.name, into)
+    return into / spec.name
+
+
+def _tomls_at(folder: Path, revision: str) -> list[str]:
+    """The `*.toml` files under `folder` at `revision`, relative to it; FG002 if git cannot list them."""
+    if revision.startswith("-"):
+        raise SpecError([Diagnostic("FG002", f'"{revision}" is not a git revision', folder.as_posix())])
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "ls-tree", "-r", "--name-only", revision, "--", "."],
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SpecError([Diagnostic("FG002", f"cannot run git: {exc}", folder.as_posix())]) from exc
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        message = (
+            f"cannot list {folder.as_posix()} at git revision {revision}: {reason[-1] if reason else 'git failed'}"
+        )
+        raise SpecError([Diagnostic("FG002", message, folder.as_posix())])
+    names = done.stdout.decode("utf-8", "replace").splitlines()
+    return sorted(
+        n for n in names if n.endswith(".toml") and not any(p.startswith(".") for p in PurePosixPath(n).parts[:-1])
+    )
+
+
+def _copy_file(folder: Path, revision: str, name: str, into: Path) -> None:
+    """`name` (relative to `folder`) at `revision` into `into`, with the machine files it names."""
+    text = git_show(folder, revision, name)
+    copy = into / name
+    copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_bytes(text)
+    beside = PurePosixPath(name).parent
     for machine in _machines(text):
         relative = PurePosixPath(machine)
         if relative.is_absolute() or ".." in relative.parts:
             continue  # the loader refuses it (outside the spec's folder) and says so
+        relative = beside / relative
         target = into / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            target.write_bytes(git_show(folder, revision, machine))
+            target.write_bytes(git_show(folder, revision, relative.as_posix()))
         except SpecError:
             continue  # not in that revision: the loader reports the missing file where the spec names it
-    return copy
 
 
 def _machines(text: bytes) -> list[str]:

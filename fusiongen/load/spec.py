@@ -97,6 +97,11 @@ class ServerSpec(_Strict):
         description='The tool names the model sees: with every "." as "_" ("snake", the default: what LLM APIs '
         'accept as function names, ^[a-zA-Z0-9_-]{1,64}$), or the spec\'s own ("dotted").',
     )
+    exposition: Literal["flat", "grouped"] = Field(
+        default="flat",
+        description='How tools are served: one MCP tool each ("flat"), or one tool per group (the part of the tool '
+        'name before the first ".") whose "action" argument picks the operation ("grouped"), for a shorter tools/list.',
+    )
     user_blocks: Literal["omit", "send"] = Field(
         default="omit",
         description='UI blocks with audience = "user": "omit" (the default: clients may hand every block to the '
@@ -355,7 +360,15 @@ class Spec(_Strict):
     prompts: dict[str, PromptSpec] = Field(default_factory=dict)
 
 
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of the spec language, generated from the models above (never written by hand)."""
+def json_schema(*, part: bool = False) -> dict[str, Any]:
+    """The JSON Schema of the spec language, generated from the models above (never written by hand).
+
+    `part`: the schema of one file of a folder spec (docs/spec.md §3.1), in which `[server]` is optional (one
+    file of the folder holds it); everything else is checked as in a one-file spec."""
     schema = Spec.model_json_schema(by_alias=True, mode="validation")
+    if part:
+        schema["required"] = [key for key in schema.get("required", []) if key != "server"]
+        schema["title"] = "fusiongen spec file (part of a folder spec)"
+        if not schema["required"]:
+            del schema["required"]
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

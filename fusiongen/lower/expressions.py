@@ -150,7 +150,7 @@ class PresenterExpressions:
             loaded = self.ctx.loaded
             for error in result:
                 position = loaded.string_char_at(loc, error.start)
-                self.ctx.diagnostics.append(Diagnostic("FG157", error.message, loaded.display_path, position))
+                self.ctx.diagnostics.append(Diagnostic("FG157", error.message, loaded.file_at(*loc), position))
             return None
         paths = tuple(p for p in result.paths if p[0] != CALLER)  # the caller is not data: nothing to hide
         if not for_user:

@@ -108,7 +108,9 @@ def check_generated_names(
             names.add("inputs", name, owner)
         names.add("inputs", f"_{upper}_GUARDED_INPUTS", owner)
         names.add("schemas", f"{upper}_INPUT", owner)
-        if len(tool.presenters) > 1:  # returns_for_role: the union of its audiences is the tool's own schema
+        if tool.invalidates and tool.returns is not None:  # its envelope has `stale` (§6.9): a schema of its own
+            names.add("schemas", f"{upper}_OUTPUT", owner)
+        elif len(tool.presenters) > 1:  # returns_for_role: the union of its audiences is the tool's own schema
             names.add("schemas", f"{upper}_BY_ROLE_OUTPUT", owner)
         declared = spec.resources[tool.name] if tool.resource else spec.tools[tool.name]
         explicit = declared.handler is not None

@@ -18,7 +18,7 @@ from fusiongen.lower.context import LowerContext
 from fusiongen.lower.expressions import PresenterExpressions
 from fusiongen.lower.fields import lower_field
 from fusiongen.lower.scope import PresenterScope
-from fusiongen.names import generated_tool_name, snake_case, wire_tool_name
+from fusiongen.names import exposed_tool_name, generated_tool_name, snake_case
 
 
 def lower_presenters(ctx: LowerContext, models: tuple[ModelIR, ...]) -> tuple[tuple[PresenterIR, ...], PresenterScope]:
@@ -31,9 +31,13 @@ def lower_presenters(ctx: LowerContext, models: tuple[ModelIR, ...]) -> tuple[tu
     lowering = _PresenterLowering(ctx, scope)
     # A suggestion may name a spec tool or one fusiongen generates for a workflow (`<workflow>.start`, `.status`),
     # by its spec name; the model is shown its wire name ([server] tool_names).
-    style = ctx.spec.server.tool_names
-    tools = {name: wire_tool_name(name, style) for name in ctx.spec.tools}
-    tools |= {f"{w}.{s}": generated_tool_name(w, s, style) for w in ctx.spec.workflows for s in ("start", "status")}
+    style, exposition = ctx.spec.server.tool_names, ctx.spec.server.exposition
+    tools = {name: exposed_tool_name(name, style, exposition) for name in ctx.spec.tools}
+    tools |= {
+        f"{w}.{s}": generated_tool_name(w, s, style, exposition)
+        for w in ctx.spec.workflows
+        for s in ("start", "status")
+    }
     presenters = tuple(lowering.lower(name, p, tools) for name, p in ctx.spec.presenters.items())
     check_parent_redactions(ctx, scope, {p.name: p for p in presenters})
     return presenters, scope

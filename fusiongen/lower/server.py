@@ -16,6 +16,7 @@ from fusiongen.load.loader import LoadedSpec
 from fusiongen.lower.audiences import check_audience_models, with_audiences
 from fusiongen.lower.auth import check_resource_guards, lower_auth, with_requires, with_surface_requires
 from fusiongen.lower.context import LowerContext
+from fusiongen.lower.exposition import check_groups
 from fusiongen.lower.freshness import with_freshness
 from fusiongen.lower.generated_names import check_generated_names
 from fusiongen.lower.models import lower_models
@@ -127,6 +128,7 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
     check_resource_guards(ctx, tools, resources, presenters, models)
     check_collisions(ctx, models, tools)
     check_wire_names(ctx, tools)
+    check_groups(ctx, tools)
     check_generated_names(ctx, models, presenters, (*tools, *(r.tool for r in resources)), tuple(workflows.values()))
     return ServerIR(
         name=server.name,
@@ -141,6 +143,7 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         workflows=tuple(workflows.values()),
         state_handle_key=server.state_handle_key,
         tool_names=server.tool_names,
+        exposition=server.exposition,
         auth=auth,
         resources=resources,
         prompts=prompts,

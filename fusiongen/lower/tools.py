@@ -20,9 +20,9 @@ from fusiongen.names import (
     RESERVED_ERROR_CODES,
     TOOL_NAME,
     WIRE_TOOL_NAME,
+    exposed_tool_name,
     generated_tool_name,
     snake_case,
-    wire_tool_name,
 )
 
 
@@ -55,7 +55,7 @@ def lower_tool(ctx: LowerContext, name: str, tool: ToolSpec, binding: BindingIR 
     )
     return ToolIR(
         name=name,
-        wire=wire_tool_name(name, ctx.spec.server.tool_names),
+        wire=exposed_tool_name(name, ctx.spec.server.tool_names, ctx.spec.server.exposition),
         ident=ident,
         handler=handler,
         kind=tool.kind,
@@ -226,10 +226,10 @@ def check_workflow_names(ctx: LowerContext, handle_key: str, tools: tuple[ToolIR
     if not ctx.spec.workflows:
         return
     ctx.check_identifier(handle_key, ("server", "state_handle_key"), "state_handle_key")
-    style = ctx.spec.server.tool_names
+    style, exposition = ctx.spec.server.tool_names, ctx.spec.server.exposition
     for workflow in ctx.spec.workflows:
         for suffix in ("start", "status", "resolve"):
-            generated = generated_tool_name(workflow, suffix, style)
+            generated = generated_tool_name(workflow, suffix, style, exposition)
             for tool in tools:
                 if tool.wire == generated:
                     ctx.error(
@@ -253,8 +253,8 @@ def check_wire_names(ctx: LowerContext, tools: tuple[ToolIR, ...]) -> None:
     """With `tool_names = "snake"`, every name the model sees must be one LLM APIs accept as a function name
     (`^[a-zA-Z0-9_-]{1,64}$`, FG104) and name one tool only (FG143). Two tools with the same Python name are
     reported by `check_collisions` already; the generated workflow tools by `check_workflow_names` and here."""
-    if ctx.spec.server.tool_names != "snake":
-        return
+    if ctx.spec.server.tool_names != "snake" or ctx.spec.server.exposition == "grouped":
+        return  # grouped: lower/exposition.py checks the served names
     first_by_wire: dict[str, ToolIR] = {}
     for tool in tools:
         loc: Loc = ("tools", tool.name)

@@ -93,7 +93,7 @@ class WorkflowLowering:
     def lower(self, name: str, workflow: WorkflowSpec) -> WorkflowIR | None:
         loc: Loc = ("workflows", name)
         self.ctx.check_identifier(name, loc, "workflow name", value=False)
-        source = _Source(self.ctx.loaded.display_path, None)
+        source = _Source(self.ctx.loaded.file_at(*loc), None)
         initial, states = workflow.initial, workflow.states
         if workflow.machine is not None:
             if workflow.states is not None or workflow.initial is not None:
@@ -192,8 +192,10 @@ class WorkflowLowering:
                     warning=True,
                 )
         self.sources[name] = source
-        style = self.ctx.spec.server.tool_names
-        start, status, resolve = (generated_tool_name(name, suffix, style) for suffix in ("start", "status", "resolve"))
+        style, exposition = self.ctx.spec.server.tool_names, self.ctx.spec.server.exposition
+        start, status, resolve = (
+            generated_tool_name(name, suffix, style, exposition) for suffix in ("start", "status", "resolve")
+        )
         return WorkflowIR(
             name, snake_case(name), initial, tuple(states), tuple(finals), tuple(transitions), start, status, resolve
         )

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 import libcst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from fusiongen.ir import EffectIR
 
@@ -33,6 +33,7 @@ FILES, PROCESSES, NETWORK, CODE, ENVIRONMENT, DYNAMIC, UNKNOWN = (
     "unknown",
 )
 READ, WRITE, EXECUTE = "read", "write", "execute"
+_Statement = libcst.SimpleStatementLine | libcst.BaseCompoundStatement  # what a module's body holds
 
 # Callees (as resolved through the imports) with a known effect.
 _OS_WRITES = "remove unlink rename renames replace mkdir makedirs rmdir removedirs chmod chown lchown link symlink"
@@ -163,33 +164,59 @@ class ModuleEffects:
 def analyse(module: libcst.Module, package: str) -> ModuleEffects:
     """The effects of each top-level function of `module`; `package` is the generated server's (its runtime
     has no effect the handler's author controls)."""
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    imports = _imports(wrapper.module)
-    top = {s.name.value: s for s in wrapper.module.body if isinstance(s, libcst.FunctionDef)}
-    classes = {
-        s.name.value: [m for m in s.body.body if isinstance(m, libcst.FunctionDef)]
-        for s in wrapper.module.body
-        if isinstance(s, libcst.ClassDef)
-    }
-    clients = _module_clients(wrapper.module, imports)
-    context = _Context(imports, top, classes, package, positions, clients, _constants(wrapper.module))
+    positions = _Positions(module)
+    imports = _imports(module)
+    top = {s.name.value: s for s in module.body if isinstance(s, libcst.FunctionDef)}
+    class_defs = [s for s in module.body if isinstance(s, libcst.ClassDef)]
+    classes = {c.name.value: [m for m in c.body.body if isinstance(m, libcst.FunctionDef)] for c in class_defs}
+    clients = _module_clients(module, imports)
+    context = _Context(imports, top, classes, package, positions, clients, _constants(module))
     functions: dict[str, _Function] = {}
     for name, node in top.items():
-        functions[name] = context.scan(node)
-    for class_name, methods in classes.items():
-        for method in methods:
-            functions[f"{class_name}.{method.name.value}"] = context.scan(method)
+        functions[name] = context.scan(node, node)
+    for class_def in class_defs:
+        for method in classes[class_def.name.value]:
+            functions[f"{class_def.name.value}.{method.name.value}"] = context.scan(method, class_def)
     resolved = _Resolver(functions)
     found = {name: resolved.effects(name, {}) for name in top}
     elsewhere: dict[str, EffectIR] = {}
-    for statement in wrapper.module.body:
+    for statement in module.body:
         for name, origin in _bound_elsewhere(statement, imports):
-            start = positions[statement].start
-            elsewhere[name] = EffectIR(
-                UNKNOWN, UNKNOWN, f"{origin} (bound here, not analysed)", start.line, start.column + 1
-            )
+            line, column = positions.where(statement, statement)
+            elsewhere[name] = EffectIR(UNKNOWN, UNKNOWN, f"{origin} (bound here, not analysed)", line, column)
     return ModuleEffects(found, elsewhere)
+
+
+class _Positions:
+    """Where nodes are, resolved one top-level statement at a time, and only for statements that hold an effect:
+    resolving a whole large module (an OpenAPI import's hundreds of one-line handlers) costs more than reading it.
+    A statement's first line is counted from the code of those before it (its leading blank and comment lines
+    included, as libcst keeps them with it)."""
+
+    def __init__(self, module: libcst.Module) -> None:
+        self.module = module
+        self.starts: dict[int, int] = {}
+        line = 1 + len(module.header)
+        for statement in module.body:
+            self.starts[id(statement)] = line
+            line += module.code_for_node(statement).count("\n")
+        self.resolved: dict[int, Mapping[libcst.CSTNode, CodeRange]] = {}
+
+    def where(self, node: libcst.CSTNode, statement: _Statement) -> tuple[int, int]:
+        """`node`'s 1-based line and column in the module; `statement` is the top-level statement holding it."""
+        key = id(statement)
+        if key not in self.resolved:
+            wrapper = MetadataWrapper(
+                libcst.Module(
+                    body=[statement],
+                    default_indent=self.module.default_indent,
+                    default_newline=self.module.default_newline,
+                ),
+                unsafe_skip_copy=True,
+            )
+            self.resolved[key] = wrapper.resolve(PositionProvider)
+        start = self.resolved[key][node].start
+        return self.starts[key] + start.line - 1, start.column + 1
 
 
 def _imports(module: libcst.Module) -> dict[str, str]:
@@ -197,6 +224,14 @@ def _imports(module: libcst.Module) -> dict[str, str]:
     found: dict[str, str] = {}
 
     class Finder(libcst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: libcst.SimpleStatementLine) -> bool:
+            for small in node.body:  # imports are statements: the expressions beside them need no visit
+                if isinstance(small, libcst.Import):
+                    self.visit_Import(small)
+                elif isinstance(small, libcst.ImportFrom):
+                    self.visit_ImportFrom(small)
+            return False
+
         def visit_Import(self, node: libcst.Import) -> None:
             for alias in node.names:
                 dotted = _dotted(alias.name)
@@ -231,7 +266,7 @@ def _dotted(node: libcst.BaseExpression | None) -> str | None:
     return None
 
 
-def _bound_elsewhere(statement: libcst.BaseStatement, imports: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+def _bound_elsewhere(statement: _Statement, imports: Mapping[str, str]) -> Iterator[tuple[str, str]]:
     """Top-level names bound to code defined elsewhere: `from x import f` and `f = something`."""
     if not isinstance(statement, libcst.SimpleStatementLine):
         return
@@ -329,18 +364,18 @@ class _Context:
     functions: Mapping[str, libcst.FunctionDef]  # the module's top-level functions
     classes: Mapping[str, list[libcst.FunctionDef]]
     package: str
-    positions: Mapping[libcst.CSTNode, object]
+    positions: _Positions
     module_clients: frozenset[str]
     constants: Mapping[str, str]  # top-level names assigned a string literal
 
-    def scan(self, node: libcst.FunctionDef) -> _Function:
+    def scan(self, node: libcst.FunctionDef, statement: _Statement) -> _Function:
+        """One function's sites and calls; `statement`: the top-level statement it is in (itself, or its class)."""
         function = _Function(node, _params(node))
-        node.body.visit(_Scanner(self, function, _local_clients(node, self.imports)))
+        node.body.visit(_Scanner(self, function, _local_clients(node, self.imports), statement))
         return function
 
-    def where(self, node: libcst.CSTNode) -> tuple[int, int]:
-        start = self.positions[node].start  # type: ignore[attr-defined]
-        return int(start.line), int(start.column) + 1
+    def where(self, node: libcst.CSTNode, statement: _Statement) -> tuple[int, int]:
+        return self.positions.where(node, statement)
 
 
 def _local_clients(node: libcst.FunctionDef, imports: Mapping[str, str]) -> frozenset[str]:
@@ -379,10 +414,11 @@ class _Scanner(libcst.CSTVisitor):
     """Collects one function's effectful calls and its calls of the module's own functions. Nested functions,
     lambdas and classes are scanned as part of it: whatever they can do, it can."""
 
-    def __init__(self, context: _Context, function: _Function, clients: frozenset[str]) -> None:
+    def __init__(self, context: _Context, function: _Function, clients: frozenset[str], statement: _Statement) -> None:
         self.context = context
         self.function = function
         self.clients = clients | context.module_clients
+        self.statement = statement  # the top-level statement it is in: positions are resolved per statement
 
     def add(
         self,
@@ -393,7 +429,7 @@ class _Scanner(libcst.CSTVisitor):
         method_param: str | None = None,
         variable: tuple[str, bool] | None = None,
     ) -> None:
-        line, column = self.context.where(node)
+        line, column = self.context.where(node, self.statement)
         name, required = variable if variable is not None else (None, False)
         effect = EffectIR(category, access, call, line, column, variable=name, required=required)
         self.function.sites.append(_Site(effect, method_param))

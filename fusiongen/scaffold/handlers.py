@@ -218,10 +218,10 @@ def append_stubs(source: str, ir: ServerIR) -> str | None:
 
 
 def check_handlers(
-    source: str, ir: ServerIR, handler_file: str, tool_position: dict[str, Position], spec_file: str
+    source: str, ir: ServerIR, handler_file: str, tool_position: dict[str, tuple[str, Position]]
 ) -> list[Diagnostic]:
     """Every tool or resource whose handler is missing, or whose signature cannot take `(args)` or
-    `(args, ctx)`. `tool_position` is keyed by `ToolIR.label`."""
+    `(args, ctx)`. `tool_position` is keyed by `ToolIR.label`: the spec file (as shown) and where in it."""
     module = parse_handlers(source, handler_file)
     if isinstance(module, Diagnostic):
         return [module]
@@ -234,8 +234,7 @@ def check_handlers(
                 Diagnostic(
                     "FG400",
                     f'{tool.label} has no handler "{tool.handler}" in {handler_file}',
-                    spec_file,
-                    tool_position[tool.label],
+                    *tool_position[tool.label],
                     hint="run `fusiongen build` to append a stub, then implement it",
                 )
             )

@@ -92,7 +92,7 @@ class GeneratedServer:
         self.out = out
         self.package_name = generation.ir.package
         self.handlers_name = generation.ir.handlers_module
-        self.spec_dir = generation.loaded.path.parent
+        self.spec_dir = generation.loaded.home
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> GeneratedServer:

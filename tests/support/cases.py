@@ -160,6 +160,17 @@ def spec_tool_names(case: Path) -> list[str]:
     return [wire_name(spec, n) for n in names]
 
 
+def grouped_tool_names(case: Path) -> list[str] | None:
+    """With `[server] exposition = "grouped"` (docs/spec.md §4.3), the tools a case's server must list: one per
+    group (the part of a tool name before its first "."; a workflow's generated tools are in the workflow's
+    group), where its first action is, and the tools without "."; None for a flat spec."""
+    spec = tomllib.loads((case / SPEC).read_text(encoding="utf-8"))
+    if spec.get("server", {}).get("exposition") != "grouped":
+        return None
+    names = [*spec.get("tools", {}), *(f"{w}.start" for w in spec.get("workflows", {}))]
+    return list(dict.fromkeys(wire_name(spec, name.split(".", 1)[0]) for name in names))
+
+
 def wire_name(spec: dict[str, Any], name: str) -> str:
     """The name the model sees for tool `name` of a parsed spec (`[server] tool_names`, docs/spec.md §4)."""
     snake = spec.get("server", {}).get("tool_names") == "snake"

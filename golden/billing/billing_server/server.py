@@ -20,6 +20,7 @@ from mcp.server.models import InitializationOptions
 
 from . import inputs, presenters, schemas
 from ._auth import Requirement, refusal_by, refused, shortfall, visible_tools
+from ._catalog import RESOURCE_ERRORS, PromptRoute, Prompts, ResourceRoute, Resources, completer, found_or_not_found
 from ._gate import Gate, handshake_listing, is_modern
 from ._runtime import (
     DEFAULT_LIVE_STARTS,
@@ -34,16 +35,7 @@ from ._runtime import (
     sent_user_blocks,
     unknown_tool_call,
 )
-from ._surface import (
-    RESOURCE_ERRORS,
-    PromptRoute,
-    Prompts,
-    ResourceRoute,
-    Resources,
-    completer,
-    exposed_tools,
-    found_or_not_found,
-)
+from ._surface import exposed_tools
 from .state_store import StateStore, open_store
 from .workflows import BINDINGS, HANDLE_KEY, MACHINES
 

@@ -16,17 +16,9 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
+from ._catalog import RESOURCE_ERRORS, PromptRoute, Prompts, ResourceRoute, Resources, completer, found_or_not_found
 from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool_call
-from ._surface import (
-    RESOURCE_ERRORS,
-    PromptRoute,
-    Prompts,
-    ResourceRoute,
-    Resources,
-    completer,
-    exposed_tools,
-    found_or_not_found,
-)
+from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]
 

@@ -1,0 +1,1 @@
+../billing_handlers.py
