@@ -78,21 +78,8 @@ CELLS = [
 ]
 
 # Checks that wait on issue 23's server-side fixes (made by the helper `names`), by check and client: left out
-# here until they land on main, with the fix each waits on. Branch `matrix-pending` empties this table.
-WAITING: dict[str, dict[str, str]] = {
-    "presented": {
-        "openai-agents": "#5: strict mode sends null for the optional inputs of invoice.list (null as absent)",
-        "smolagents": "#3: mcpadapt hands the model the first text block only (rules and suggestions in it)",
-    },
-    "session_walk": {
-        "google-adk": "#2: not yet diagnosed: ADK keeps offering the draft list after the transition",
-        "smolagents": "#2: lists once per agent, and refuses a call without workflow_id (not nullable)",
-    },
-    "handle_walk": {
-        client: "#2: handshake-era lists follow the session's state, not the handle"
-        for client in ("google-adk", "llama-index", "smolagents", "autogen", "mcp-session")
-    },
-}
+# here until they land on main, with the fix each waits on. Empty: every check is in.
+WAITING: dict[str, dict[str, str]] = {"presented": {}, "session_walk": {}, "handle_walk": {}}
 
 
 def ready(check: str, cells: list[Any]) -> list[Any]:
@@ -119,7 +106,7 @@ class Served:
 
 @pytest.fixture(scope="module")
 def portable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    out = billing_variant(tmp_path_factory.mktemp("agents-portable"), "snake")
+    out = billing_variant(tmp_path_factory.mktemp("agents-portable"), None)
     with imported(out, "billing_server") as package:
         names = dict(package.server.TOOL_NAMES)
     served = Served(out, names)
