@@ -7,7 +7,7 @@ SPECS := $(wildcard specs/*.toml)
 # Folder specs (docs/spec.md §3.1): the examples keep [server] in server.toml.
 SPEC_FOLDERS := $(patsubst %/server.toml,%,$(wildcard specs/*/server.toml))
 
-.PHONY: venv demo check test soak golden check-golden lint bench redis-server haproxy tooling langchain clean
+.PHONY: venv demo check test soak golden check-golden lint bench redis-server haproxy tooling langchain agents clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,9 +36,9 @@ CHECK_TESTS := tests/test_cases.py tests/test_architecture.py tests/test_docs.py
 check: venv lint
 	$(BIN)/python -m pytest -q $(CHECK_TESTS)
 
-## test: everything (the virtualenv, redis-server and haproxy from Debian, the npm tooling, langchain's
-## virtualenv, lint, then pytest)
-test: venv redis-server haproxy tooling langchain lint
+## test: everything (the virtualenv, redis-server and haproxy from Debian, the npm tooling, the agent clients'
+## virtualenvs, lint, then pytest)
+test: venv redis-server haproxy tooling langchain agents lint
 	$(BIN)/python -m pytest
 
 ## soak: the long load tests (pytest marker `soak`), which a plain pytest leaves out: an HTTP server on Redis under
@@ -81,6 +81,30 @@ $(LANGCHAIN_STAMP): $(LANGCHAIN_REQUIREMENTS)
 
 langchain: $(LANGCHAIN_STAMP)
 
+## agents: the six agent clients tests/test_agent_clients.py drives generated servers with, in two virtualenvs
+## beside the project's: openai-agents, google-adk and llama-index on mcp 2.x (.venv-agents); smolagents with
+## mcpadapt, autogen-ext and the bare mcp 1.x ClientSession on mcp 1.30, which mcpadapt and autogen-ext need
+## (.venv-agents-mcp1)
+AGENTS_VENV := .venv-agents
+AGENTS_REQUIREMENTS := tests/support/agents-requirements.txt
+AGENTS_STAMP := $(AGENTS_VENV)/.installed
+$(AGENTS_STAMP): $(AGENTS_REQUIREMENTS)
+	$(PYTHON) -m venv $(AGENTS_VENV)
+	$(AGENTS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AGENTS_VENV)/bin/python -m pip install --quiet -r $(AGENTS_REQUIREMENTS)
+	touch $(AGENTS_STAMP)
+
+AGENTS_MCP1_VENV := .venv-agents-mcp1
+AGENTS_MCP1_REQUIREMENTS := tests/support/agents-mcp1-requirements.txt
+AGENTS_MCP1_STAMP := $(AGENTS_MCP1_VENV)/.installed
+$(AGENTS_MCP1_STAMP): $(AGENTS_MCP1_REQUIREMENTS)
+	$(PYTHON) -m venv $(AGENTS_MCP1_VENV)
+	$(AGENTS_MCP1_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AGENTS_MCP1_VENV)/bin/python -m pip install --quiet -r $(AGENTS_MCP1_REQUIREMENTS)
+	touch $(AGENTS_MCP1_STAMP)
+
+agents: $(AGENTS_STAMP) $(AGENTS_MCP1_STAMP)
+
 ## golden: rewrite golden/ from specs/, and expected/ + stderr.txt of every tests/cases/ case
 golden: venv
 	@for spec in $(SPECS); do \
@@ -112,4 +136,4 @@ bench: venv
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(LANGCHAIN_VENV) .demo dist build tooling/node_modules
+	rm -rf $(VENV) $(LANGCHAIN_VENV) $(AGENTS_VENV) $(AGENTS_MCP1_VENV) .demo dist build tooling/node_modules
