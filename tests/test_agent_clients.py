@@ -197,7 +197,15 @@ def test_lists_portable_names(client: str, kind: str, era: str, portable: Served
 def test_hands_the_model_the_presented_result(client: str, kind: str, era: str, portable: Served) -> None:
     get, listed, *_ = calls(cell(client, kind, era, portable), "probe")
     reminder = f"{portable.names['billing.remind']}: Send a payment reminder for inv-1"
-    for handed, collection in ((get["handed"], False), (listed["handed"], True)):
+    presented = [(get["handed"], False), (listed["handed"], True)]
+    if client == "smolagents":
+        # A client limitation (§9.4): smolagents requires every input whose schema lacks `nullable: true`, an
+        # OpenAPI 3.0 keyword a portable JSON Schema does not carry (OpenAI's strict mode refuses unknown
+        # keywords), so its own check refuses invoice_list without `status` before any call. Its first-block
+        # perception is checked on invoice_get; the truncation notice cannot reach it through invoice_list.
+        assert "Argument status is required" in listed["handed"], listed
+        presented = presented[:1]
+    for handed, collection in presented:
         assert handed, (get, listed)
         for secret in (*HIDDEN, *PII, USER_ONLY):
             assert secret not in handed, f"{secret!r} reached the model:\n{handed}"
