@@ -537,7 +537,7 @@ async def test_handlers_see_the_callers_identity(desk_server: str, issuer: Issue
     async with bearer_client(desk_server, token, MODERN) as client:
         result = await client.call_tool("whoami", {})
     assert not result.is_error, result
-    shown = json.loads(result.content[0].text)
+    shown = json.JSONDecoder().raw_decode(result.content[0].text)[0]
     assert shown == {"subject": "sam", "tenant": "acme", "roles": ["support"], "scopes": ["tickets:read"]}
 
 

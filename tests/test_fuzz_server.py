@@ -374,7 +374,7 @@ def check_result(session: Session, name: str, arguments: Any, result: types.Call
     schema = session.tools[name].output_schema
     if schema is not None:
         jsonschema.validate(result.structured_content, schema)
-        data = json.loads(texts[0])
+        data, _ = json.JSONDecoder().raw_decode(texts[0])  # the data leads the first block; guidance follows (§9.1)
         envelope = "data" in schema.get("properties", {}) and "rules" in schema.get("properties", {})
         assert data == (result.structured_content["data"] if envelope else result.structured_content)
     return "ok"

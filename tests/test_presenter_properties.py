@@ -326,7 +326,7 @@ def check_result(result: Any, check: jsonschema.protocols.Validator) -> None:
 
 def check_single(result: Any, check: jsonschema.protocols.Validator) -> None:
     check_result(result, check)
-    assert json.loads(result.content[0].text) == result.structured_content["data"]
+    assert json.JSONDecoder().raw_decode(result.content[0].text)[0] == result.structured_content["data"]
 
 
 def check_many(result: Any, check: jsonschema.protocols.Validator, found: int) -> None:
@@ -334,7 +334,7 @@ def check_many(result: Any, check: jsonschema.protocols.Validator, found: int) -
     data = result.structured_content
     assert (data["total"], data["shown"], data["truncated"]) == (found, min(found, LIMIT), found > LIMIT)
     assert len(data["data"]) == data["shown"]
-    assert json.loads(result.content[0].text) == data["data"]
+    assert json.JSONDecoder().raw_decode(result.content[0].text)[0] == data["data"]
     assert ("notice" in data) is data["truncated"]
 
 

@@ -90,7 +90,7 @@ async def test_get_returns_declared_visible_data_only_with_casts(billing: Genera
     assert data["lines"][0]["card_number"] == "[REDACTED]"  # lines[*].card_number
     assert data["customer"] == {"id": "c-1", "name": "Ada Lovelace", "email": "[REDACTED]"}  # embedded presenter
     assert data["due_date"] == "2026-10-01"
-    assert json.loads(result.content[0].text) == data
+    assert json.JSONDecoder().raw_decode(result.content[0].text)[0] == data
     assert result.content[0].text.startswith('{\n  "id": "inv-1"')  # two-space indent, declared order
     jsonschema.validate(result.structured_content, tools["invoice_get"].output_schema)
     assert_no_secrets(result)
@@ -104,7 +104,7 @@ async def test_list_wraps_items_and_validates(billing: GeneratedServer, mode: st
         drafts = await client.call_tool("invoice_list", {"status": "draft", "limit": 5})
     assert [i["id"] for i in result.structured_content["data"]] == ["inv-1", "inv-2", "inv-3"]
     assert result.structured_content["truncated"] is True and result.structured_content["total"] == 5
-    assert json.loads(result.content[0].text) == result.structured_content["data"]
+    assert json.JSONDecoder().raw_decode(result.content[0].text)[0] == result.structured_content["data"]
     jsonschema.validate(result.structured_content, tools["invoice_list"].output_schema)
     assert [i["id"] for i in drafts.structured_content["data"]] == ["inv-2", "inv-4"]
     assert_no_secrets(result)
