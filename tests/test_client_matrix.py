@@ -208,8 +208,8 @@ async def test_pydantic_ai_hands_the_model_the_presented_result(
     # pydantic-ai's own client negotiates 2026-07-28 with a generated server.
     assert (model.protocol_version == MODERN) is (mode != LEGACY), model.protocol_version
     assert {"invoice_get", "invoice_list", "customer_get", "billing_remind"} <= set(model.offered[0])
-    # The handshake era lists only what the session's (draft) state allows; 2026-07-28 lists every tool.
-    assert (REVIEW_ONLY in model.offered[0]) is (mode != LEGACY)
+    # A session that holds no workflow state is listed every tool, in both eras (docs/spec.md §10.6).
+    assert DRAFT_ONLY in model.offered[0] and REVIEW_ONLY in model.offered[0]
     get, listed, invalid = model.handed[0]
     assert get.outcome == "success" and listed.outcome == "success"
     # pydantic-ai hands the model structuredContent when every block is text: the envelope carries the guidance.
@@ -235,7 +235,8 @@ async def test_pydantic_ai_offers_the_new_list_after_a_transition(transport: Cli
     steps = [[(DRAFT_ONLY, {"invoice_id": "inv-2"})]]
     model = await run_agent(transport, LEGACY, steps, cache_tools=False)
     assert model.handed[0][0].outcome == "success", model.handed[0]
-    assert DRAFT_ONLY in model.offered[0] and REVIEW_ONLY not in model.offered[0]
+    # Before its first session-mode call the session holds no state: every tool (docs/spec.md §10.6).
+    assert DRAFT_ONLY in model.offered[0] and REVIEW_ONLY in model.offered[0]
     assert REVIEW_ONLY in model.offered[1] and DRAFT_ONLY not in model.offered[1]
 
 
@@ -304,7 +305,7 @@ class ListChanged:
 async def test_fastmcp_client_calls_and_validates(transport: ClientTransport, mode: str) -> None:
     async with FastMCPClient(transport, mode=mode) as client:
         tools = {tool.name: tool for tool in await client.list_tools()}
-        assert (REVIEW_ONLY in tools) is (mode == MODERN)
+        assert REVIEW_ONLY in tools  # a fresh session holds no state: every tool, in both eras (§10.6)
         listed = json.dumps([tool.model_dump(mode="json") for tool in tools.values()])
         for secret in HIDDEN:  # hidden fields are in no schema either
             assert secret not in listed
@@ -352,11 +353,12 @@ async def test_fastmcp_client_shows_what_an_update_made_stale(mode: str, built: 
 async def test_fastmcp_client_receives_list_changed(transport: ClientTransport) -> None:
     notes = ListChanged()
     async with FastMCPClient(transport, mode=LEGACY, message_handler=notes) as client:
-        assert REVIEW_ONLY not in {tool.name for tool in await client.list_tools()}
+        assert REVIEW_ONLY in {tool.name for tool in await client.list_tools()}  # no state yet: every tool
         await client.call_tool(DRAFT_ONLY, {"invoice_id": "inv-2"})
         with anyio.fail_after(30):  # generous; only a missing notification waits this long
             await notes.received.wait()
-        assert REVIEW_ONLY in {tool.name for tool in await client.list_tools()}
+        after = {tool.name for tool in await client.list_tools()}
+        assert REVIEW_ONLY in after and DRAFT_ONLY not in after  # the session's own state now
 
 
 # --- langchain-mcp-adapters, from its own virtualenv -------------------------------------------------------
@@ -396,7 +398,7 @@ def test_langchain_hands_the_model_the_text_blocks(
     calls = [("invoice_get", {"id": "inv-1"}), ("invoice_list", {}), ("invoice_get", {"idx": "inv-1"})]
     report = langchain(target, calls)
     assert {"invoice_get", "invoice_list", DRAFT_ONLY} <= set(report["tools"])
-    assert REVIEW_ONLY not in report["tools"]  # mcp 1.x: the handshake era
+    assert REVIEW_ONLY in report["tools"]  # mcp 1.x, the handshake era: a fresh session lists every tool (§10.6)
     get, listed, invalid = report["calls"]
     # langchain hands the model every content block (the artifact, structuredContent, stays with the program).
     assert get["status"] == "success" and listed["status"] == "success"
@@ -449,5 +451,7 @@ def test_ts_sdk_client(request: pytest.FixtureRequest, built: Path, kind: str, t
     assert invalid["isError"] is True and invalid["content"][0]["text"].startswith(VALIDATION_ERROR)
     assert output["submit"]["isError"] is False
     assert output["listChangedReceived"] is True
-    assert DRAFT_ONLY in output["before"] and REVIEW_ONLY not in output["before"]
+    # A fresh session holds no workflow state: every tool (docs/spec.md §10.6); after its first session-mode
+    # call, what its state allows.
+    assert DRAFT_ONLY in output["before"] and REVIEW_ONLY in output["before"]
     assert REVIEW_ONLY in output["after"] and DRAFT_ONLY not in output["after"]

@@ -442,7 +442,7 @@ async def test_lost_transition_is_logged(
     gate: _gate.Gate, store: state_store.MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.ERROR)
-    handle = session_key("s9")  # the session's own state: a change would send list_changed
+    handle = session_key("s9")  # the session's own state
 
     async def meddling(arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
         # as if the lock had expired and another replica moved the workflow meanwhile
@@ -463,7 +463,8 @@ async def test_lost_transition_is_logged(
     assert [r.getMessage() for r in caplog.records] == [
         "tool expense.submit: workflow expense changed while its handler ran; transition to pending lost"
     ]
-    assert ctx.session.list_changed == 0
+    # The transition is lost, but the session holds the workflow's state since this call: its list changed.
+    assert ctx.session.list_changed == 1
 
 
 def session_key(session_id: str, workflow: str = "expense") -> str:
@@ -505,14 +506,20 @@ async def test_session_state_is_created_and_moves(gate: _gate.Gate, store: state
 
 async def test_session_refusal_and_no_change_send_no_list_changed(gate: _gate.Gate) -> None:
     ctx = Ctx(HANDSHAKE, "s1")
+    await gate.call("expense.approve", {}, ctx, Route())  # refused: creates nothing, the list stays stable
+    assert ctx.session.list_changed == 0 and await gate.held_states(ctx) == {}
+    # The first call that passes the gate (here one without a transition) makes the session hold the
+    # workflow's state: its list turns from the stable one to the state's, announced once (docs/spec.md §10.5).
+    await gate.call("expense.peek", {}, ctx, Route())
+    assert ctx.session.list_changed == 1 and await gate.held_states(ctx) == {"expense": "draft"}
     await gate.call("expense.approve", {}, ctx, Route())  # refused
     await gate.call("expense.peek", {}, ctx, Route())  # no event
     failed = _runtime.error_result("x")
     await gate.call("expense.submit", {}, ctx, Route(result=failed))  # handler failed
-    assert ctx.session.list_changed == 0
+    assert ctx.session.list_changed == 1
     await gate.call("expense.submit", {}, ctx, Route())
     await gate.call("expense.note", {}, ctx, Route())  # self-loop
-    assert ctx.session.list_changed == 1
+    assert ctx.session.list_changed == 2
 
 
 async def test_stdio_session_uses_the_process_state(gate: _gate.Gate, store: state_store.MemoryStore) -> None:
@@ -535,6 +542,19 @@ async def test_explicit_handle_in_the_handshake_era(gate: _gate.Gate, store: sta
     assert await store.load(handle) == state_store.Record("expense", "pending", 2)
     assert await store.load(session_key("s1")) is None
     assert ctx.session.list_changed == 0
+    assert await gate.held_states(ctx) == {}  # walking by handle: the session is listed stable
+
+
+async def test_a_session_holds_state_from_its_first_session_mode_call(gate: _gate.Gate) -> None:
+    """The first bound call without a handle makes the session hold that workflow's state (and only that
+    one's); a null handle is the same as none, and a successful transition announces the change once."""
+    ctx = Ctx(HANDSHAKE, "s1")
+    await gate.status(MACHINES["expense"], {}, ctx)  # reading the session's state holds nothing
+    assert await gate.held_states(ctx) == {}
+    await gate.call("expense.submit", {HANDLE_KEY: None}, ctx, Route())
+    assert await gate.held_states(ctx) == {"expense": "pending"}
+    assert ctx.session.list_changed == 1
+    assert await gate.session_states(ctx) == {"expense": "pending", "trip": "planned"}
 
 
 async def test_session_handle_is_none_in_the_modern_era(gate: _gate.Gate) -> None:
@@ -590,6 +610,41 @@ def test_handshake_listing() -> None:
         ("expense.peek", "full"),
     ]
     assert listing("paid", "done") == [("invoice.get", "full")]
+
+
+def test_handshake_listing_of_a_session_without_state_is_stable() -> None:
+    """A workflow the session holds no state of: every bound tool, compact where it runs in the initial state,
+    else its stable form; a workflow it holds follows its state."""
+    tools = [tool(n) for n in ["invoice.get", "expense.submit", "expense.approve", "expense.peek", "trip.go"]]
+    compact = {"expense.submit": tool("expense.submit", "short"), "expense.approve": tool("expense.approve", "short")}
+    stable = {t.name: tool(t.name, "stable") for t in tools}
+    shown = _gate.handshake_listing(tools, compact, BINDINGS, MACHINES, {}, stable)
+    assert [(t.name, t.description) for t in shown] == [
+        ("invoice.get", "full"),
+        ("expense.submit", "short"),
+        ("expense.approve", "stable"),  # compact, but it does not run in the initial state
+        ("expense.peek", "stable"),
+        ("trip.go", "stable"),
+    ]
+    held = _gate.handshake_listing(tools, compact, BINDINGS, MACHINES, {"expense": "pending"}, stable)
+    assert [(t.name, t.description) for t in held] == [
+        ("invoice.get", "full"),
+        ("expense.approve", "full"),
+        ("expense.peek", "full"),
+        ("trip.go", "stable"),  # trip: no state held, still stable
+    ]
+
+
+def test_omissible_handle_marks_only_the_handle() -> None:
+    schema = {"type": "object", "properties": {HANDLE_KEY: {"type": "string"}, "x": {"type": "integer"}}}
+    bound = types.Tool(name="expense.submit", input_schema=schema)
+    [marked, plain] = _gate.handshake_forms([bound, tool("invoice.get")], {"expense.submit"}, HANDLE_KEY)
+    assert marked.input_schema["properties"] == {
+        HANDLE_KEY: {"type": "string", "nullable": True},
+        "x": schema["properties"]["x"],
+    }
+    assert schema["properties"][HANDLE_KEY] == {"type": "string"}  # the original is left as it was
+    assert plain.name == "invoice.get" and plain.input_schema == {"type": "object"}
 
 
 def test_handshake_listing_keeps_the_tool_objects() -> None:

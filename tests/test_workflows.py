@@ -5,14 +5,16 @@ The billing spec binds four tools to the states of `[workflows.invoice]`
 Most tests run the server in-process; the last one runs it as a stdio subprocess over SQLite and
 SIGKILLs it.
 
-Handshake era (mode="legacy"): tools/list shows what the session's state allows, and a transition
-of the session's own state sends exactly one notifications/tools/list_changed. 2026-07-28: the list
-is every tool and never changes; bound tools need an explicit handle from `invoice.start`.
+Handshake era (mode="legacy"): tools/list is every tool until the session holds a state of its own (its
+first bound call without a handle that passes the gate); from then on it shows what the session's state
+allows, and a transition of the session's own state sends exactly one notifications/tools/list_changed.
+2026-07-28: the list is every tool and never changes; bound tools need an explicit handle from `invoice.start`.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import re
 import signal
@@ -97,7 +99,12 @@ async def names(c: Client) -> list[str]:
 
 
 def legacy_list(state: str) -> list[str]:
+    """The handshake-era list of a session that holds the workflow's state (docs/spec.md §10.5)."""
     return [*UNBOUND, *ALLOWED[state], *GENERATED]
+
+
+# The handshake-era list of a session that holds no state of the workflow: every tool, as on 2026-07-28.
+STABLE = [*UNBOUND, *BOUND, *GENERATED]
 
 
 def text(result: types.CallToolResult) -> str:
@@ -235,7 +242,8 @@ async def test_handshake_list_shows_what_the_session_state_allows(billing: Gener
         assert c.server_capabilities.tools is not None and c.server_capabilities.tools.list_changed is True
         listing = await c.list_tools()
         assert not listing.ttl_ms  # never a cache hint in the handshake era
-        assert [t.name for t in listing.tools] == legacy_list("draft")
+        # No state of its own yet: the stable list; from its first session-mode call on, the state's list.
+        assert [t.name for t in listing.tools] == STABLE
         for expected, (tool, state) in enumerate(WALK, start=1):
             await ok(c, tool, {"invoice_id": "inv-2"})
             assert await notes.settled() == expected
@@ -245,6 +253,19 @@ async def test_handshake_list_shows_what_the_session_state_allows(billing: Gener
             assert (await status(c))["state"] == state
         # In the final state only the unbound and the generated tools are left.
         assert await names(c) == [*UNBOUND, *GENERATED]
+
+
+async def test_the_handle_is_marked_nullable_in_the_handshake_era_only(billing: GeneratedServer) -> None:
+    """smolagents refuses a call that leaves out an input not marked `nullable`: the handshake era, where a
+    bound call may leave the handle out, marks it; 2026-07-28 keeps plain JSON Schema (docs/spec.md §10.6)."""
+    for mode, marked in ((LEGACY, True), (MODERN, False)):
+        async with client(make_server(billing), mode) as c:
+            listed = {t.name: t.input_schema for t in (await c.list_tools()).tools}
+        for tool in [*BOUND, "invoice_status"]:
+            handle = listed[tool]["properties"]["workflow_id"]
+            assert handle.get("nullable", False) is marked and handle["type"] == "string", (mode, tool)
+            assert "workflow_id" not in listed[tool].get("required", [])
+        assert "nullable" not in json.dumps(listed["invoice_get"])
 
 
 async def test_handshake_reject_goes_back_to_the_draft_list(billing: GeneratedServer) -> None:
@@ -326,7 +347,8 @@ async def test_out_of_state_call_is_forbidden_and_changes_nothing(
         "final": False,
         "pending": None,
     }
-    assert listing == (legacy_list("draft") if mode == LEGACY else [*UNBOUND, *BOUND, *GENERATED])
+    # A refusal creates nothing: the session holds no state of its own, so both eras list every tool.
+    assert listing == STABLE
     assert await notes.settled() == 0
 
 
@@ -500,7 +522,8 @@ async def test_explicit_handle_in_the_handshake_era(billing: GeneratedServer) ->
         await ok(c, "invoice_submit", {"invoice_id": "inv-2"}, handle)
         await ok(c, "invoice_approve", {"invoice_id": "inv-2"}, handle)
         assert (await status(c, handle))["state"] == "approved"
-        # The session's own workflow did not move, so neither did its list, and nothing was announced.
+        # The session holds no state of its own (it walks by handle): its list stays the stable one, every
+        # step offered, and nothing was announced.
         assert await status(c) == {
             "workflow_id": None,
             "workflow": "invoice",
@@ -509,7 +532,7 @@ async def test_explicit_handle_in_the_handshake_era(billing: GeneratedServer) ->
             "final": False,
             "pending": None,
         }
-        assert await names(c) == legacy_list("draft")
+        assert await names(c) == STABLE
         assert await notes.settled() == 0
         # The handle's state gates a call even where the session's list would not show the tool.
         refused = await c.call_tool("invoice_submit", {"invoice_id": "inv-2", "workflow_id": handle})
@@ -623,15 +646,19 @@ def ticket(tmp_path: Path) -> Iterator[GeneratedServer]:
 async def test_compact_description_only_in_the_initial_state(ticket: GeneratedServer) -> None:
     notes = Notifications()
     async with Client(ticket.create_server(), mode=LEGACY, cache=None, message_handler=notes) as c:
-        in_open = {t.name: t.description for t in (await c.list_tools()).tools}
-        await ok(c, "ticket_note", {"text": "a"})  # self-loop open --NOTE--> open: nothing changes
-        assert await notes.settled() == 0
-        await ok(c, "ticket_take", {})
+        fresh = {t.name: t.description for t in (await c.list_tools()).tools}
+        # self-loop open --NOTE--> open: the state stays, but the session holds it now, so its list changes
+        await ok(c, "ticket_note", {"text": "a"})
         assert await notes.settled() == 1
+        in_open = {t.name: t.description for t in (await c.list_tools()).tools}
+        await ok(c, "ticket_note", {"text": "a2"})  # the same self-loop again: nothing changes
+        assert await notes.settled() == 1
+        await ok(c, "ticket_take", {})
+        assert await notes.settled() == 2
         in_working = {t.name: t.description for t in (await c.list_tools()).tools}
         await ok(c, "ticket_note", {"text": "b"})  # NOTE has no transition in working
         await ok(c, "ticket_peek", {})  # bound without a transition
-        assert await notes.settled() == 1
+        assert await notes.settled() == 2
         working = await c.call_tool("ticket_status", {})
         assert working.structured_content == {
             "ticket_id": None,
@@ -642,7 +669,7 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
             "pending": None,
         }
         await ok(c, "ticket_close", {})
-        assert await notes.settled() == 2
+        assert await notes.settled() == 3
         in_closed = [t.name for t in (await c.list_tools()).tools]
     async with Client(ticket.create_server(), mode=MODERN, cache=None) as c:
         modern = {t.name: t.description for t in (await c.list_tools()).tools}
@@ -655,6 +682,11 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
         anonymous.is_error
         and '<message>Tool "ticket_take" needs a workflow handle: pass "ticket_id".</message>' in text(anonymous)
     )
+    # Before its first session-mode call, every tool: its compact form where it has one and runs in the
+    # initial state, else the stable form, which says where it runs.
+    assert list(fresh) == ["ticket_note", "ticket_take", "ticket_peek", "ticket_close", "ticket_start", "ticket_status"]
+    assert fresh["ticket_note"] == "Note." and fresh["ticket_take"] == modern["ticket_take"]
+    assert fresh["ticket_peek"] == modern["ticket_peek"] and "runs only in state working" in fresh["ticket_peek"]
     assert list(in_open) == ["ticket_note", "ticket_take", "ticket_start", "ticket_status"]
     assert in_open["ticket_note"] == "Note."
     assert in_open["ticket_take"] == "Take the ticket and start working on it."
@@ -667,7 +699,7 @@ async def test_compact_description_only_in_the_initial_state(ticket: GeneratedSe
         'Add a note to the ticket; it stays where it is. (Workflow "ticket": '
         "runs only in state open, working; pass ticket_id from ticket_start.)"
     )
-    assert ticket.handlers.CALLS == ["note", "take", "note", "peek", "close", "take"]
+    assert ticket.handlers.CALLS == ["note", "note", "take", "note", "peek", "close", "take"]
 
 
 async def test_billing_compact_description_is_not_shown_outside_the_initial_state(billing: GeneratedServer) -> None:

@@ -6,8 +6,10 @@ The tables come from workflows.py (compiled by fusiongen); the state lives in a 
 SQLite or Redis, chosen at start-up). The call path always enforces, in both protocol eras:
 
 * handshake era (2025-11-25 and older): a call without a handle uses the session's own state (the
-  HTTP session id, or this process on stdio), and the session's tools/list shows only what its
-  states allow; a transition of the session's state sends notifications/tools/list_changed once.
+  HTTP session id, or this process on stdio). Once the session holds that state (its first such call that
+  passes the gate), its tools/list shows only what the state allows, and a change sends
+  notifications/tools/list_changed once; a workflow it holds no state of (it walks by handle, or not yet)
+  is listed stable, every tool, so clients that list once can walk by handle (docs/spec.md §10.6).
 * 2026-07-28: tools/list must not vary per connection, so it shows every tool, and a bound tool
   needs an explicit handle minted by `<workflow>.start`.
 
@@ -31,7 +33,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -311,6 +313,13 @@ def tenant_scoped(ctx: Any, key: str) -> str:
     return f"tenant:{digest}:{key}"
 
 
+@dataclass
+class _Listed:
+    """Whether a call changed the calling session's handshake-era list (set by `Gate.gated`)."""
+
+    changed: bool = False
+
+
 class Gate:
     def __init__(
         self,
@@ -362,8 +371,20 @@ class Gate:
         return tenant_scoped(ctx, session_key(session_id or self.process_session, workflow))
 
     async def session_states(self, ctx: Any) -> dict[str, str]:
+        """Every workflow's state for the caller's session: its own state where it holds one, else the initial."""
+        held = await self.held_states(ctx)
+        return {name: held.get(name, machine.initial) for name, machine in self.machines.items()}
+
+    async def held_states(self, ctx: Any) -> dict[str, str]:
+        """The workflows the caller's session walks by session (handshake era), and the state of each.
+
+        A session holds a workflow's state from its first call of one of the workflow's bound tools without a
+        handle (the gate creates the record then, docs/spec.md §10.5); `W.start` mints a handle and creates
+        nothing for the session. A workflow the session holds no state of is listed stable (every tool, the
+        gate refusing on call), so a client that lists once can walk it by handle; one it holds is listed as
+        its state allows, with notifications/tools/list_changed on each transition."""
         states: dict[str, str] = {}
-        for name, machine in self.machines.items():
+        for name in self.machines:
             handle = self.session_handle(ctx, name)
             try:
                 record = await self.store.load(handle) if handle else None
@@ -372,7 +393,8 @@ class Gate:
                 message = "The workflow state cannot be read right now; retry in a moment."
                 data = {"code": "STORE_UNAVAILABLE", "retry_after": STORE_RETRY_AFTER}
                 raise MCPError(INTERNAL_ERROR, message, data) from None
-            states[name] = record.state if record is not None and record.workflow == name else machine.initial
+            if record is not None and record.workflow == name:
+                states[name] = record.state
         return states
 
     def allowed(self, machine: Machine, state: str) -> tuple[str, ...]:
@@ -430,6 +452,18 @@ class Gate:
         return machine.resolve_tool if machine.name in self.resolvable else None
 
     async def call(self, tool: str, arguments: Mapping[str, Any], ctx: Any, route: Route) -> types.CallToolResult:
+        """A bound call through the gate; `notifications/tools/list_changed` after it when the session's own
+        list changed: its state moved, or this call made the session hold the workflow's state (§10.5), which
+        turns the workflow's part of the list from the stable one to the state's."""
+        listed = _Listed()
+        result = await self.gated(tool, arguments, ctx, route, listed)
+        if listed.changed:
+            await ctx.session.send_tool_list_changed()
+        return result
+
+    async def gated(
+        self, tool: str, arguments: Mapping[str, Any], ctx: Any, route: Route, listed: _Listed
+    ) -> types.CallToolResult:
         binding = self.bindings[tool]
         machine = self.machines[binding.workflow]
         rest = dict(arguments)
@@ -460,12 +494,16 @@ class Gate:
         try:
             async with self.store.lock(handle) as fence:
                 record = await self.store.load(handle)
-                if record is None and implicit:
-                    record = await self.store.create(handle, machine.name, machine.initial)
+                fresh = record is None and implicit  # the session's first session-mode call of this workflow
+                if fresh:
+                    record = Record(machine.name, machine.initial, 0)
                 if record is None or record.workflow != machine.name:
                     return self.unknown_handle(tool, machine)
                 if record.state not in binding.states:
-                    return self.wrong_state(tool, machine, binding, record.state)
+                    return self.wrong_state(tool, machine, binding, record.state)  # a refusal creates nothing
+                if fresh:  # it passes the gate: the session holds the workflow's state from now on (§10.5)
+                    record = await self.store.create(handle, machine.name, machine.initial)
+                    listed.changed = True
                 target = machine.transitions.get((record.state, binding.event)) if binding.event else None
                 if target is None or target == record.state:  # no transition: nothing to record or save
                     routing = True
@@ -509,7 +547,7 @@ class Gate:
         if lost is not None:
             return transition_lost(tool, machine.name, lost, machine.status_tool)
         if changed is not None and implicit:
-            await ctx.session.send_tool_list_changed()
+            listed.changed = True
         return result
 
     def this_run(
@@ -678,16 +716,47 @@ def handshake_listing(
     bindings: Mapping[str, Binding],
     machines: Mapping[str, Machine],
     states: Mapping[str, str],
+    stable: Mapping[str, types.Tool] | None = None,
 ) -> list[types.Tool]:
-    """A session's tools in the handshake era: unbound ones, and bound ones its states allow."""
+    """A session's tools in the handshake era (docs/spec.md §10.6): unbound ones; the bound tools of a workflow
+    the session holds state of (`states`) as that state allows; every bound tool of any other workflow, as a
+    session in the initial state would see it (its compact form) or else in its `stable` form (the 2026-07-28
+    listing's, which names its states and the handle), so that a client listing once can walk by handle."""
     visible: list[types.Tool] = []
     for tool in tools:
         binding = bindings.get(tool.name)
         if binding is None:
             visible.append(tool)
             continue
-        state = states[binding.workflow]
+        state = states.get(binding.workflow)
+        initial = machines[binding.workflow].initial
+        if state is None:  # as in the initial state (its compact form) where it runs there, else the stable form
+            short = compact.get(tool.name) if initial in binding.states else None
+            visible.append(short or (stable or {}).get(tool.name, tool))
+            continue
         if state in binding.states:
             short = compact.get(tool.name)
-            visible.append(short if short is not None and state == machines[binding.workflow].initial else tool)
+            visible.append(short if short is not None and state == initial else tool)
     return visible
+
+
+def omissible_handle(tool: types.Tool, handle_key: str) -> types.Tool:
+    """The tool as the handshake era lists it: its handle argument also marked `"nullable": true`.
+
+    On older protocols a bound call may leave the handle out (the session's own state) or send null (the
+    same), and a client that reads only `nullable` to tell an optional argument (smolagents refuses, before
+    calling, one left out otherwise) must be able to. Only the handshake era: the 2026-07-28 list keeps plain
+    JSON Schema, since strict function-calling converters refuse keywords they do not know."""
+    schema = tool.input_schema
+    properties = schema.get("properties")
+    handle = properties.get(handle_key) if isinstance(properties, dict) else None
+    if not isinstance(properties, dict) or not isinstance(handle, dict):
+        return tool
+    marked = {**schema, "properties": {**properties, handle_key: {**handle, "nullable": True}}}
+    return tool.model_copy(update={"input_schema": marked})
+
+
+def handshake_forms(tools: Sequence[types.Tool], gated: Collection[str], handle_key: str) -> list[types.Tool]:
+    """`tools` in their handshake-era form: each of the `gated` ones (bound tools, `W.status`: those that take
+    the session's own state without a handle) with its handle omissible (`omissible_handle`)."""
+    return [omissible_handle(tool, handle_key) if tool.name in gated else tool for tool in tools]

@@ -19,7 +19,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
 from . import inputs, presenters, schemas
-from ._gate import Gate, handshake_listing, is_modern
+from ._gate import Gate, handshake_forms, handshake_listing, is_modern
 from ._grouping import Grouping
 from ._runtime import (
     DEFAULT_LIVE_STARTS,
@@ -349,14 +349,20 @@ def create_server(
     tools = [tool for tool in TOOLS if tool.name in served]
 
     modern_listing = types.ListToolsResult(tools=[t for t in MODERN_TOOLS if t.name in served])
+    # The handshake era's forms (handles omissible), and the stable one of a workflow the session holds no
+    # state of (docs/spec.md §10.6).
+    session_tools = handshake_forms(tools, gate.workflow_of, HANDLE_KEY)
+    compact = {tool.name: tool for tool in handshake_forms(list(COMPACT_TOOLS.values()), gate.workflow_of, HANDLE_KEY)}
+    stable = {tool.name: tool for tool in handshake_forms(MODERN_TOOLS, gate.workflow_of, HANDLE_KEY)}
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         if is_modern(ctx):
             return modern_listing
-        states = await gate.session_states(ctx)
-        return types.ListToolsResult(tools=handshake_listing(tools, COMPACT_TOOLS, BINDINGS, MACHINES, states))
+        states = await gate.held_states(ctx)
+        listed = handshake_listing(session_tools, compact, BINDINGS, MACHINES, states, stable)
+        return types.ListToolsResult(tools=listed)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         route = routes.get(params.name)
