@@ -80,16 +80,16 @@ CELLS = [
     for era in spec.eras
 ]
 
-# Checks that wait on issue 23's server-side fixes (made by the helper `names`), by check and client: left out
-# here until they land on main, with the fix each waits on. Empty: every check is in.
+# Checks that wait on issue 23's server-side fixes, by check and client: left out here until they land on main,
+# with the fix each waits on. An empty table: every check of that kind is in.
 WAITING: dict[str, dict[str, str]] = {
     "presented": {},
     "session_walk": {},
     "handle_walk": {},
-    # mcpadapt hands the model the first text block only; the rules (with "Stale now") reach it once the first
-    # block carries them.
     "stale": {
-        "smolagents": "perception (issue 23 #3): the first text block carries the rules",
+        # smolagents refuses, before calling, an update that leaves out `status` unless its schema says nullable;
+        # then mcpadapt hands the model the first text block only, which must carry the rules.
+        "smolagents": "schemas (issue 23 #4): optional inputs nullable; perception (#3): rules in the first block",
         # Strict function calling sends null for the update's omitted `status`, which the server refuses.
         "openai-agents": "names (issue 23 #5): null on an optional input means absent",
     },
