@@ -185,3 +185,30 @@ async def test_dotted_names_are_served_as_the_spec_writes_them(dotted_ledger: Ge
         card = await call(c, seen, "invoice.get", {"id": "i-1"})
         assert not card.is_error and "invoice.get: Look at invoice i-1 again." in seen.last
     assert dotted_ledger.module("server").TOOL_NAMES["invoice.get"] == "invoice.get"
+
+
+OWN_RESOLVE = Path(__file__).parent / "cases" / "workflow-own-resolve"
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_a_workflow_s_own_resolve_tool_is_the_spec_s(tmp_path: Path, mode: str) -> None:
+    """Workflow "ticket" generates no ticket.resolve (no tool refuses in doubt): the spec's own tool of that name
+    builds and is the one served, running its handler and firing its transition (docs/spec.md §10.4)."""
+    spec = tmp_path / "spec" / "spec.toml"
+    spec.parent.mkdir()
+    for name in ("spec.toml", "helpdesk_server_handlers.py"):
+        shutil.copy(OWN_RESOLVE / name, spec.parent / name)
+    out = tmp_path / "out"
+    with GeneratedServer(build(spec, out), out) as desk:
+        async with Client(desk.create_server(), mode=mode, cache=None) as c:
+            names = [t.name for t in (await c.list_tools()).tools]
+            assert "ticket_resolve" in names or mode == LEGACY  # handshake era: listed from state triaged on
+            handle: dict[str, Any] = {}
+            if mode == MODERN:
+                started = await c.call_tool("ticket_start", {})
+                handle = {"workflow_id": started.structured_content["workflow_id"]}
+            assert not (await c.call_tool("ticket_triage", {"id": "t-1", **handle})).is_error
+            resolved = await c.call_tool("ticket_resolve", {"id": "t-1", **handle})
+            assert not resolved.is_error and Seen().result(resolved) == "Ticket t-1 resolved."
+            status = await c.call_tool("ticket_status", handle)
+            assert status.structured_content["state"] == "resolved"

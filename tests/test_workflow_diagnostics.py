@@ -170,8 +170,10 @@ def no_state(at: str, state: str, states: str = "draft, review, approved") -> li
 
 
 def clash(at: str, tool: str) -> list[str]:
+    wire = tool.replace(".", "_")  # the default tool_names: a spec name is compared as the model sees it
     return [
-        f'{at}: error[FG177]: tool "{tool}" clashes with the tool fusiongen generates for workflow "invoice"',
+        f'{at}: error[FG177]: tool "{tool}" clashes with the tool fusiongen generates for workflow "invoice" '
+        f'("{wire}")',
         "  hint: rename the tool",
     ]
 
@@ -330,6 +332,28 @@ description = "My own status."
             *clash("spec.toml:25:8", "invoice.start"),
             *clash("spec.toml:28:8", "invoice.status"),
             summary(2),
+        ],
+    ),
+    # Only what is generated is reserved: no tool of BASE refuses in doubt, so there is no invoice.resolve
+    # (issue 23 #6: a helpdesk's own ticket.resolve must build).
+    Case(
+        "user-tool-named-like-resolve-where-none-is-generated",
+        spec(extra='\n[tools."invoice.resolve"]\ndescription = "My own resolve."\n'),
+        EXIT_OK,
+        [],
+    ),
+    Case(
+        "user-tool-named-like-resolve-where-one-is-generated",
+        spec(
+            {16: 'description = "Approve."\nkind = "mutation"'},  # a mutation refuses in doubt: resolve is generated
+            '\n[tools."invoice.resolve"]\ndescription = "Mine."\n',
+        ),
+        EXIT_INVALID,
+        [
+            'spec.toml:26:8: error[FG177]: tool "invoice.resolve" clashes with the tool fusiongen generates for '
+            'workflow "invoice" ("invoice_resolve") (generated because a tool of the workflow has in_doubt = "refuse")',
+            "  hint: rename the tool",
+            summary(1),
         ],
     ),
     Case(

@@ -58,6 +58,9 @@ class ToolView:
     errors_literal: str | None  # the codes its spec declares, for run_tool: `frozenset({...})`
     stale_literal: str | None  # the tools its success makes stale (spec names, run_tool maps them to wire names)
     title_literal: str | None = None  # MCP Tool.title
+    # `fields_set` of its input object: the arguments sent, but a null for an optional field that is not
+    # nullable, which is that field left out (docs/spec.md §5.3).
+    fields_set: str = "frozenset(arguments)"
     icons_literal: str | None = None  # MCP Tool.icons: a list of types.Icon(...)
 
 
@@ -196,6 +199,7 @@ class _ToolViews:
             keys_constant=keys,
             guarded_constant=guarded,
             inputs=tuple(self.inputs.input_field(f, "") for f in tool.inputs),
+            fields_set=_fields_set(tool),
             input_schema=ConstantView(in_name, "dict[str, Any]", py_literal(in_schema, 0, len(in_name) + 23)),
             output_schema=ConstantView(out_name, "dict[str, Any]", py_literal(out_schema, 0, len(out_name) + 23))
             if out_schema is not None
@@ -351,6 +355,16 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         if server.auth is not None and server.auth.tenant_claim is not None
         else "None",
     )
+
+
+def _fields_set(tool: ToolIR) -> str:
+    """The expression `fields_set` is: every key sent, but a null for an optional field that is not nullable."""
+    if all(f.required or f.nullable for f in tool.inputs):
+        return "frozenset(arguments)"
+    nullable = sorted(f.name for f in tool.inputs if f.nullable)
+    if not nullable:
+        return "frozenset(k for k, v in arguments.items() if v is not None)"
+    return f"frozenset(k for k, v in arguments.items() if v is not None or k in {py_literal(tuple(nullable))})"
 
 
 def _tool_names_literal(server: ServerIR, workflows: tuple[WorkflowView, ...]) -> str:

@@ -218,9 +218,22 @@ def _resolve_returns(ctx: LowerContext, returns: str, loc: Loc) -> ReturnsIR | N
     return None
 
 
+def generates_resolve(workflow: str, tools: tuple[ToolIR, ...]) -> bool:
+    """Whether fusiongen generates `<workflow>.resolve`: only for a workflow with a tool that fires a transition
+    and refuses to run again when its outcome is unknown (`in_doubt = "refuse"`, §10.7)."""
+    return any(
+        t.binding is not None
+        and t.binding.workflow == workflow
+        and t.binding.transition is not None
+        and not t.binding.retry_in_doubt
+        for t in tools
+    )
+
+
 def check_workflow_names(ctx: LowerContext, handle_key: str, tools: tuple[ToolIR, ...]) -> None:
     """The generated <workflow>.start/.status/.resolve tools and the handle argument must not clash with the spec.
-    `.resolve` is reserved even for workflows that do not get it, so adding a refusing tool never breaks a spec.
+    Only the tools that are generated are reserved: `.resolve` only for a workflow that gets it, so a helpdesk's
+    own `ticket.resolve` builds (and is FG177 only once a tool of `ticket` refuses in doubt, which it then says).
     Names are compared as the model sees them ([server] tool_names): with "snake", tool `invoice_start` is
     the generated `invoice.start` too."""
     if not ctx.spec.workflows:
@@ -228,14 +241,17 @@ def check_workflow_names(ctx: LowerContext, handle_key: str, tools: tuple[ToolIR
     ctx.check_identifier(handle_key, ("server", "state_handle_key"), "state_handle_key")
     style, exposition = ctx.spec.server.tool_names, ctx.spec.server.exposition
     for workflow in ctx.spec.workflows:
-        for suffix in ("start", "status", "resolve"):
+        suffixes = ("start", "status", "resolve") if generates_resolve(workflow, tools) else ("start", "status")
+        for suffix in suffixes:
             generated = generated_tool_name(workflow, suffix, style, exposition)
+            why = ' (generated because a tool of the workflow has in_doubt = "refuse")' if suffix == "resolve" else ""
             for tool in tools:
                 if tool.wire == generated:
                     ctx.error(
                         "FG177",
                         f'tool "{tool.name}" clashes with the tool fusiongen generates for workflow "{workflow}"'
-                        + ("" if tool.name == generated else f' ("{generated}")'),
+                        + ("" if tool.name == generated else f' ("{generated}")')
+                        + why,
                         ("tools", tool.name),
                         hint="rename the tool",
                     )
@@ -274,11 +290,13 @@ def check_wire_names(ctx: LowerContext, tools: tuple[ToolIR, ...]) -> None:
                 hint="rename one of them",
             )
     for workflow in ctx.spec.workflows:
-        resolve = generated_tool_name(workflow, "resolve", "snake")
-        if not WIRE_TOOL_NAME.match(resolve):
+        suffix = "resolve" if generates_resolve(workflow, tools) else "status"  # its longest generated name
+        generated = generated_tool_name(workflow, suffix, "snake")
+        if not WIRE_TOOL_NAME.match(generated):
             ctx.error(
                 "FG104",
-                f'workflow "{workflow}" generates the tool "{resolve}", longer than the 64 characters LLM APIs accept',
+                f'workflow "{workflow}" generates the tool "{generated}", '
+                "longer than the 64 characters LLM APIs accept",
                 ("workflows", workflow),
                 hint='shorten the workflow name (tool_names = "snake")',
             )

@@ -141,7 +141,7 @@ def spec_tool_names(case: Path) -> list[str]:
     """The tools a case's server must list, read from the spec itself (§2.7): its tools in spec order, then
     `<workflow>.start` and `<workflow>.status` per workflow, and `<workflow>.resolve` for a workflow with a tool
     that refuses to run again in doubt (`in_doubt = "refuse"`, the default of a mutation that fires a transition).
-    With `[server] tool_names = "snake"`, as the model sees them: every run of other characters than
+    Under `[server] tool_names = "snake"` (the default), as the model sees them: every run of other characters than
     `[A-Za-z0-9_-]` becomes `_` (`invoice.get` → `invoice_get`, `invoice_start`)."""
     spec = tomllib.loads((case / SPEC).read_text(encoding="utf-8"))
     tools = spec.get("tools", {})
@@ -173,7 +173,7 @@ def grouped_tool_names(case: Path) -> list[str] | None:
 
 def wire_name(spec: dict[str, Any], name: str) -> str:
     """The name the model sees for tool `name` of a parsed spec (`[server] tool_names`, docs/spec.md §4)."""
-    snake = spec.get("server", {}).get("tool_names") == "snake"
+    snake = spec.get("server", {}).get("tool_names", "snake") == "snake"  # "snake" is the default
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name) if snake else name
 
 

@@ -3,7 +3,8 @@
 
 Every argument is checked before a handler runs: unknown keys are refused, guarded fields are refused
 with a message that says so, and each bad field is named with what was expected, so a model can fix
-its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates).
+its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates); an explicit
+null for an optional argument that is not nullable is one left out (strict function calling sends them).
 """
 
 from __future__ import annotations
@@ -134,15 +135,15 @@ def parse_invoice_list(arguments: Mapping[str, Any]) -> InvoiceListInput:
     if not arguments.keys() <= _INVOICE_LIST_KEYS:
         check_keys(arguments, _INVOICE_LIST_KEYS, _INVOICE_LIST_GUARDED_INPUTS, "", errors)
     value = arguments.get("status", MISSING)
-    status_ = None if value is MISSING else in_enum(value, _STATUS_VALUES, "status", errors)
+    status_ = None if value is MISSING or value is None else in_enum(value, _STATUS_VALUES, "status", errors)
     value = arguments.get("limit", MISSING)
-    limit_ = 20 if value is MISSING else in_integer(value, "limit", errors)
+    limit_ = 20 if value is MISSING or value is None else in_integer(value, "limit", errors)
     if errors:
         raise InvalidArguments(errors)
     return InvoiceListInput(
         status=status_,
         limit=limit_,
-        fields_set=frozenset(arguments),
+        fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
 
 
@@ -207,16 +208,16 @@ def parse_invoice_update(arguments: Mapping[str, Any]) -> InvoiceUpdateInput:
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     value = arguments.get("status", MISSING)
-    status_ = None if value is MISSING else in_enum(value, _STATUS_VALUES, "status", errors)
+    status_ = None if value is MISSING or value is None else in_enum(value, _STATUS_VALUES, "status", errors)
     value = arguments.get("due_date", MISSING)
-    due_date_ = None if value is MISSING else in_date(value, "due_date", errors)
+    due_date_ = None if value is MISSING or value is None else in_date(value, "due_date", errors)
     if errors:
         raise InvalidArguments(errors)
     return InvoiceUpdateInput(
         id=id_,
         status=status_,
         due_date=due_date_,
-        fields_set=frozenset(arguments),
+        fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
 
 

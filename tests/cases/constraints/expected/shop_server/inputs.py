@@ -3,7 +3,8 @@
 
 Every argument is checked before a handler runs: unknown keys are refused, guarded fields are refused
 with a message that says so, and each bad field is named with what was expected, so a model can fix
-its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates).
+its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates); an explicit
+null for an optional argument that is not nullable is one left out (strict function calling sends them).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
     value = arguments.get("tags", MISSING)
     tags_ = (
         ["new"]
-        if value is MISSING
+        if value is MISSING or value is None
         else [
             in_text(
                 in_string(item, f"tags[{index}]", errors),
@@ -161,7 +162,7 @@ def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
         tags=tags_,
         scores=scores_,
         lines=lines_,
-        fields_set=frozenset(arguments),
+        fields_set=frozenset(k for k, v in arguments.items() if v is not None or k in ("rating",)),
     )
 
 

@@ -3,7 +3,8 @@
 
 Every argument is checked before a handler runs: unknown keys are refused, guarded fields are refused
 with a message that says so, and each bad field is named with what was expected, so a model can fix
-its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates).
+its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates); an explicit
+null for an optional argument that is not nullable is one left out (strict function calling sends them).
 """
 
 from __future__ import annotations
@@ -68,9 +69,11 @@ def parse_account_create(arguments: Mapping[str, Any]) -> AccountCreateInput:
         missing(errors, "display_name", "a string") if value is MISSING else in_string(value, "display_name", errors)
     )
     value = arguments.get("plan", MISSING)
-    plan_ = "free" if value is MISSING else in_enum(value, _PLAN_VALUES, "plan", errors)
+    plan_ = "free" if value is MISSING or value is None else in_enum(value, _PLAN_VALUES, "plan", errors)
     value = arguments.get("recovery_code", MISSING)
-    recovery_code_ = None if value is MISSING else in_string(value, "recovery_code", errors, secret=True)
+    recovery_code_ = (
+        None if value is MISSING or value is None else in_string(value, "recovery_code", errors, secret=True)
+    )
     if errors:
         raise InvalidArguments(errors)
     return AccountCreateInput(
@@ -78,7 +81,7 @@ def parse_account_create(arguments: Mapping[str, Any]) -> AccountCreateInput:
         display_name=display_name_,
         plan=plan_,
         recovery_code=recovery_code_,
-        fields_set=frozenset(arguments),
+        fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
 
 
@@ -99,16 +102,16 @@ def parse_account_update(arguments: Mapping[str, Any]) -> AccountUpdateInput:
     value = arguments.get("id", MISSING)
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     value = arguments.get("display_name", MISSING)
-    display_name_ = None if value is MISSING else in_string(value, "display_name", errors)
+    display_name_ = None if value is MISSING or value is None else in_string(value, "display_name", errors)
     value = arguments.get("plan", MISSING)
-    plan_ = "free" if value is MISSING else in_enum(value, _PLAN_VALUES, "plan", errors)
+    plan_ = "free" if value is MISSING or value is None else in_enum(value, _PLAN_VALUES, "plan", errors)
     if errors:
         raise InvalidArguments(errors)
     return AccountUpdateInput(
         id=id_,
         display_name=display_name_,
         plan=plan_,
-        fields_set=frozenset(arguments),
+        fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
 
 

@@ -3,7 +3,8 @@
 
 Every argument is checked before a handler runs: unknown keys are refused, guarded fields are refused
 with a message that says so, and each bad field is named with what was expected, so a model can fix
-its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates).
+its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates); an explicit
+null for an optional argument that is not nullable is one left out (strict function calling sends them).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def parse_stock_set(arguments: Mapping[str, Any]) -> StockSetInput:
     value = arguments.get("prices", MISSING)
     prices_ = (
         {"apple": 1.5}
-        if value is MISSING
+        if value is MISSING or value is None
         else {
             key: in_number(item, f"prices.{key}", errors)
             for key, item in (in_object(value, "prices", errors) or {}).items()
@@ -64,7 +65,7 @@ def parse_stock_set(arguments: Mapping[str, Any]) -> StockSetInput:
     value = arguments.get("bins", MISSING)
     bins_ = (
         None
-        if value is MISSING
+        if value is MISSING or value is None
         else {
             key: parse_bin_fields(item, f"bins.{key}", errors)
             for key, item in (in_object(value, "bins", errors) or {}).items()
@@ -75,7 +76,7 @@ def parse_stock_set(arguments: Mapping[str, Any]) -> StockSetInput:
     return StockSetInput(
         prices=prices_,
         bins=bins_,
-        fields_set=frozenset(arguments),
+        fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
 
 

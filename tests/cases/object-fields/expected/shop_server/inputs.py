@@ -3,7 +3,8 @@
 
 Every argument is checked before a handler runs: unknown keys are refused, guarded fields are refused
 with a message that says so, and each bad field is named with what was expected, so a model can fix
-its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates).
+its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates); an explicit
+null for an optional argument that is not nullable is one left out (strict function calling sends them).
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def parse_order_place_lines_item_fields(source: object, at: str, errors: list[Fi
             secret=secret,
         )
     value = arguments.get("qty", MISSING)
-    if value is MISSING:
+    if value is MISSING or value is None:
         fields["qty"] = 1
     else:
         fields["qty"] = in_range(

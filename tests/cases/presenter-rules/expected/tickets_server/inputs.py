@@ -3,7 +3,8 @@
 
 Every argument is checked before a handler runs: unknown keys are refused, guarded fields are refused
 with a message that says so, and each bad field is named with what was expected, so a model can fix
-its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates).
+its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates); an explicit
+null for an optional argument that is not nullable is one left out (strict function calling sends them).
 """
 
 from __future__ import annotations
@@ -78,12 +79,12 @@ def parse_ticket_search(arguments: Mapping[str, Any]) -> TicketSearchInput:
     if not arguments.keys() <= _TICKET_SEARCH_KEYS:
         check_keys(arguments, _TICKET_SEARCH_KEYS, _TICKET_SEARCH_GUARDED_INPUTS, "", errors)
     value = arguments.get("text", MISSING)
-    text_ = "" if value is MISSING else in_string(value, "text", errors)
+    text_ = "" if value is MISSING or value is None else in_string(value, "text", errors)
     if errors:
         raise InvalidArguments(errors)
     return TicketSearchInput(
         text=text_,
-        fields_set=frozenset(arguments),
+        fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
 
 

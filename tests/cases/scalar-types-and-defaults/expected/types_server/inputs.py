@@ -3,7 +3,8 @@
 
 Every argument is checked before a handler runs: unknown keys are refused, guarded fields are refused
 with a message that says so, and each bad field is named with what was expected, so a model can fix
-its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates).
+its call. `fields_set` tells a handler which arguments the agent actually sent (for partial updates); an explicit
+null for an optional argument that is not nullable is one left out (strict function calling sends them).
 """
 
 from __future__ import annotations
@@ -103,35 +104,47 @@ def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
     if not arguments.keys() <= _RECORD_ECHO_KEYS:
         check_keys(arguments, _RECORD_ECHO_KEYS, _RECORD_ECHO_GUARDED_INPUTS, "", errors)
     value = arguments.get("id", MISSING)
-    id_ = uuid.UUID("12345678-1234-5678-1234-567812345678") if value is MISSING else in_uuid(value, "id", errors)
+    id_ = (
+        uuid.UUID("12345678-1234-5678-1234-567812345678")
+        if value is MISSING or value is None
+        else in_uuid(value, "id", errors)
+    )
     value = arguments.get("label", MISSING)
-    label_ = "untitled" if value is MISSING else in_string(value, "label", errors)
+    label_ = "untitled" if value is MISSING or value is None else in_string(value, "label", errors)
     value = arguments.get("notes", MISSING)
-    notes_ = "" if value is MISSING else in_string(value, "notes", errors)
+    notes_ = "" if value is MISSING or value is None else in_string(value, "notes", errors)
     value = arguments.get("count", MISSING)
-    count_ = 3 if value is MISSING else in_integer(value, "count", errors)
+    count_ = 3 if value is MISSING or value is None else in_integer(value, "count", errors)
     value = arguments.get("ratio", MISSING)
-    ratio_ = 0.5 if value is MISSING else in_number(value, "ratio", errors)
+    ratio_ = 0.5 if value is MISSING or value is None else in_number(value, "ratio", errors)
     value = arguments.get("active", MISSING)
-    active_ = True if value is MISSING else in_boolean(value, "active", errors)
+    active_ = True if value is MISSING or value is None else in_boolean(value, "active", errors)
     value = arguments.get("day", MISSING)
-    day_ = datetime.date.fromisoformat("2024-01-31") if value is MISSING else in_date(value, "day", errors)
+    day_ = (
+        datetime.date.fromisoformat("2024-01-31")
+        if value is MISSING or value is None
+        else in_date(value, "day", errors)
+    )
     value = arguments.get("day_text", MISSING)
-    day_text_ = datetime.date.fromisoformat("2024-02-29") if value is MISSING else in_date(value, "day_text", errors)
+    day_text_ = (
+        datetime.date.fromisoformat("2024-02-29")
+        if value is MISSING or value is None
+        else in_date(value, "day_text", errors)
+    )
     value = arguments.get("at", MISSING)
     at_ = (
         datetime.datetime.fromisoformat("2024-01-31T09:30:00+00:00")
-        if value is MISSING
+        if value is MISSING or value is None
         else in_datetime(value, "at", errors)
     )
     value = arguments.get("at_text", MISSING)
     at_text_ = (
         datetime.datetime.fromisoformat("2024-01-31T09:30:00+02:00")
-        if value is MISSING
+        if value is MISSING or value is None
         else in_datetime(value, "at_text", errors)
     )
     value = arguments.get("level", MISSING)
-    level_ = "mid" if value is MISSING else in_enum(value, _LEVEL_VALUES, "level", errors)
+    level_ = "mid" if value is MISSING or value is None else in_enum(value, _LEVEL_VALUES, "level", errors)
     value = arguments.get("maybe", MISSING)
     if value is MISSING:
         maybe_ = "null is allowed"
@@ -144,7 +157,7 @@ def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
     value = arguments.get("scores", MISSING)
     scores_ = (
         [1, 2, 3]
-        if value is MISSING
+        if value is MISSING or value is None
         else [
             in_integer(item, f"scores[{index}]", errors)
             for index, item in enumerate(in_list(value, "scores", errors) or ())
@@ -153,7 +166,7 @@ def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
     value = arguments.get("days", MISSING)
     days_ = (
         ["2024-01-01"]
-        if value is MISSING
+        if value is MISSING or value is None
         else [
             in_date(item, f"days[{index}]", errors) for index, item in enumerate(in_list(value, "days", errors) or ())
         ]
@@ -161,13 +174,13 @@ def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
     value = arguments.get("address", MISSING)
     address_ = (
         {"street": "1 Main St", "city": "Springfield"}
-        if value is MISSING
+        if value is MISSING or value is None
         else parse_address_fields(value, "address", errors)
     )
     value = arguments.get("previous", MISSING)
     previous_ = (
         None
-        if value is MISSING
+        if value is MISSING or value is None
         else [
             parse_address_fields(item, f"previous[{index}]", errors)
             for index, item in enumerate(in_list(value, "previous", errors) or ())
@@ -193,7 +206,7 @@ def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
         days=days_,
         address=address_,
         previous=previous_,
-        fields_set=frozenset(arguments),
+        fields_set=frozenset(k for k, v in arguments.items() if v is not None or k in ("maybe", "nothing")),
     )
 
 
