@@ -90,8 +90,6 @@ WAITING: dict[str, dict[str, str]] = {
         # smolagents refuses, before calling, an update that leaves out `status` unless its schema says nullable;
         # then mcpadapt hands the model the first text block only, which must carry the rules.
         "smolagents": "schemas (issue 23 #4): optional inputs nullable; perception (#3): rules in the first block",
-        # Strict function calling sends null for the update's omitted `status`, which the server refuses.
-        "openai-agents": "names (issue 23 #5): null on an optional input means absent",
     },
 }
 
