@@ -383,9 +383,7 @@ class PresenterInterpreter:
         kept = found[: p.limit] if p.limit is not None else found
         embeds = self._embeds[p.name]
         items = [self.shape(p.fields, embeds, item, f"result[{index}]") for index, item in enumerate(kept)]
-        notes = rt.Notes()
-        if total > len(items):
-            notes.blocks.append(rt.truncation_block(len(items), total - len(items)))
+        notes = rt.Notes()  # the truncation notice: presented_collection writes it into the first block
         self._ns["count"] = total
         for rule in p.collection_rules:
             notes.rules.append(self._eval(rule.text, None))

@@ -74,6 +74,7 @@ name = "presbench"
 version = "1.0.0"
 package = "{PACKAGE}"
 handlers = "{HANDLERS}"
+tool_names = "dotted"  # the hand-written baseline serves invoice.get and suggests billing.remind
 
 [models.Address]
 description = "A postal address."
@@ -623,19 +624,18 @@ def _card_result(data: dict[str, Any]) -> types.CallToolResult:
     rules = ["amount_cents: CENTS, divide by 100", "CRITICAL: amount_cents is in CENTS. Divide by 100."]
     for path in _MASKED:
         _mask(data, path)
-    content = [
-        # orjson, what a careful user writes (json.dumps with indent runs CPython's pure-Python encoder): the
-        # comparison measures frameworks, not JSON encoders (the generated runtime serializes the same way).
-        types.TextContent(type="text", text=orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()),
-        types.TextContent(type="text", text=f'<ui_passthrough type="table">{_escape(table)}</ui_passthrough>'),
-        types.TextContent(
-            type="text",
-            text="<domain_rules>\n" + "".join(f"- {rule}\n" for rule in rules) + "</domain_rules>",
-        ),
-    ]
+    # orjson, what a careful user writes (json.dumps with indent runs CPython's pure-Python encoder): the
+    # comparison measures frameworks, not JSON encoders (the generated runtime serializes the same way). The
+    # guidance goes into the first block, after the data (docs/spec.md §9.1).
+    first = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    first += "\n\n<domain_rules>\n" + "".join(f"- {rule}\n" for rule in rules) + "</domain_rules>"
     if suggestions:
         lines = "".join(f"- {_escape(tool)}: {_escape(reason)}\n" for tool, reason in suggestions)
-        content.append(types.TextContent(type="text", text=f"<action_suggestions>\n{lines}</action_suggestions>"))
+        first += f"\n\n<action_suggestions>\n{lines}</action_suggestions>"
+    content = [
+        types.TextContent(type="text", text=first),
+        types.TextContent(type="text", text=f'<ui_passthrough type="table">{_escape(table)}</ui_passthrough>'),
+    ]
     envelope = {"data": data, "rules": rules, "suggestions": [{"tool": t, "reason": r} for t, r in suggestions]}
     return types.CallToolResult(content=content, structured_content=envelope)
 

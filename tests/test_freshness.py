@@ -161,7 +161,8 @@ async def test_the_mutation_result_names_the_stale_reads_in_wire_names(tmp_path:
             assert structured["rules"][-1] == f"Stale now: results read earlier from {', '.join(stale)}; call them " + (
                 "again before relying on them."
             )
-            assert texts(edited)[-1] == f"<domain_rules>\n- {structured['rules'][-1]}\n</domain_rules>"
+            # In the first block, after the data: a client that hands the model only that block passes it on.
+            assert texts(edited)[0].endswith(f"\n\n<domain_rules>\n- {structured['rules'][-1]}\n</domain_rules>")
             wiped = await client.call_tool(names["note.wipe"], {})
             (text,) = texts(wiped)  # a text result: the notice follows the handler's text in its one block
             assert text.startswith("wiped\n\nStale now: results read earlier from ")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,8 +99,15 @@ def texts(result: Any) -> list[str]:
     return [b.text for b in result.content]
 
 
+def sections(result: Any) -> list[str]:
+    """The text blocks, the first split into its parts (docs/spec.md §9.1): the data as JSON, then the truncation
+    notice, the domain rules and the action suggestions, each after a blank line; then the UI blocks."""
+    first, *rest = texts(result)
+    return [*re.split(r"\n\n(?=<(?:truncation_notice|domain_rules|action_suggestions)>\n?)", first), *rest]
+
+
 def tagged(result: Any, tag: str) -> list[str]:
-    return [b.text for b in result.content if b.text.startswith(f"<{tag}")]
+    return [text for text in sections(result) if text.startswith(f"<{tag}")]
 
 
 def ui(block_type: str, text: str) -> str:
@@ -310,11 +318,12 @@ async def test_truncation_notice_facts_and_limit(blocks: GeneratedServer, mode: 
     data = result.structured_content
     assert [i["id"] for i in data["data"]] == ["T-1", "T-2"]  # limit = 2, never exceeded
     assert (data["total"], data["shown"], data["truncated"]) == (5, 2, True)  # total counts every item found
-    assert json.loads(result.content[0].text) == data["data"]
-    assert texts(result)[1] == ui(
-        "summary", "📊 **Summary**: ⚠️ Dataset truncated. 2 shown, 3 hidden. Use filters to narrow results."
+    assert json.loads(sections(result)[0]) == data["data"]
+    # In the first block, right after the data: a client that hands the model only that block passes it on.
+    assert sections(result)[1] == (
+        "<truncation_notice>Dataset truncated. 2 shown, 3 hidden. Use filters to narrow results.</truncation_notice>"
     )
-    assert texts(result)[2:] == [
+    assert texts(result)[1:] == [
         ui("table", "| Ticket | Status |\n| --- | --- |\n| T-1 | open |\n| T-2 | open |"),
         ui("list", "- T-1: Printer 1 on fire\n- T-2: Printer 2 on fire"),
         ui("markdown", "**5 tickets** found."),  # count() is the total found
@@ -447,11 +456,15 @@ async def test_rule_kinds_order_dedup_and_escaping(rules: GeneratedServer, mode:
         )
     ]
     assert tagged(result, "ui_passthrough") == [ui("markdown", "DHL &lt;late> &amp; co")]
-    assert texts(result)[-1] == suggestions_block(
-        "ship_track: Track S-1 with DHL",  # interpolated; the same suggestion from a second `when` is dropped
-        "ship_list: See all &lt;open> &amp; late shipments",
-    )
-    assert [b.text[:2] for b in result.content] == ["{\n", "<u", "<d", "<a"]  # data, UI, rules, suggestions
+    assert tagged(result, "action_suggestions") == [
+        suggestions_block(
+            "ship_track: Track S-1 with DHL",  # interpolated; the same suggestion from a second `when` is dropped
+            "ship_list: See all &lt;open> &amp; late shipments",
+        )
+    ]
+    # The first block: data, rules, suggestions (what a client reading only that block passes on); then the UI.
+    assert [text[:2] for text in sections(result)] == ["{\n", "<d", "<a", "<u"]
+    assert len(result.content) == 2
 
 
 async def test_conditional_rules_and_suggestions_follow_the_data(rules: GeneratedServer) -> None:
@@ -585,8 +598,12 @@ async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
         assert tagged(on_time, "action_suggestions") == []
         assert texts(late_again) == texts(late)
         present = fixed.module("presenters").present_order_card
-        first, second = present(order("late")), present(order("late"))
-        assert first.content[1] is second.content[1] and first.content[2] is second.content[2]  # built once
+        built = fixed.module("_runtime")._fixed_guidance_text
+        first = present(order("late"))
+        before = built.cache_info()
+        second = present(order("late"))
+        assert built.cache_info().hits == before.hits + 1 and built.cache_info().misses == before.misses  # built once
+        assert texts(first) == texts(second)
         assert first.structured_content["rules"] is not second.structured_content["rules"]  # each its own envelope
         many = await call(fixed, "order_list", [order("ok"), order("late")])
         assert tagged(many, "domain_rules") == [
@@ -603,9 +620,9 @@ async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
     # The rules fixture's presenter interpolates data into its rules: its blocks are built per call, never kept.
     assert "fixed_guidance" not in inspect.getsource(rules.module("presenters"))
     runtime = rules.module("_runtime")
-    runtime._fixed_guidance_blocks.cache_clear()
+    runtime._fixed_guidance_text.cache_clear()
     await call(rules, "ship_get", shipment(7))
-    assert runtime._fixed_guidance_blocks.cache_info().currsize == 0
+    assert runtime._fixed_guidance_text.cache_info().currsize == 0
 
 
 EXACT_LIST = """
@@ -870,7 +887,7 @@ async def test_every_redaction_path_form_is_masked(redact: GeneratedServer, mode
     # and the embedded presenter's own path (email) with its own censor, in a model field and in a list.
     assert result.structured_content["data"] == MASKED_ACCOUNT
     assert list(result.structured_content["data"]) == ["id", "places", "lines", "owner", "members", "secret"]
-    assert result.content[0].text == dumped(MASKED_ACCOUNT)
+    assert sections(result)[0] == dumped(MASKED_ACCOUNT)
     assert_no_pii(result)
 
 
@@ -1106,7 +1123,7 @@ async def test_every_result_validates_against_the_advertised_output_schema(
         result = await call(server, tool, payload, mode)
         assert not result.is_error, result.content[0].text
         jsonschema.validate(result.structured_content, schema)
-        assert json.loads(result.content[0].text) == result.structured_content["data"]
+        assert json.loads(sections(result)[0]) == result.structured_content["data"]
 
 
 # --- the billing reference server ----------------------------------------------------------------------
@@ -1135,15 +1152,16 @@ async def test_billing_invoice_get_overdue(billing: GeneratedServer, mode: str) 
         result = await client.call_tool("invoice_get", {"id": "inv-1"})
     assert not result.is_error
     jsonschema.validate(result.structured_content, schema)
-    assert texts(result)[1:] == [
+    # The guidance in the first block, after the data (a client may hand the model only that block), then the UI.
+    assert sections(result)[1:] == [
+        rules_block(*DESCRIPTIONS, *STATIC, OVERDUE),
+        suggestions_block("billing_remind: Send a payment reminder for inv-1"),
         invoice_table("inv-1", "1234", "OVERDUE", "2026-10-01"),
         ui("summary", "📊 **Summary**: Ada Lovelace owes 1234 (due 2026-10-01)."),
         LIFECYCLE,
         ui("list", "- Contact: ada@example.com\n- Internal id: inv-1"),
-        rules_block(*DESCRIPTIONS, *STATIC, OVERDUE),
-        suggestions_block("billing_remind: Send a payment reminder for inv-1"),
     ]
-    assert [for_user(b) for b in result.content] == [False, False, False, False, True, False, False]
+    assert [for_user(b) for b in result.content] == [False, False, False, False, True]
     assert "ada@example.com" not in model_view(result)  # only in the block for the user
     # The same guidance in structuredContent, for clients that hand the model only that (pydantic-ai).
     assert result.structured_content["rules"] == [*DESCRIPTIONS, *STATIC, OVERDUE]
@@ -1159,19 +1177,19 @@ async def test_billing_invoice_get_draft_and_paid(billing: GeneratedServer, mode
     async with Client(billing.create_server(user_blocks="send"), mode=mode, cache=None) as client:
         draft = await client.call_tool("invoice_get", {"id": "inv-2"})
         paid = await client.call_tool("invoice_get", {"id": "inv-5"})
-    assert texts(draft)[1:] == [
+    assert sections(draft)[1:] == [
+        rules_block(*DESCRIPTIONS, *STATIC),
+        suggestions_block("invoice_update: Move the draft to review when it is complete"),
         invoice_table("inv-2", "50", "DRAFT", "2026-12-15"),
         ui("summary", "📊 **Summary**: Alan Turing owes 50 (due 2026-12-15)."),
         LIFECYCLE,
         ui("list", "- Contact: alan@example.com\n- Internal id: inv-2"),
-        rules_block(*DESCRIPTIONS, *STATIC),
-        suggestions_block("invoice_update: Move the draft to review when it is complete"),
     ]
-    assert texts(paid)[1:] == [  # paid: no lifecycle diagram, no conditional rule, no suggestion
+    assert sections(paid)[1:] == [  # paid: no lifecycle diagram, no conditional rule, no suggestion
+        rules_block(*DESCRIPTIONS, *STATIC),
         invoice_table("inv-5", "999", "PAID", "2026-12-05"),
         ui("summary", "📊 **Summary**: Ada Lovelace owes 999 (due 2026-12-05)."),
         ui("list", "- Contact: ada@example.com\n- Internal id: inv-5"),
-        rules_block(*DESCRIPTIONS, *STATIC),
     ]
 
 
@@ -1183,8 +1201,10 @@ async def test_billing_invoice_list(billing: GeneratedServer, mode: str) -> None
         drafts = await client.call_tool("invoice_list", {"status": "draft"})
     jsonschema.validate(result.structured_content, schema)
     assert (result.structured_content["total"], result.structured_content["shown"]) == (5, 3)
+    assert tagged(result, "truncation_notice") == [
+        "<truncation_notice>Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results.</truncation_notice>"
+    ]
     assert tagged(result, "ui_passthrough") == [
-        ui("summary", "📊 **Summary**: ⚠️ Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results."),
         ui(
             "table",
             "| Invoice | Status | Amount |\n| --- | --- | --- |\n| inv-1 | overdue | 1234 |\n"
@@ -1232,12 +1252,12 @@ async def test_billing_customer_card(billing: GeneratedServer, mode: str) -> Non
         "rules": ["Customer cards are read-only."],
         "suggestions": [],
     }
-    assert texts(result)[1:] == [
+    assert sections(result)[1:] == [
+        rules_block("Customer cards are read-only."),
         ui("code", "```text\nAda Lovelace (c-1)\n```"),
         ui("json", '```json\n"ada@example.com"\n```'),
-        rules_block("Customer cards are read-only."),
     ]
-    assert [for_user(b) for b in result.content] == [False, False, True, False]
+    assert [for_user(b) for b in result.content] == [False, False, True]
     assert "ada@example.com" not in model_view(result) and "078-05-1120" not in model_view(result)
 
 

@@ -240,11 +240,11 @@ def test_a_server_without_redis_py_runs_and_a_redis_url_says_what_to_install(
     last = done.stderr.strip().splitlines()[-1]
     assert last == (
         "python -m reliable_server: error: --state-store: a redis:// or rediss:// state store needs redis-py "
-        "(redis>=5.0.8), the server's 'redis' extra: pip install 'reliable-server[redis]'"
+        "(redis>=5.0.8,<9), the server's 'redis' extra: pip install 'reliable-server[redis]'"
     ), done.stderr
     assert "pw-in-url" not in done.stderr and "Traceback" not in done.stderr
     pyproject = (flow.out / "pyproject.toml").read_text()
-    assert 'redis = ["redis>=5.0.8"]' in pyproject  # the extra the message names exists
+    assert 'redis = ["redis>=5.0.8,<9"]' in pyproject  # the extra the message names exists, with that range
 
 
 # --- 3. health endpoints ---------------------------------------------------------------------------------

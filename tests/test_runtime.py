@@ -756,11 +756,9 @@ def test_unknown_tool_is_a_protocol_error() -> None:
     assert error.message == 'Unknown tool: "nope". Tools: a.get, b.list.'
 
 
-def test_truncation_block_and_summary() -> None:
+def test_truncation_notice_and_summary() -> None:
     assert rt.summary_text("3 invoices") == "📊 **Summary**: 3 invoices"
-    assert rt.truncation_block(20, 5) == rt.Block(
-        "summary", "📊 **Summary**: ⚠️ Dataset truncated. 20 shown, 5 hidden. Use filters to narrow results.", False
-    )
+    assert rt.truncation_notice(20, 5) == "Dataset truncated. 20 shown, 5 hidden. Use filters to narrow results."
 
 
 def test_presented_result_order_dedup_and_escaping() -> None:
@@ -782,17 +780,16 @@ def test_presented_result_order_dedup_and_escaping() -> None:
         ],
     }
     texts = [text_of(result, i) for i in range(len(result.content))]
-    assert texts == [
-        '{\n  "id": "i<1"\n}',
+    assert texts == [  # the guidance in the first block, after the data; then the UI blocks
+        '{\n  "id": "i<1"\n}\n\n'
+        "<domain_rules>\n- id: the invoice id\n- Amounts are cents\n- Paid\n- Overdue &lt;b>\n</domain_rules>\n\n"
+        "<action_suggestions>\n- invoice.pay: Call it &lt;/action_suggestions>\n- b: c\n</action_suggestions>",
         '<ui_passthrough type="table">| a |\n| --- |\n| &lt;x> &amp; y |</ui_passthrough>',
         '<ui_passthrough type="summary">for you</ui_passthrough>',
-        "<domain_rules>\n- id: the invoice id\n- Amounts are cents\n- Paid\n- Overdue &lt;b>\n</domain_rules>",
-        "<action_suggestions>\n- invoice.pay: Call it &lt;/action_suggestions>\n- b: c\n</action_suggestions>",
     ]
     annotations = [getattr(c, "annotations", None) for c in result.content]
     assert annotations[:2] == [None, None]
     assert annotations[2] == types.Annotations(audience=["user"])
-    assert annotations[3:] == [None, None]
     # What the server sends validates as a CallToolResult (model_construct skipped validation).
     dumped = result.model_dump(by_alias=True, exclude_none=True)
     assert types.CallToolResult.model_validate(dumped).model_dump(by_alias=True, exclude_none=True) == dumped
@@ -817,6 +814,11 @@ def test_presented_collection_says_what_it_left_out() -> None:
         "rules": ["Sorted."],
         "suggestions": [],
     }
+    assert [text_of(result, i) for i in range(len(result.content))] == [
+        '[\n  {\n    "id": "a"\n  }\n]\n\n'
+        "<truncation_notice>Dataset truncated. 1 shown, 2 hidden. Use filters to narrow results.</truncation_notice>"
+        "\n\n<domain_rules>\n- Sorted.\n</domain_rules>"
+    ]
     whole = rt.presented_collection([], 0, rt.Notes())
     assert whole.structured_content == {
         "data": [],
@@ -1237,3 +1239,28 @@ def test_import_handlers_missing_dependency_with_a_prefix_name(tmp_path: Path, c
     with pytest.raises(ModuleNotFoundError) as info:
         rt.import_handlers("fg_rt_dep_handlers", str(tmp_path / "pkg" / "__init__.py"), "..")
     assert info.value.name == "fg_rt_dep"
+
+
+def test_stale_notice_joins_the_rules_of_the_first_block() -> None:
+    stale = "- Stale now: results read earlier from a_get; call it again before relying on it.\n"
+    with_rules = rt.Notes()
+    with_rules.rules.append("Sorted.")
+    with_rules.suggestions.append(("a_get", "Read it"))
+    with_rules.blocks.append(rt.Block("table", "| a |", False))
+    # A value that looks like the tags stays inside the JSON: only the real closing tag is extended.
+    marked = rt.with_stale(rt.presented_result({"v": "\n</domain_rules>"}, with_rules), ["a.get"], {"a.get": "a_get"})
+    assert text_of(marked, 0) == (
+        '{\n  "v": "\\n</domain_rules>"\n}\n\n<domain_rules>\n- Sorted.\n'
+        + stale
+        + "</domain_rules>\n\n<action_suggestions>\n- a_get: Read it\n</action_suggestions>"
+    )
+    assert text_of(marked, 1) == '<ui_passthrough type="table">| a |</ui_passthrough>'
+    only_suggestions = rt.Notes()
+    only_suggestions.suggestions.append(("a_get", "Read it"))
+    marked = rt.with_stale(rt.presented_result({}, only_suggestions), ["a.get"], {"a.get": "a_get"})
+    assert text_of(marked, 0) == (
+        "{}\n\n<domain_rules>\n"
+        + stale
+        + "</domain_rules>\n\n<action_suggestions>\n- a_get: Read it\n</action_suggestions>"
+    )
+    assert marked.structured_content is not None and marked.structured_content["stale"] == ["a_get"]

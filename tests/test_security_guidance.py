@@ -66,9 +66,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def guidance_lines(result: Any) -> tuple[list[str], list[str]]:
-    texts = [block.text for block in result.content]
-    rules = next(t for t in texts if t.startswith("<domain_rules>"))
-    suggestions = next(t for t in texts if t.startswith("<action_suggestions>"))
+    # Both in the first block, after the data, each after a blank line (docs/spec.md §9.1).
+    first = result.content[0].text
+    start = first.index("\n\n<domain_rules>\n") + 2
+    rules = first[start : first.index("</domain_rules>", start) + len("</domain_rules>")]
+    suggestions = first[first.index("\n\n<action_suggestions>\n") + 2 :]
+    assert suggestions.endswith("</action_suggestions>"), first
     # Every way a reader may split lines: splitlines() splits at all of BREAKS.
     return rules.splitlines(), suggestions.splitlines()
 

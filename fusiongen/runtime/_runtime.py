@@ -751,41 +751,33 @@ def with_stale(
     result: types.CallToolResult, stale: Sequence[str], tool_names: Mapping[str, str] | None
 ) -> types.CallToolResult:
     """A successful mutation's result, naming (by the wire names the client uses) the tools whose earlier results
-    it made stale: in an envelope, as `stale` and as the last rule, in `<domain_rules>` too; in a text result,
-    after its text in the same block, so that a client passing on only the first block passes it on."""
+    it made stale: in an envelope, as `stale` and as the last rule, in the `<domain_rules>` of its first block too;
+    in a text result, after its text in the same block: a client passing on only the first block passes it on.
+
+    In a presented result's first block `\n</domain_rules>` and `\n\n<action_suggestions>\n` occur only where
+    `_result` wrote them: the data before them is JSON, whose strings never hold a raw line break."""
     names = [tool_names.get(n, n) for n in stale] if tool_names is not None else list(stale)
     notice = stale_notice(names)
     structured = result.structured_content
     content = list(result.content)
-    if isinstance(structured, dict) and isinstance(structured.get("rules"), list):
-        structured = {**structured, "rules": [*structured["rules"], notice], "stale": names}
-        line = f"- {escape_text(notice)}\n"
-        at = next(
-            (
-                i
-                for i, b in enumerate(content)
-                if isinstance(b, types.TextContent) and b.text.startswith("<domain_rules>")
-            ),
-            None,
-        )
-        if at is not None:
-            block = content[at]
-            assert isinstance(block, types.TextContent)
-            content[at] = types.TextContent(
-                type="text", text=block.text.removesuffix("</domain_rules>") + line + "</domain_rules>"
-            )
-        else:
-            before = next(
-                (
-                    i
-                    for i, b in enumerate(content)
-                    if isinstance(b, types.TextContent) and b.text.startswith("<action_suggestions>")
-                ),
-                len(content),
-            )
-            content.insert(before, types.TextContent(type="text", text=f"<domain_rules>\n{line}</domain_rules>"))
-        return types.CallToolResult(content=content, structured_content=structured, is_error=False)
     first = content[0] if content else None
+    if (
+        isinstance(structured, dict)
+        and isinstance(structured.get("rules"), list)
+        and isinstance(first, types.TextContent)
+    ):
+        structured = {**structured, "rules": [*structured["rules"], notice], "stale": names}
+        line = f"- {_one_line(escape_text(notice))}\n"
+        text = first.text
+        end = text.rfind("\n</domain_rules>")
+        if end >= 0:
+            text = f"{text[: end + 1]}{line}{text[end + 1 :]}"
+        else:
+            at = text.rfind("\n\n<action_suggestions>\n")
+            at = len(text) if at < 0 else at
+            text = f"{text[:at]}\n\n<domain_rules>\n{line}</domain_rules>{text[at:]}"
+        content[0] = types.TextContent(type="text", text=text, annotations=first.annotations)
+        return types.CallToolResult(content=content, structured_content=structured, is_error=False)
     if isinstance(first, types.TextContent):
         content[0] = types.TextContent(type="text", text=f"{first.text}\n\n{notice}", annotations=first.annotations)
     else:
@@ -1448,10 +1440,6 @@ def truncation_notice(shown: int, left_out: int) -> str:
     return f"Dataset truncated. {shown} shown, {left_out} hidden. Use filters to narrow results."
 
 
-def truncation_block(shown: int, left_out: int) -> Block:
-    return Block("summary", summary_text("⚠️ " + truncation_notice(shown, left_out)), False)
-
-
 _FOR_USER: Final = types.Annotations(audience=["user"])
 
 # --user-blocks / create_server(user_blocks=): what the spec says, or every presenter's user-only blocks
@@ -1479,10 +1467,10 @@ def presented_result(data: dict[str, Any], notes: Notes, *, fixed_guidance: bool
     """One presented item: the envelope `{"data", "rules", "suggestions"}` as structuredContent, and its text form.
 
     `fixed_guidance`: every rule and suggestion the presenter can add is spec text, no template that reads data
-    (the generator knows): then their text blocks are built once per distinct set (`_fixed_guidance_blocks`)."""
+    (the generator knows): then their text is built once per distinct set (`_fixed_guidance_text`)."""
     rules, suggestions = _guidance(notes)
     structured = {"data": data, "rules": rules, "suggestions": _suggestion_objects(suggestions)}
-    return _result(data, structured, notes, rules, suggestions, fixed_guidance)
+    return _result(dumps(data), structured, notes, rules, suggestions, fixed_guidance)
 
 
 def presented_collection(
@@ -1493,10 +1481,13 @@ def presented_collection(
     shown = len(items)
     structured: dict[str, Any] = {"data": items, "total": total, "shown": shown, "truncated": total > shown}
     if total > shown:
-        structured["notice"] = truncation_notice(shown, total - shown)
+        structured["notice"] = notice = truncation_notice(shown, total - shown)
+        head = f"{dumps(items)}\n\n<truncation_notice>{notice}</truncation_notice>"
+    else:
+        head = dumps(items)
     structured["rules"] = rules
     structured["suggestions"] = _suggestion_objects(suggestions)
-    return _result(items, structured, notes, rules, suggestions, fixed_guidance)
+    return _result(head, structured, notes, rules, suggestions, fixed_guidance)
 
 
 def _guidance(notes: Notes) -> tuple[list[str], list[tuple[str, str]]]:
@@ -1516,55 +1507,55 @@ def _suggestion_objects(suggestions: list[tuple[str, str]]) -> list[dict[str, st
 
 
 def _result(
-    data: object,
+    head: str,
     structured: dict[str, Any],
     notes: Notes,
     rules: list[str],
     suggestions: list[tuple[str, str]],
     fixed_guidance: bool,
 ) -> types.CallToolResult:
-    """The wire format: structuredContent carries the data with the rules and suggestions beside it, so a client
-    that hands the model only structuredContent still passes the guidance on; the text blocks carry the data as
-    JSON, then UI blocks, then domain rules, then action suggestions, for clients that read text."""
+    """The wire format (docs/spec.md §9.1): structuredContent carries the data with the rules and suggestions
+    beside it, so a client that hands the model only structuredContent still passes the guidance on. The first
+    text block carries what the agent must perceive: `head` (the data as JSON, and a collection's truncation
+    notice), then the domain rules, then the action suggestions, so a client that hands the model only the first
+    block (smolagents) passes them on too; the UI blocks follow, one block each, user-only ones annotated."""
     # The models are built by their validating constructors: pydantic-core checks these few fields faster than
     # `model_construct` fills them in Python (measured: 1.5 vs 3-4 us a model), and it keeps the dicts and blocks
     # passed (no copy: structuredContent is `data`'s own envelope).
-    content: list[types.ContentBlock] = [types.TextContent(type="text", text=dumps(data))]
+    if fixed_guidance:
+        head += _fixed_guidance_text(tuple(rules), tuple(suggestions))
+    elif rules or suggestions:
+        head += _guidance_text(rules, suggestions)
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=head)]
     for block in notes.blocks:
         text = f'<ui_passthrough type="{block.type}">{escape_text(block.text)}</ui_passthrough>'
         if block.for_user:
             content.append(types.TextContent(type="text", text=text, annotations=_FOR_USER))
         else:
             content.append(types.TextContent(type="text", text=text))
-    if fixed_guidance:
-        content += _fixed_guidance_blocks(tuple(rules), tuple(suggestions))
-    elif rules or suggestions:
-        content += _guidance_blocks(rules, suggestions)
     return types.CallToolResult(content=content, structured_content=structured, is_error=False)
 
 
-def _guidance_blocks(rules: Sequence[str], suggestions: Sequence[tuple[str, str]]) -> list[types.TextContent]:
-    """`<domain_rules>` (if any rule), then `<action_suggestions>` (if any suggestion): one `- ` line each. A rule or
-    reason is one line whatever its template interpolated (a handler value, `{ctx.subject}`): a line break in it
-    becomes a space, as in table cells and lists, so no value can add a rule or suggestion line of its own."""
-    blocks = []
+def _guidance_text(rules: Sequence[str], suggestions: Sequence[tuple[str, str]]) -> str:
+    """`<domain_rules>` (if any rule), then `<action_suggestions>` (if any suggestion), each after a blank line:
+    one `- ` line each. A rule or reason is one line whatever its template interpolated (a handler value,
+    `{ctx.subject}`): a line break in it becomes a space, as in table cells and lists, so no value can add a rule
+    or suggestion line of its own."""
+    text = ""
     if rules:
         lines = "".join([f"- {_one_line(escape_text(rule))}\n" for rule in rules])
-        blocks.append(types.TextContent(type="text", text=f"<domain_rules>\n{lines}</domain_rules>"))
+        text = f"\n\n<domain_rules>\n{lines}</domain_rules>"
     if suggestions:
         lines = "".join(
             [f"- {_one_line(escape_text(tool))}: {_one_line(escape_text(reason))}\n" for tool, reason in suggestions]
         )
-        blocks.append(types.TextContent(type="text", text=f"<action_suggestions>\n{lines}</action_suggestions>"))
-    return blocks
+        text += f"\n\n<action_suggestions>\n{lines}</action_suggestions>"
+    return text
 
 
 @functools.lru_cache(maxsize=256)
-def _fixed_guidance_blocks(
-    rules: tuple[str, ...], suggestions: tuple[tuple[str, str], ...]
-) -> tuple[types.TextContent, ...]:
-    """The guidance blocks of a presenter whose rules and suggestions are all spec text: the same few sets every
-    call (the spec bounds them), so each set's blocks are built once and the same block objects go into every
-    result that has that set. Only for spec text: text a template made from data is never kept past its call.
-    Nothing in the runtime or the SDK changes a result's blocks once built (the wire is written from them)."""
-    return tuple(_guidance_blocks(rules, suggestions))
+def _fixed_guidance_text(rules: tuple[str, ...], suggestions: tuple[tuple[str, str], ...]) -> str:
+    """The guidance text of a presenter whose rules and suggestions are all spec text: the same few sets every
+    call (the spec bounds them), so each set's text is built once and appended to every result that has that set.
+    Only for spec text: text a template made from data is never kept past its call."""
+    return _guidance_text(rules, suggestions)

@@ -45,7 +45,6 @@ from ._runtime import (
     shape_items,
     summary_text,
     table_text,
-    truncation_block,
 )
 
 _CUSTOMER_DESCRIPTION_RULES: Final = ("name: Full name",)
@@ -219,8 +218,6 @@ def present_invoice_many(raw: object) -> types.CallToolResult:
     total = len(found)
     items = [shape_invoice(item, f"result[{index}]") for index, item in enumerate(found[:3])]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     count = total
     notes.rules.append("Sorted by due date, oldest first.")
     notes.blocks.append(

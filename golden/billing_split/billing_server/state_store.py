@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TypeVar
 
 # The contract, re-exported: custom stores and handlers import these names from here.
+from ._dependencies import EXTRAS, specifier
 from ._store_base import LockingStore as LockingStore
 from ._store_base import LockTimeout as LockTimeout
 from ._store_base import Pending as Pending
@@ -362,8 +363,9 @@ class SQLiteStore(LockingStore):
 
 def _redis_missing(distribution: str) -> str:
     """What to do when a Redis URL is given to a server installed without redis-py."""
-    extra = f"pip install '{distribution}[redis]'" if distribution else "pip install 'redis>=5.0.8'"
-    return f"a redis:// or rediss:// state store needs redis-py (redis>=5.0.8), the server's 'redis' extra: {extra}"
+    wanted = specifier(EXTRAS["redis"][0])  # the range pyproject.toml declares for the extra
+    extra = f"pip install '{distribution}[redis]'" if distribution else f"pip install '{wanted}'"
+    return f"a redis:// or rediss:// state store needs redis-py ({wanted}), the server's 'redis' extra: {extra}"
 
 
 def open_store(

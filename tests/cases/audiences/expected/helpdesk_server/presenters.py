@@ -30,7 +30,6 @@ from ._runtime import (
     presented_collection,
     presented_result,
     reader,
-    truncation_block,
 )
 
 _TICKET_MANAGER_CENSOR: Final = "[REDACTED]"
@@ -73,8 +72,6 @@ def present_ticket_many(raw: object) -> types.CallToolResult:
     total = len(found)
     items = [shape_ticket(item, f"result[{index}]") for index, item in enumerate(found)]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     for data in items:
         item_notes_ticket(data, notes)
     return presented_collection(items, total, notes, fixed_guidance=True)
@@ -158,6 +155,4 @@ def present_ticket_agent_many(raw: object) -> types.CallToolResult:
     total = len(found)
     items = [shape_ticket_agent(item, f"result[{index}]") for index, item in enumerate(found)]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     return presented_collection(items, total, notes, fixed_guidance=True)

@@ -20,7 +20,6 @@ from ._runtime import (
     items_of,
     presented_collection,
     presented_result,
-    truncation_block,
 )
 
 _ROW_DESCRIPTION_RULES: Final = ("quantity: Whole units",)
@@ -43,8 +42,6 @@ def present_row_many(raw: object) -> types.CallToolResult:
     total = len(found)
     items = [shapes.shape_row(item, f"result[{index}]") for index, item in enumerate(found)]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     for data in items:
         item_notes_row(data, notes)
     return presented_collection(items, total, notes, fixed_guidance=True)

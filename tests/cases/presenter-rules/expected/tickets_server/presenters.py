@@ -36,7 +36,6 @@ from ._runtime import (
     presented_collection,
     presented_result,
     reader,
-    truncation_block,
 )
 
 _TICKET_CARD_DESCRIPTION_RULES: Final = ("priority: 1 is the most urgent",)
@@ -101,8 +100,6 @@ def present_ticket_card_many(raw: object) -> types.CallToolResult:
     total = len(found)
     items = [shape_ticket_card(item, f"result[{index}]") for index, item in enumerate(found)]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     count = total
     notes.rules.append(_x_fmt(count) + " tickets match; they are sorted by priority.")
     notes.rules.append("Never close tickets in bulk.")

@@ -33,7 +33,6 @@ from ._runtime import (
     presented_result,
     reader,
     shape_items,
-    truncation_block,
 )
 
 _CLIENT_DESCRIPTION_RULES: Final = ("ssn: Never shown",)
@@ -243,6 +242,4 @@ def present_person_many(raw: object) -> types.CallToolResult:
     total = len(found)
     items = [shape_person(item, f"result[{index}]") for index, item in enumerate(found)]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     return presented_collection(items, total, notes, fixed_guidance=True)

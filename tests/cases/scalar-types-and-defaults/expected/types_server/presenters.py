@@ -18,7 +18,6 @@ from ._runtime import (
     items_of,
     presented_collection,
     presented_result,
-    truncation_block,
 )
 
 
@@ -33,6 +32,4 @@ def present_record_many(raw: object) -> types.CallToolResult:
     total = len(found)
     items = [shapes.shape_record(item, f"result[{index}]") for index, item in enumerate(found)]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     return presented_collection(items, total, notes, fixed_guidance=True)

@@ -31,7 +31,6 @@ from ._runtime import (
     presented_collection,
     presented_result,
     reader,
-    truncation_block,
 )
 
 
@@ -88,8 +87,6 @@ def present_message_many(raw: object) -> types.CallToolResult:
     total = len(found)
     items = [shape_message(item, f"result[{index}]") for index, item in enumerate(found[:2])]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     count = total
     notes.rules.append("At most 2 of " + _x_fmt(count) + " messages are shown.")
     for data in items:

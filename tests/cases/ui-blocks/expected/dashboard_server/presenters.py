@@ -40,7 +40,6 @@ from ._runtime import (
     reader,
     summary_text,
     table_text,
-    truncation_block,
 )
 
 _METRIC_COLUMNS_0: Final = ("Metric", "Value | unit")
@@ -144,8 +143,6 @@ def present_metric_many(raw: object, user: frozenset[str]) -> types.CallToolResu
     total = len(found)
     items = [shape_metric(item, f"result[{index}]") for index, item in enumerate(found)]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     count = total
     notes.blocks.append(Block("summary", summary_text(_x_fmt(count) + " metrics"), False))
     notes.blocks.append(

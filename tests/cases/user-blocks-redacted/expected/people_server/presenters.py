@@ -35,7 +35,6 @@ from ._runtime import (
     reader,
     shape_items,
     summary_text,
-    truncation_block,
 )
 
 _PERSON_CENSOR: Final = "[REDACTED]"
@@ -159,8 +158,6 @@ def present_team_many(raw: object, user: frozenset[str]) -> types.CallToolResult
     total = len(found)
     items = [shape_team(item, f"result[{index}]") for index, item in enumerate(found)]
     notes = Notes()
-    if total > len(items):
-        notes.blocks.append(truncation_block(len(items), total - len(items)))
     count = total
     if "Team" in user:
         notes.blocks.append(Block("markdown", _x_fmt(count) + " teams", True))
