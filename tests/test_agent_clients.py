@@ -87,9 +87,8 @@ WAITING: dict[str, dict[str, str]] = {
     "session_walk": {},
     "handle_walk": {},
     "stale": {
-        # smolagents refuses, before calling, an update that leaves out `status` unless its schema says nullable;
-        # then mcpadapt hands the model the first text block only, which must carry the rules.
-        "smolagents": "schemas (issue 23 #4): optional inputs nullable; perception (#3): rules in the first block",
+        # smolagents refuses, before calling, an update that leaves out `status` unless its schema says nullable.
+        "smolagents": "schemas (issue 23 #4): optional inputs' schemas say nullable",
     },
 }
 
