@@ -47,6 +47,9 @@ RULES = (
     "Invoice inv-1 is overdue: offer a reminder before anything else.",
 )
 NOTICE = "Dataset truncated. 3 shown, 2 hidden. Use filters to narrow results."
+# billing's invoice.update invalidates these reads (docs/spec.md §6.9); the call sets inv-2's seeded due date.
+STALE_AFTER_UPDATE = ("invoice.get", "invoice.list")
+UPDATE_ARGS = {"id": "inv-2", "due_date": "2026-12-15"}
 USER_ONLY = "Contact: "  # the start of billing's audience = "user" block
 
 
@@ -77,9 +80,14 @@ CELLS = [
     for era in spec.eras
 ]
 
-# Checks that wait on issue 23's server-side fixes (made by the helper `names`), by check and client: left out
-# here until they land on main, with the fix each waits on. Empty: every check is in.
-WAITING: dict[str, dict[str, str]] = {"presented": {}, "session_walk": {}, "handle_walk": {}}
+# Checks that wait on issue 23's server-side fixes, by check and client: left out here until they land on main,
+# with the fix each waits on. An empty table: every check of that kind is in.
+WAITING: dict[str, dict[str, str]] = {
+    "presented": {},
+    "session_walk": {},
+    "handle_walk": {},
+    "stale": {},
+}
 
 
 def ready(check: str, cells: list[Any]) -> list[Any]:
@@ -124,7 +132,8 @@ def dotted(tmp_path_factory: pytest.TempPathFactory) -> Served:
 
 def plan(names: dict[str, str], phases: tuple[str, ...]) -> dict[str, Any]:
     """The calls every client makes: the probe (a result, a collection, an invalid call, a domain error), the
-    walk by handle (start, then submit → approve → discharge), the walk by the session's own workflow state."""
+    walk by handle (start, then submit → approve → discharge), the walk by the session's own workflow state, the
+    update whose success makes reads stale (it sets inv-2's due date to the seeded one: the data stays as seeded)."""
     n = names.get
     walk = [("invoice.submit", "inv-{}"), ("invoice.approve", "inv-{}"), ("invoice.discharge", "inv-{}")]
     every = {
@@ -138,6 +147,7 @@ def plan(names: dict[str, str], phases: tuple[str, ...]) -> dict[str, Any]:
         },
         "session": {"calls": [[n(tool), {"invoice_id": invoice.format(2)}] for tool, invoice in walk]},
         "handle": {"start": n("invoice.start"), "calls": [[n(t), {"invoice_id": i.format(4)}] for t, i in walk]},
+        "update": {"calls": [[n("invoice.update"), dict(UPDATE_ARGS)]]},
     }
     return {"handle_key": "workflow_id", "phases": [{"name": name, **every[name]} for name in phases]}
 
@@ -168,7 +178,11 @@ def run_client(client: str, kind: str, era: str, served: Served, phases: tuple[s
 
 def cell(client: str, kind: str, era: str, served: Served) -> dict[str, Any]:
     # The walk by handle first: a session that walked by its own state lists what that state allows.
-    phases = ("probe", "handle", "session") if era == LEGACY and CLIENTS[client].session_walk else ("probe", "handle")
+    phases: tuple[str, ...] = ("probe", "handle")
+    if era == LEGACY and CLIENTS[client].session_walk:
+        phases += ("session",)
+    if kind == "stdio":  # over HTTP without --auth no caller has invoice.update's scope (docs/spec.md §14.2)
+        phases += ("update",)
     return run_client(client, kind, era, served, phases)
 
 
@@ -235,6 +249,29 @@ def _unescaped(text: str | None) -> str:
     """Clients that hand the model a JSON or repr dump of the result escape its quotes."""
     assert text, text
     return text.replace('\\"', '"').replace("\\'", "'")
+
+
+# Over stdio only: over HTTP without --auth, invoice.update is refused for lack of scope, as it should be.
+STALE_CELLS = [c for c in CELLS if c.values[1] == "stdio"]
+
+
+@pytest.mark.parametrize(("client", "kind", "era"), ready("stale", STALE_CELLS))
+def test_hands_the_model_what_an_update_made_stale(client: str, kind: str, era: str, portable: Served) -> None:
+    report = cell(client, kind, era, portable)
+    (update,) = calls(report, "update")
+    assert update["tool"] == portable.names["invoice.update"] and update["offered"], update
+    handed = _unescaped(update["handed"])
+    if client == "smolagents":
+        # A client limitation (§9.4): smolagents requires every input whose schema lacks `nullable: true`, so its
+        # own check refuses the update without `status` before any call; no result, so nothing to be told.
+        assert "Argument status is required" in handed, update
+        return
+    assert update["error"] in (None, False), update
+    stale = [portable.names[name] for name in STALE_AFTER_UPDATE]
+    notice = f"Stale now: results read earlier from {', '.join(stale)};"
+    assert notice in handed, f"the stale reads did not reach the model:\n{handed}"
+    if client == "mcp-session":  # a client without a model: its program gets structuredContent's `stale` too
+        assert report["structured"][-1]["stale"] == stale, report["structured"][-1]
 
 
 # Not for clients that open a session per call (llama-index), nor on 2026-07-28, which has no session state.

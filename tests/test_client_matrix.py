@@ -411,15 +411,38 @@ def test_langchain_hands_the_model_the_text_blocks(
     assert invalid["status"] == "error" and content_text(invalid["content"]).startswith(VALIDATION_ERROR)
 
 
-def test_langchain_hands_the_model_user_only_blocks_when_sent(built: Path) -> None:
+@pytest.fixture(scope="module")
+def langchain_stdio_report(built: Path) -> dict[str, Any]:
+    """One langchain run over stdio with the defaults, for the checks below: a read, then invoice.update."""
+    return langchain(
+        langchain_stdio(built), [("invoice_get", {"id": "inv-1"}), (wire_names(built)["invoice.update"], UPDATE_ARGS)]
+    )
+
+
+def test_langchain_hands_the_model_user_only_blocks_when_sent(
+    built: Path, langchain_stdio_report: dict[str, Any]
+) -> None:
     """Why `user_blocks = "omit"` is the default: langchain ignores `annotations.audience`, so a user-only block
     that is sent reaches the model, real email included (billing's `audience = "user"` list)."""
-    omitted = langchain(langchain_stdio(built), [("invoice_get", {"id": "inv-1"})])["calls"][0]
+    omitted = langchain_stdio_report["calls"][0]
     assert "ada@example.com" not in content_text(omitted["content"])
     sent = langchain(langchain_stdio(built, "--user-blocks", "send"), [("invoice_get", {"id": "inv-1"})])["calls"][0]
     handed = content_text(sent["content"])
     assert "Contact: ada@example.com" in handed
     assert len(sent["content"]) == len(omitted["content"]) + 1
+
+
+def test_langchain_hands_the_model_what_an_update_made_stale(
+    built: Path, langchain_stdio_report: dict[str, Any], output_schemas: dict[str, Any]
+) -> None:
+    """The ToolMessage's content (what the model reads) carries the "Stale now" rule; the artifact keeps
+    structuredContent's `stale` for the program."""
+    names = wire_names(built)
+    update = langchain_stdio_report["calls"][1]
+    assert update["status"] == "success", update
+    structured = update["artifact"]["structured_content"]
+    assert_valid(structured, output_schemas[names["invoice.update"]])
+    assert_told_stale(names, structured, content_text(update["content"]))
 
 
 # --- the official TypeScript SDK's client ------------------------------------------------------------------
@@ -433,7 +456,10 @@ def test_ts_sdk_client(request: pytest.FixtureRequest, built: Path, kind: str, t
     sdk = NODE_MODULES / "@modelcontextprotocol" / "sdk" / "dist" / "esm"
     if not (sdk / "client" / "index.js").is_file():
         pytest.fail(f"the TypeScript SDK is missing from {NODE_MODULES}: {INSTALL_HINT}", pytrace=False)
-    target = [request.getfixturevalue("http_url")] if kind == "http" else [sys.executable, str(built)]
+    names = wire_names(built)
+    # Over stdio, last, invoice.update (over HTTP without --auth no caller has its scope).
+    update = [json.dumps([names["invoice.update"], UPDATE_ARGS])]
+    target = [request.getfixturevalue("http_url")] if kind == "http" else [sys.executable, str(built), *update]
     command = [str(tools.node), str(ROOT / "tests" / "support" / "ts_client.mjs"), sdk.as_uri(), kind, *target]
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=120, env=node_env(tmp_path), stdin=subprocess.DEVNULL
@@ -455,3 +481,9 @@ def test_ts_sdk_client(request: pytest.FixtureRequest, built: Path, kind: str, t
     # call, what its state allows.
     assert DRAFT_ONLY in output["before"] and REVIEW_ONLY in output["before"]
     assert REVIEW_ONLY in output["after"] and DRAFT_ONLY not in output["after"]
+    if kind == "stdio":  # the SDK validated structuredContent (stale included) against the outputSchema
+        assert output["update"]["isError"] is False, output["update"]
+        text = "\n".join(block["text"] for block in output["update"]["content"] if block["type"] == "text")
+        assert_told_stale(names, output["update"]["structuredContent"], text)
+    else:
+        assert output["update"] is None

@@ -1,15 +1,18 @@
 // The official TypeScript SDK's client against a generated billing server; run by tests/test_client_matrix.py
 // with the project's pinned Node (tooling/):
 //
-//   node ts_client.mjs SDK_ESM_URL http URL
-//   node ts_client.mjs SDK_ESM_URL stdio PYTHON SERVER_DIR
+//   node ts_client.mjs SDK_ESM_URL http URL [UPDATE_JSON]
+//   node ts_client.mjs SDK_ESM_URL stdio PYTHON SERVER_DIR [UPDATE_JSON]
 //
 // The SDK speaks the handshake era only. listTools makes the client cache a validator per outputSchema
 // (Ajv, formats included); every callTool then throws if its structuredContent does not validate, so a
 // result that arrives at all was accepted. The script checks that the same validator refuses a malformed
 // date, so that acceptance is not vacuous, then calls invoice_submit (bound to the workflow's draft state)
-// and waits for the notifications/tools/list_changed its transition sends. It prints one JSON object.
-const [, , sdk, transportKind, target, serverDir] = process.argv;
+// and waits for the notifications/tools/list_changed its transition sends. With UPDATE_JSON (`[tool, arguments]`),
+// it last makes that call (a mutation whose result says which reads it made stale). It prints one JSON object.
+const [, , sdk, transportKind, ...rest] = process.argv;
+const [target, serverDir] = transportKind === "http" ? [rest[0], undefined] : rest;
+const updateJson = rest[transportKind === "http" ? 1 : 2];
 const { Client } = await import(sdk + "/client/index.js");
 const { StreamableHTTPClientTransport } = await import(sdk + "/client/streamableHttp.js");
 const { StdioClientTransport } = await import(sdk + "/client/stdio.js");
@@ -50,6 +53,11 @@ const timeout = new Promise((resolve) => {
 const listChangedReceived = await Promise.race([listChanged, timeout]);
 clearTimeout(timer);
 const after = await client.listTools();
+let update = null;
+if (updateJson !== undefined) {
+  const [name, args] = JSON.parse(updateJson);
+  update = await client.callTool({ name, arguments: args });
+}
 await client.close();
 
 console.log(
@@ -63,5 +71,6 @@ console.log(
     invalid,
     submit,
     listChangedReceived,
+    update,
   }),
 );
