@@ -197,7 +197,15 @@ def test_lists_portable_names(client: str, kind: str, era: str, portable: Served
 def test_hands_the_model_the_presented_result(client: str, kind: str, era: str, portable: Served) -> None:
     get, listed, *_ = calls(cell(client, kind, era, portable), "probe")
     reminder = f"{portable.names['billing.remind']}: Send a payment reminder for inv-1"
-    for handed, collection in ((get["handed"], False), (listed["handed"], True)):
+    presented = [(get["handed"], False), (listed["handed"], True)]
+    if client == "smolagents":
+        # A client limitation (§9.4): smolagents requires every input whose schema lacks `nullable: true`, an
+        # OpenAPI 3.0 keyword a portable JSON Schema does not carry (OpenAI's strict mode refuses unknown
+        # keywords), so its own check refuses invoice_list without `status` before any call. Its first-block
+        # perception is checked on invoice_get; the truncation notice cannot reach it through invoice_list.
+        assert "Argument status is required" in listed["handed"], listed
+        presented = presented[:1]
+    for handed, collection in presented:
         assert handed, (get, listed)
         for secret in (*HIDDEN, *PII, USER_ONLY):
             assert secret not in handed, f"{secret!r} reached the model:\n{handed}"
@@ -304,3 +312,96 @@ def test_dotted_names_as_each_client_offers_them(client: str, dotted: Served) ->
     if client == "autogen":
         for way in ("mcp_server_tools", "workbench"):
             assert "Invalid name: invoice." in report["converters"][way]["error"], report["converters"]
+
+
+# --- every input form, through each client's own converter ----------------------------------------------
+
+# An input of every form a schema can take (docs/spec.md §9.2): a declared model (inlined, never a `$ref` a
+# converter may drop with `$defs`), a list of them, a nullable model, a nullable string and enum (`anyOf` with
+# null, never a `type` array, which autogen's mcp_server_tools refuses the whole server over), a default.
+FORMS_SPEC = """
+[server]
+name = "billing"  # the drivers start billing_server on stdio
+
+[models.Requester]
+description = "Who asks."
+[models.Requester.fields]
+name = "string"
+email = { type = "string", required = false, nullable = true }
+
+[models.Ticket.fields]
+id = "string"
+summary = "string"
+requester = "Requester"
+
+[presenters.TicketCard]
+model = "Ticket"
+
+[tools."ticket.open"]
+kind = "action"
+description = "Open a ticket."
+returns = "TicketCard"
+[tools."ticket.open".input]
+summary = "string"
+requester = "Requester"
+watchers = { type = "list", items = "Requester", required = false }
+escalate_to = { type = "Requester", nullable = true }
+note = { type = "string", nullable = true }
+priority = { type = "enum", values = ["low", "high"], nullable = true }
+tags = { type = "list", items = "string", default = [] }
+"""
+FORMS_HANDLERS = """
+def ticket_open(args):
+    return {"id": "t-1", "summary": args.summary, "requester": args.requester}
+"""
+# Not smolagents: mcpadapt gives every property without a top-level `type` the type "string", and smolagents then
+# refuses a null or an object for it; the `type` array it would read is the form autogen refuses the whole
+# server over (docs/spec.md §9.4).
+FORMS_CLIENTS = [pytest.param(c, id=c) for c in ("autogen", "openai-agents", "llama-index")]
+
+
+@pytest.fixture(scope="module")
+def forms(tmp_path_factory: pytest.TempPathFactory) -> Served:
+    tmp = tmp_path_factory.mktemp("agents-forms")
+    build(write_spec(tmp, FORMS_SPEC, handlers=FORMS_HANDLERS), tmp / "out")
+    with imported(tmp / "out", "billing_server") as package:
+        return Served(tmp / "out", dict(package.server.TOOL_NAMES))
+
+
+@pytest.mark.parametrize("client", FORMS_CLIENTS)
+def test_every_input_form_converts_and_calls(client: str, forms: Served) -> None:
+    """Each client's converter accepts the tool (autogen: mcp_server_tools and the workbench; openai-agents:
+    strict), and the call it makes with a nested model and nulls is served."""
+    arguments = {
+        "summary": "Printer on fire",
+        "requester": {"name": "Ada", "email": None},
+        "watchers": [{"name": "Alan", "email": "alan@example.org"}],
+        "escalate_to": None,
+        "note": None,
+        "priority": "high",
+        "tags": ["hw"],
+    }
+    tool = forms.names["ticket.open"]
+    spec = CLIENTS[client]
+    target = ["stdio", sys.executable, str(forms.out)]
+    calls_plan = {"handle_key": "workflow_id", "phases": [{"name": "probe", "calls": [[tool, arguments]]}]}
+    command = [str(VENVS[spec.venv] / "bin" / "python"), str(DRIVERS[spec.venv]), client, json.dumps(calls_plan)]
+    if not Path(command[0]).is_file():
+        pytest.fail(f"{command[0]} is missing: {HINT}", pytrace=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ADK_", "OPENAI_", "GOOGLE_"))}
+    done = subprocess.run(
+        [*command, *target], capture_output=True, text=True, timeout=240, env=env, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, f"{client} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    report = json.loads(done.stdout)
+    assert tool in report["schemas"], report["schemas"]
+    if client == "openai-agents":
+        assert report["schemas"][tool]["strict"], report["schemas"][tool]
+    if client == "llama-index":
+        assert "error" not in report["schemas"][tool], report["schemas"][tool]
+    if client == "autogen":
+        for way in ("mcp_server_tools", "workbench"):
+            assert "error" not in report["converters"][way], report["converters"]
+            assert tool in report["converters"][way]["convert_tools"], report["converters"]
+    (call,) = calls(report, "probe")
+    assert "Printer on fire" in call["handed"] and "Ada" in call["handed"], call

@@ -87,7 +87,7 @@ async def test_schema_advertises_the_constraints_the_title_and_the_icons(shop: G
         "uniqueItems": True,
     }
     assert properties["lines"]["minItems"] == 1
-    line = tool.input_schema["$defs"]["Line"]["properties"]
+    line = properties["lines"]["items"]["properties"]  # the model inline (docs/spec.md §5.2)
     assert line["qty"] == {"type": "integer", "minimum": 1, "maximum": 99}
     assert line["sku"]["examples"] == ["ABC-1"]
     jsonschema.Draft202012Validator.check_schema(tool.input_schema)

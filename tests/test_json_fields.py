@@ -71,12 +71,13 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Any:
 async def test_schemas_declare_any_json(docs: GeneratedServer, mode: str) -> None:
     async with Client(docs.create_server(), mode=mode, cache=None) as client:
         tool = next(t for t in (await client.list_tools()).tools if t.name == "doc_put")
-    every_type = ["object", "array", "string", "number", "boolean"]
-    assert tool.input_schema["properties"]["meta"] == {"type": every_type, "examples": [{"tags": ["a"]}]}
+    # Every JSON type as an `anyOf` branch, never a `type` array (docs/spec.md §5.2: converters refuse those).
+    every_type = [{"type": t} for t in ("object", "array", "string", "number", "boolean")]
+    assert tool.input_schema["properties"]["meta"] == {"anyOf": every_type, "examples": [{"tags": ["a"]}]}
     assert tool.output_schema is not None
     output = tool.output_schema["properties"]["data"]["properties"]
-    assert output["meta"] == {"type": every_type, "description": "Free-form metadata"}
-    assert output["extra"] == {"type": [*every_type, "null"]}
+    assert output["meta"] == {"anyOf": every_type, "description": "Free-form metadata"}
+    assert output["extra"] == {"anyOf": [*every_type, {"type": "null"}]}
 
 
 @pytest.mark.parametrize("meta", [{"tags": ["a", 1, None, {"deep": True}]}, [1, 2.5], "text", 0, False])

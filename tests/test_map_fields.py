@@ -81,10 +81,13 @@ async def test_schemas_say_object_of_values(stock: GeneratedServer, mode: str) -
         tool = next(t for t in (await client.list_tools()).tools if t.name == "stock_set")
     properties = tool.input_schema["properties"]
     assert properties["prices"] == {"type": "object", "additionalProperties": {"type": "number"}, "default": {}}
-    assert properties["bins"] == {"type": "object", "additionalProperties": {"$ref": "#/$defs/Bin"}}
-    assert tool.input_schema["$defs"]["Bin"]["properties"]["count"] == {"type": "integer", "minimum": 0}
+    # The model of the values is inline (docs/spec.md §5.2: self-contained, no `$defs`).
+    bin_input = properties["bins"]["additionalProperties"]
+    assert properties["bins"]["type"] == "object" and "$defs" not in tool.input_schema
+    assert bin_input["properties"]["count"] == {"type": "integer", "minimum": 0}
     assert tool.output_schema is not None
-    assert tool.output_schema["$defs"]["Bin"]["properties"] == {"count": {"type": "integer"}}  # code is hidden
+    bins = tool.output_schema["properties"]["data"]["properties"]["bins"]
+    assert bins["additionalProperties"]["properties"] == {"count": {"type": "integer"}}  # code is hidden
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -1,9 +1,10 @@
 """JSON Schemas of tool inputs and outputs, computed from the IR at build time.
 
-Models are shared through `$defs`, so recursive models and models used in several places stay small. An
-inline object (`type = "object"`) is written inline instead, where its field is: it has one place of use by
-construction, so inlining repeats nothing, cannot recurse, and shows the model the object where it reads
-the field rather than behind a `$ref` to a name the spec's author never wrote.
+Schemas are self-contained and written in the form every client's converter accepts (docs/spec.md §9.2):
+each model's schema is inlined where it is used, and a nullable value is `anyOf: [T, {"type": "null"}]`, never
+a `type` array (autogen refuses a server over one, and its workbench drops `$defs`, leaving a dangling `$ref`).
+Only a model that can contain itself (recursive through its fields) cannot be inlined: it alone is shared
+through `$defs`, and its uses are `$ref`s to it.
 Output schemas describe exactly what shaping emits (visible fields, casts applied); input schemas
 describe exactly what validation accepts (no guarded keys, no unknown keys).
 """
@@ -26,8 +27,9 @@ _SCALARS: dict[str, dict[str, Any]] = {
     "date": {"type": "string", "format": "date"},
     "datetime": {"type": "string", "format": "date-time"},
     "uuid": {"type": "string", "format": "uuid"},
-    # Any JSON value: stated as every JSON type, so `nullable` adds "null" as it does for the others.
-    "json": {"type": ["object", "array", "string", "number", "boolean"]},
+    # Any JSON value: stated as every JSON type, each a branch of an `anyOf` (never a `type` array, which
+    # converters refuse), so `nullable` adds the null branch to the same list.
+    "json": {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean")]},
 }
 
 
@@ -37,13 +39,14 @@ class _SchemaBuilder:
         self.output = output
         self.defs: dict[str, dict[str, Any]] = {}
         self.pending: list[ModelIR] = []
+        self.recursive: dict[str, bool] = {}  # model name -> it can contain itself (through the fields read)
 
     def model_fields(self, model: ModelIR) -> tuple[FieldIR, ...]:
         return model.visible_fields if self.output else model.writable_fields
 
     def type_schema(self, type_ir: TypeIR, cast: str | None = None) -> dict[str, Any]:
         if cast is not None and self.output:
-            return dict(_SCALARS[cast])
+            return _copy(_SCALARS[cast])
         if type_ir.kind == "enum":
             return {"type": "string", "enum": list(type_ir.enum_values)}
         if type_ir.kind == "list":
@@ -57,9 +60,32 @@ class _SchemaBuilder:
             model = self.server.model(type_ir.model)
             if model.origin is not None:  # an inline object: written where it is used (see the module docstring)
                 return self.object_schema(self.model_fields(model))
+            if not self.contains_itself(model):  # inlined, so the schema is self-contained
+                return self.object_schema(self.model_fields(model), model.description)
             self.define(model)
             return {"$ref": f"#/$defs/{type_ir.model}"}
-        return dict(_SCALARS[type_ir.kind])
+        return _copy(_SCALARS[type_ir.kind])
+
+    def contains_itself(self, model: ModelIR) -> bool:
+        """Whether the model reaches itself through the fields this schema reads (visible ones on output,
+        writable ones on input): such a model cannot be inlined, and is the only one shared through `$defs`.
+        Walked with a stack, so long chains of models cost no recursion."""
+        known = self.recursive.get(model.name)
+        if known is not None:
+            return known
+        seen: set[str] = set()
+        stack = [model]
+        found = False
+        while stack and not found:
+            for field in self.model_fields(stack.pop()):
+                for name in field.type.models:
+                    if name == model.name:
+                        found = True
+                    elif name not in seen:
+                        seen.add(name)
+                        stack.append(self.server.model(name))
+        self.recursive[model.name] = found
+        return found
 
     def define(self, model: ModelIR) -> None:
         """Queue a model's definition; `finish` builds the queue iteratively, so chains of models nested
@@ -97,13 +123,7 @@ class _SchemaBuilder:
     def field_schema(self, field: FieldIR) -> dict[str, Any]:
         schema = self.constrained(self.type_schema(field.type, field.cast), field)
         if field.nullable:
-            if "$ref" in schema:
-                schema = {"anyOf": [schema, {"type": "null"}]}
-            else:
-                types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-                schema["type"] = [*types, "null"]
-                if "enum" in schema:
-                    schema["enum"] = [*schema["enum"], None]
+            schema = nullable(schema)
         if field.description:
             schema["description"] = field.description
         if field.has_default and not self.output:
@@ -193,6 +213,19 @@ class _SchemaBuilder:
         if self.defs:
             schema["$defs"] = dict(sorted(self.defs.items()))
         return schema
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema admitting null too, in the one form every converter reads: `anyOf: [T, {"type": "null"}]`
+    (a bare `anyOf`, as json's, takes the null branch into its own list)."""
+    if set(schema) == {"anyOf"}:
+        return {"anyOf": [*schema["anyOf"], {"type": "null"}]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _copy(schema: dict[str, Any]) -> dict[str, Any]:
+    """A scalar's schema, fresh (json's holds a list of dicts, which a shallow copy would share)."""
+    return {key: [dict(item) for item in value] if key == "anyOf" else value for key, value in schema.items()}
 
 
 def input_schema(server: ServerIR, tool: ToolIR) -> dict[str, Any]:

@@ -143,7 +143,8 @@ class _ToolViews:
         self.definitions: dict[str, ConstantView] = {}  # model definitions shared by tool schemas
 
     def share_definitions(self, schema: dict[str, Any], mode: str) -> dict[str, Any]:
-        """Each model's definition once, as a module constant the tool schemas refer to (not a copy per tool)."""
+        """Each recursive model's definition once (the only models left in `$defs`, codegen/jsonschema.py), as a
+        module constant the tool schemas refer to (not a copy per tool)."""
         definitions = schema.get("$defs")
         if not definitions:
             return schema

@@ -742,8 +742,8 @@ def diff_auth(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
 
 
 def diff_output_descriptions(sides: ToolSides) -> list[Change]:
-    """The descriptions of the models a result shows, which its outputSchema carries (each model's `$defs` entry, or
-    an embedded object's `description`) and a client may show the model: a change is behaviour, never silent."""
+    """The descriptions of the models a result shows, which its outputSchema carries (on each model's object
+    schema, or an embedded object's) and a client may show the model: a change is behaviour, never silent."""
 
     def descriptions(ir: ServerIR, tool: ToolIR) -> dict[str, str | None]:
         models = {m.name: m for m in ir.models}

@@ -5,18 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-LINE_INPUT_DEFINITION: Final[dict[str, Any]] = {
-    "type": "object",
-    "description": "One line of an order.",
-    "properties": {
-        "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]+$", "examples": ["ABC-1"]},
-        "qty": {"type": "integer", "minimum": 1, "maximum": 99},
-        "pin": {"type": "string", "minLength": 4, "maxLength": 4},
-    },
-    "required": ["sku", "qty", "pin"],
-    "additionalProperties": False,
-}
-
 ORDER_PLACE_INPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
@@ -28,7 +16,7 @@ ORDER_PLACE_INPUT: Final[dict[str, Any]] = {
             "examples": ["ab.c"],
         },
         "amount": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1000},
-        "rating": {"type": ["integer", "null"], "minimum": 1},
+        "rating": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
         "tags": {
             "type": "array",
             "items": {"type": "string", "maxLength": 5},
@@ -37,9 +25,22 @@ ORDER_PLACE_INPUT: Final[dict[str, Any]] = {
             "default": ["new"],
         },
         "scores": {"type": "array", "items": {"type": "number", "maximum": 1}, "minItems": 1},
-        "lines": {"type": "array", "items": {"$ref": "#/$defs/Line"}, "minItems": 1},
+        "lines": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "description": "One line of an order.",
+                "properties": {
+                    "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]+$", "examples": ["ABC-1"]},
+                    "qty": {"type": "integer", "minimum": 1, "maximum": 99},
+                    "pin": {"type": "string", "minLength": 4, "maxLength": 4},
+                },
+                "required": ["sku", "qty", "pin"],
+                "additionalProperties": False,
+            },
+            "minItems": 1,
+        },
     },
     "required": ["code", "amount", "scores", "lines"],
     "additionalProperties": False,
-    "$defs": {"Line": LINE_INPUT_DEFINITION},
 }

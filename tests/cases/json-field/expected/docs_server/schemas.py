@@ -10,7 +10,14 @@ DOC_PUT_INPUT: Final[dict[str, Any]] = {
     "properties": {
         "id": {"type": "string"},
         "meta": {
-            "type": ["object", "array", "string", "number", "boolean", "null"],
+            "anyOf": [
+                {"type": "object"},
+                {"type": "array"},
+                {"type": "string"},
+                {"type": "number"},
+                {"type": "boolean"},
+                {"type": "null"},
+            ],
             "examples": [{"tags": ["a"]}, "plain text"],
         },
     },
@@ -27,12 +34,26 @@ DOC_RESULT_OUTPUT: Final[dict[str, Any]] = {
             "properties": {
                 "id": {"type": "string"},
                 "meta": {
-                    "type": ["object", "array", "string", "number", "boolean"],
+                    "anyOf": [
+                        {"type": "object"},
+                        {"type": "array"},
+                        {"type": "string"},
+                        {"type": "number"},
+                        {"type": "boolean"},
+                    ],
                     "description": "Free-form metadata",
                 },
                 "labels": {
                     "type": "array",
-                    "items": {"type": ["object", "array", "string", "number", "boolean"]},
+                    "items": {
+                        "anyOf": [
+                            {"type": "object"},
+                            {"type": "array"},
+                            {"type": "string"},
+                            {"type": "number"},
+                            {"type": "boolean"},
+                        ],
+                    },
                 },
             },
             "required": ["id", "meta"],

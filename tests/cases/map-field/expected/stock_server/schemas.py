@@ -5,28 +5,21 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-BIN_INPUT_DEFINITION: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {"count": {"type": "integer", "minimum": 0}, "code": {"type": "string"}},
-    "required": ["count", "code"],
-    "additionalProperties": False,
-}
-
-BIN_OUTPUT_DEFINITION: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {"count": {"type": "integer"}},
-    "required": ["count"],
-    "additionalProperties": False,
-}
-
 STOCK_SET_INPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
         "prices": {"type": "object", "additionalProperties": {"type": "number"}, "default": {"apple": 1.5}},
-        "bins": {"type": "object", "additionalProperties": {"$ref": "#/$defs/Bin"}},
+        "bins": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {"count": {"type": "integer", "minimum": 0}, "code": {"type": "string"}},
+                "required": ["count", "code"],
+                "additionalProperties": False,
+            },
+        },
     },
     "additionalProperties": False,
-    "$defs": {"Bin": BIN_INPUT_DEFINITION},
 }
 
 CATALOG_RESULT_OUTPUT: Final[dict[str, Any]] = {
@@ -37,7 +30,20 @@ CATALOG_RESULT_OUTPUT: Final[dict[str, Any]] = {
             "description": "Prices and bins by name.",
             "properties": {
                 "prices": {"type": "object", "additionalProperties": {"type": "number"}},
-                "bins": {"type": ["object", "null"], "additionalProperties": {"$ref": "#/$defs/Bin"}},
+                "bins": {
+                    "anyOf": [
+                        {
+                            "type": "object",
+                            "additionalProperties": {
+                                "type": "object",
+                                "properties": {"count": {"type": "integer"}},
+                                "required": ["count"],
+                                "additionalProperties": False,
+                            },
+                        },
+                        {"type": "null"},
+                    ],
+                },
             },
             "required": ["prices", "bins"],
             "additionalProperties": False,
@@ -60,5 +66,4 @@ CATALOG_RESULT_OUTPUT: Final[dict[str, Any]] = {
     },
     "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
-    "$defs": {"Bin": BIN_OUTPUT_DEFINITION},
 }

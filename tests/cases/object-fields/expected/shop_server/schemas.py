@@ -57,10 +57,15 @@ ORDER_CARD_RESULT_OUTPUT: Final[dict[str, Any]] = {
                         "street": {"const": "[REDACTED]"},
                         "city": {"type": "string"},
                         "geo": {
-                            "type": ["object", "null"],
-                            "properties": {"lat": {"type": "number"}, "lng": {"type": "number"}},
-                            "required": ["lat", "lng"],
-                            "additionalProperties": False,
+                            "anyOf": [
+                                {
+                                    "type": "object",
+                                    "properties": {"lat": {"type": "number"}, "lng": {"type": "number"}},
+                                    "required": ["lat", "lng"],
+                                    "additionalProperties": False,
+                                },
+                                {"type": "null"},
+                            ],
                         },
                     },
                     "required": ["street", "city", "geo"],

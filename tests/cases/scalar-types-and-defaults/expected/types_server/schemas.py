@@ -5,30 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-ADDRESS_INPUT_DEFINITION: Final[dict[str, Any]] = {
-    "type": "object",
-    "description": "A postal address.",
-    "properties": {
-        "street": {"type": "string"},
-        "city": {"type": "string"},
-        "zip": {"type": ["string", "null"]},
-    },
-    "required": ["street", "city"],
-    "additionalProperties": False,
-}
-
-ADDRESS_OUTPUT_DEFINITION: Final[dict[str, Any]] = {
-    "type": "object",
-    "description": "A postal address.",
-    "properties": {
-        "street": {"type": "string"},
-        "city": {"type": "string"},
-        "zip": {"type": ["string", "null"]},
-    },
-    "required": ["street", "city"],
-    "additionalProperties": False,
-}
-
 RECORD_OUTPUT_DEFINITION: Final[dict[str, Any]] = {
     "type": "object",
     "description": "One value of every type.",
@@ -42,11 +18,34 @@ RECORD_OUTPUT_DEFINITION: Final[dict[str, Any]] = {
         "day": {"type": "string", "format": "date"},
         "at": {"type": "string", "format": "date-time"},
         "level": {"type": "string", "enum": ["low", "mid", "high"]},
-        "maybe_level": {"type": ["string", "null"], "enum": ["low", "high", None]},
+        "maybe_level": {"anyOf": [{"type": "string", "enum": ["low", "high"]}, {"type": "null"}]},
         "scores": {"type": "array", "items": {"type": "integer"}},
         "days": {"type": "array", "items": {"type": "string", "format": "date"}},
-        "address": {"$ref": "#/$defs/Address"},
-        "previous": {"type": "array", "items": {"$ref": "#/$defs/Address"}},
+        "address": {
+            "type": "object",
+            "description": "A postal address.",
+            "properties": {
+                "street": {"type": "string"},
+                "city": {"type": "string"},
+                "zip": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            },
+            "required": ["street", "city"],
+            "additionalProperties": False,
+        },
+        "previous": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "description": "A postal address.",
+                "properties": {
+                    "street": {"type": "string"},
+                    "city": {"type": "string"},
+                    "zip": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                },
+                "required": ["street", "city"],
+                "additionalProperties": False,
+            },
+        },
         "parent": {"anyOf": [{"$ref": "#/$defs/Record"}, {"type": "null"}]},
     },
     "required": [
@@ -79,15 +78,38 @@ RECORD_ECHO_INPUT: Final[dict[str, Any]] = {
         "at": {"type": "string", "format": "date-time", "default": "2024-01-31T09:30:00+00:00"},
         "at_text": {"type": "string", "format": "date-time", "default": "2024-01-31T09:30:00+02:00"},
         "level": {"type": "string", "enum": ["low", "mid", "high"], "default": "mid"},
-        "maybe": {"type": ["string", "null"], "default": "null is allowed"},
-        "nothing": {"type": ["integer", "null"]},
+        "maybe": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": "null is allowed"},
+        "nothing": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
         "scores": {"type": "array", "items": {"type": "integer"}, "default": [1, 2, 3]},
         "days": {"type": "array", "items": {"type": "string", "format": "date"}, "default": ["2024-01-01"]},
-        "address": {"$ref": "#/$defs/Address", "default": {"street": "1 Main St", "city": "Springfield"}},
-        "previous": {"type": "array", "items": {"$ref": "#/$defs/Address"}},
+        "address": {
+            "type": "object",
+            "description": "A postal address.",
+            "properties": {
+                "street": {"type": "string"},
+                "city": {"type": "string"},
+                "zip": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            },
+            "required": ["street", "city"],
+            "additionalProperties": False,
+            "default": {"street": "1 Main St", "city": "Springfield"},
+        },
+        "previous": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "description": "A postal address.",
+                "properties": {
+                    "street": {"type": "string"},
+                    "city": {"type": "string"},
+                    "zip": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                },
+                "required": ["street", "city"],
+                "additionalProperties": False,
+            },
+        },
     },
     "additionalProperties": False,
-    "$defs": {"Address": ADDRESS_INPUT_DEFINITION},
 }
 
 RECORD_LIST_INPUT: Final[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
@@ -108,11 +130,34 @@ RECORD_RESULT_OUTPUT: Final[dict[str, Any]] = {
                 "day": {"type": "string", "format": "date"},
                 "at": {"type": "string", "format": "date-time"},
                 "level": {"type": "string", "enum": ["low", "mid", "high"]},
-                "maybe_level": {"type": ["string", "null"], "enum": ["low", "high", None]},
+                "maybe_level": {"anyOf": [{"type": "string", "enum": ["low", "high"]}, {"type": "null"}]},
                 "scores": {"type": "array", "items": {"type": "integer"}},
                 "days": {"type": "array", "items": {"type": "string", "format": "date"}},
-                "address": {"$ref": "#/$defs/Address"},
-                "previous": {"type": "array", "items": {"$ref": "#/$defs/Address"}},
+                "address": {
+                    "type": "object",
+                    "description": "A postal address.",
+                    "properties": {
+                        "street": {"type": "string"},
+                        "city": {"type": "string"},
+                        "zip": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                    },
+                    "required": ["street", "city"],
+                    "additionalProperties": False,
+                },
+                "previous": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "description": "A postal address.",
+                        "properties": {
+                            "street": {"type": "string"},
+                            "city": {"type": "string"},
+                            "zip": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                        },
+                        "required": ["street", "city"],
+                        "additionalProperties": False,
+                    },
+                },
                 "parent": {"anyOf": [{"$ref": "#/$defs/Record"}, {"type": "null"}]},
             },
             "required": [
@@ -148,7 +193,7 @@ RECORD_RESULT_OUTPUT: Final[dict[str, Any]] = {
     },
     "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
-    "$defs": {"Address": ADDRESS_OUTPUT_DEFINITION, "Record": RECORD_OUTPUT_DEFINITION},
+    "$defs": {"Record": RECORD_OUTPUT_DEFINITION},
 }
 
 RECORD_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
@@ -169,11 +214,34 @@ RECORD_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
                     "day": {"type": "string", "format": "date"},
                     "at": {"type": "string", "format": "date-time"},
                     "level": {"type": "string", "enum": ["low", "mid", "high"]},
-                    "maybe_level": {"type": ["string", "null"], "enum": ["low", "high", None]},
+                    "maybe_level": {"anyOf": [{"type": "string", "enum": ["low", "high"]}, {"type": "null"}]},
                     "scores": {"type": "array", "items": {"type": "integer"}},
                     "days": {"type": "array", "items": {"type": "string", "format": "date"}},
-                    "address": {"$ref": "#/$defs/Address"},
-                    "previous": {"type": "array", "items": {"$ref": "#/$defs/Address"}},
+                    "address": {
+                        "type": "object",
+                        "description": "A postal address.",
+                        "properties": {
+                            "street": {"type": "string"},
+                            "city": {"type": "string"},
+                            "zip": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                        },
+                        "required": ["street", "city"],
+                        "additionalProperties": False,
+                    },
+                    "previous": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "description": "A postal address.",
+                            "properties": {
+                                "street": {"type": "string"},
+                                "city": {"type": "string"},
+                                "zip": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                            },
+                            "required": ["street", "city"],
+                            "additionalProperties": False,
+                        },
+                    },
                     "parent": {"anyOf": [{"$ref": "#/$defs/Record"}, {"type": "null"}]},
                 },
                 "required": [
@@ -217,5 +285,5 @@ RECORD_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
     },
     "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
     "additionalProperties": False,
-    "$defs": {"Address": ADDRESS_OUTPUT_DEFINITION, "Record": RECORD_OUTPUT_DEFINITION},
+    "$defs": {"Record": RECORD_OUTPUT_DEFINITION},
 }

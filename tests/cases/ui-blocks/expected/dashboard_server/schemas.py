@@ -5,14 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-META_OUTPUT_DEFINITION: Final[dict[str, Any]] = {
-    "type": "object",
-    "description": "Where a metric comes from.",
-    "properties": {"source": {"type": "string"}, "sampled": {"type": "boolean"}},
-    "required": ["source", "sampled"],
-    "additionalProperties": False,
-}
-
 METRIC_GET_INPUT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {"name": {"type": "string"}},
@@ -34,7 +26,13 @@ METRIC_RESULT_OUTPUT: Final[dict[str, Any]] = {
                 "unit": {"type": "string"},
                 "series": {"type": "array", "items": {"type": "number"}},
                 "owner_email": {"const": "[REDACTED]"},
-                "meta": {"$ref": "#/$defs/Meta"},
+                "meta": {
+                    "type": "object",
+                    "description": "Where a metric comes from.",
+                    "properties": {"source": {"type": "string"}, "sampled": {"type": "boolean"}},
+                    "required": ["source", "sampled"],
+                    "additionalProperties": False,
+                },
             },
             "required": ["name", "value", "series", "owner_email"],
             "additionalProperties": False,
@@ -57,7 +55,6 @@ METRIC_RESULT_OUTPUT: Final[dict[str, Any]] = {
     },
     "required": ["data", "rules", "suggestions"],
     "additionalProperties": False,
-    "$defs": {"Meta": META_OUTPUT_DEFINITION},
 }
 
 METRIC_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
@@ -74,7 +71,13 @@ METRIC_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
                     "unit": {"type": "string"},
                     "series": {"type": "array", "items": {"type": "number"}},
                     "owner_email": {"const": "[REDACTED]"},
-                    "meta": {"$ref": "#/$defs/Meta"},
+                    "meta": {
+                        "type": "object",
+                        "description": "Where a metric comes from.",
+                        "properties": {"source": {"type": "string"}, "sampled": {"type": "boolean"}},
+                        "required": ["source", "sampled"],
+                        "additionalProperties": False,
+                    },
                 },
                 "required": ["name", "value", "series", "owner_email"],
                 "additionalProperties": False,
@@ -105,5 +108,4 @@ METRIC_COLLECTION_OUTPUT: Final[dict[str, Any]] = {
     },
     "required": ["data", "total", "shown", "truncated", "rules", "suggestions"],
     "additionalProperties": False,
-    "$defs": {"Meta": META_OUTPUT_DEFINITION},
 }
