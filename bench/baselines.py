@@ -44,7 +44,8 @@ from bench.core import ROOT
 
 SPEC = ROOT / "specs" / "billing.toml"
 GOLDEN = ROOT / "golden" / "billing"
-TOOL = "invoice.get"
+TOOL = "invoice.get"  # the spec's key
+WIRE = "invoice_get"  # its wire name: portable names are the default, and every variant serves the same name
 # The seeded invoice with hidden fields, casts, a customer and lines.
 ARGUMENTS: dict[str, Any] = {"id": "inv-1"}
 
@@ -205,7 +206,7 @@ def mcpserver_baseline() -> MCPServer:
 
     server = MCPServer("billing-mcpserver", version="1.0.0")
 
-    @server.tool(name=TOOL, description="Fetch one invoice by id.")
+    @server.tool(name=WIRE, description="Fetch one invoice by id.")
     async def invoice_get(id: str) -> InvoiceOut:
         return InvoiceOut.model_validate(billing_handlers.get_invoice(_Args(id)))
 
@@ -222,9 +223,12 @@ def bare_baseline(package: ModuleType, reference: types.CallToolResult) -> Serve
     assert data is not None
     first = reference.content[0]
     assert isinstance(first, types.TextContent)
-    text_data = json.loads(first.text)  # what the generated server serialized (a presented list: the items)
+    # What the generated server serialized (a presented list: the items), then whatever the first block carries
+    # after it (a presented result's truncation notice, rules, suggestions), precomputed.
+    text_data, end = json.JSONDecoder().raw_decode(first.text)
+    tail = first.text[end:]
     rest = list(reference.content[1:])
-    tools = [t for t in package.server.TOOLS if t.name == TOOL]
+    tools = [t for t in package.server.TOOLS if t.name == WIRE]
     listing = types.ListToolsResult(tools=tools)
 
     async def list_tools(
@@ -233,11 +237,11 @@ def bare_baseline(package: ModuleType, reference: types.CallToolResult) -> Serve
         return listing
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name != TOOL:
+        if params.name != WIRE:
             unknown = types.TextContent(type="text", text="unknown tool")
             return types.CallToolResult(content=[unknown], is_error=True)
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=dumps(text_data)), *rest], structured_content=data
+            content=[types.TextContent(type="text", text=dumps(text_data) + tail), *rest], structured_content=data
         )
 
     return Server("billing-bare", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)

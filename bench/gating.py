@@ -46,7 +46,7 @@ from bench.core import Row, Samples, Settings, ainterleave, at_least, seconds
 TARGET_VS_TRANSITIONS = 50.0
 HANDLES = 32  # in-process variants
 STORE_HANDLES = 8  # SQLite / Redis: a sweep is 2 calls per handle, and a SQLite call takes milliseconds
-SUBMIT, REJECT = "invoice.submit", "invoice.reject"  # draft -> review -> draft: every call moves
+SUBMIT, REJECT = "invoice_submit", "invoice_reject"  # wire names (portable, the default); draft -> review -> draft
 OK = types.CallToolResult(content=[types.TextContent(type="text", text="done")])
 
 

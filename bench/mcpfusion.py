@@ -209,7 +209,7 @@ class Generated:
             logging.getLogger(name).setLevel(logging.WARNING)
         server = self.package.create_server()
         self.entry = server.get_request_handler("tools/call")
-        raw = {"name": "invoice.get", "arguments": {"id": "I1"}}
+        raw = {"name": "invoice_get", "arguments": {"id": "I1"}}  # portable wire names, as MCP Fusion's side
         self.params = self.entry.params_type.model_validate(raw, by_name=False)
         from mcp.server import ServerRequestContext
 

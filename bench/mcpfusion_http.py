@@ -55,6 +55,7 @@ NM = Path(os.environ.get("FUSION_NM", "/tmp/fusion-nm"))
 PROTOCOL = "2025-11-25"
 LEAKS = (b"123-45-6789", b"ada@example.org", b"4111-1111-1111-7", b"secret", b'"internal"')
 START_TIMEOUT = 30.0
+PRESENTATION = ("amount_cents is in CENTS", "remind", "| Invoice | I1 |")  # the rule, the suggestion, the table
 
 
 # --- building both servers --------------------------------------------------------------------------------
@@ -231,7 +232,7 @@ class Connection:
                 await self.writer.wait_closed()
 
 
-CALL = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"invoice.get","arguments":{"id":"I1"}}}'
+CALL = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"invoice_get","arguments":{"id":"I1"}}}'
 
 
 def call_body(i: int) -> bytes:
@@ -273,14 +274,16 @@ async def open_session(port: int) -> Connection:
 
 
 def check_first_result(name: str, response: Response) -> tuple[int, str]:
-    """The first tools/call: 200, redacted, no hidden value, four content blocks. (size, content type)"""
+    """The first tools/call: 200, redacted, no hidden value, the whole presentation (MCP Fusion in 4 blocks;
+    fusiongen's first block carries data + rules + suggestions, the table follows). (size, content type)"""
     payload = json_rpc_payload(response)
     result = json.loads(payload).get("result", {})
     leaks = [s.decode() for s in LEAKS if s in payload]
     if response.status != 200 or leaks or b"[REDACTED]" not in payload or result.get("isError"):
         raise RuntimeError(f"{name}: bad result: {response.status} leaks={leaks} {payload[:300]!r}")
-    if len(result.get("content", [])) != 4:
-        raise RuntimeError(f"{name}: expected 4 content blocks: {payload[:300]!r}")
+    whole = "\n".join(str(block.get("text", "")) for block in result.get("content", []))
+    if not all(part in whole for part in PRESENTATION):
+        raise RuntimeError(f"{name}: expected data, rule, suggestion and table: {payload[:300]!r}")
     return len(payload), response.headers.get("content-type", "").split(";")[0]
 
 

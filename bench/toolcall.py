@@ -68,7 +68,7 @@ def _visible(result: types.CallToolResult, who: str) -> Any:
     text = result.content[0]
     assert isinstance(text, types.TextContent), f"{who}: first content block is not text"
     data = _data_of(result.structured_content)
-    assert json.loads(text.text) == data, f"{who}: text and structured content differ"
+    assert json.JSONDecoder().raw_decode(text.text)[0] == data, f"{who}: text and structured content differ"
     return data
 
 
@@ -111,7 +111,7 @@ def _client_batch(client: Client) -> Batch:
     async def batch(n: int) -> float:
         start = time.process_time()
         for _ in range(n):
-            await client.call_tool(baselines.TOOL, baselines.ARGUMENTS)
+            await client.call_tool(baselines.WIRE, baselines.ARGUMENTS)
         return (time.process_time() - start) / n
 
     return batch
@@ -203,7 +203,7 @@ def _breakdown(core: Any, presented: Any | None, rounds: int) -> Row:
 async def _run(settings: Settings) -> list[Row]:
     core = baselines.load_core()
     presented, where = baselines.load_presented(settings.golden)
-    raw = {"name": baselines.TOOL, "arguments": baselines.ARGUMENTS}
+    raw = {"name": baselines.WIRE, "arguments": baselines.ARGUMENTS}
     ctx = _context(raw)
 
     async def call(server: Any) -> types.CallToolResult:
@@ -276,7 +276,7 @@ async def _run(settings: Settings) -> list[Row]:
         for name, server in servers.items():
             client = await stack.enter_async_context(Client(server, mode="legacy", cache=None))
             listed[name] = (await client.list_tools()).tools
-            same(name, await client.call_tool(baselines.TOOL, baselines.ARGUMENTS), "via Client")
+            same(name, await client.call_tool(baselines.WIRE, baselines.ARGUMENTS), "via Client")
             client_batches[name] = _client_batch(client)
         rows += _rows(
             "client",
@@ -298,8 +298,8 @@ def _schema_validation(
     checks: dict[str, Callable[[], float]] = {}
     pairs = (("generated", "generated"), ("mcpserver", "generated"), ("presented", "presented"))
     for name, reference in pairs:
-        schema = next(t.output_schema for t in listed[name] if t.name == baselines.TOOL)
-        assert schema is not None, f"{name}: {baselines.TOOL} has no outputSchema"
+        schema = next(t.output_schema for t in listed[name] if t.name == baselines.WIRE)
+        assert schema is not None, f"{name}: {baselines.WIRE} has no outputSchema"
         data = references[reference].structured_content
         assert data is not None
         if name == "mcpserver":  # MCPServer's schema describes the data alone, without the envelope

@@ -23,7 +23,7 @@ const registry = await buildRegistry();
 
 if (mode === 'sse') {
     await startServer({ name: 'perfbill', version: '0.1.0', registry, transport: 'http', port, telemetry: false,
-        rateLimitPerMinute: 1_000_000_000, attach: { actionSeparator: '.' } });
+        rateLimitPerMinute: 1_000_000_000 });
 } else if (mode === 'json') {
     const sessions = new Map<string, NodeStreamableHTTPServerTransport>();
     const http = createServer(async (req, res) => {
@@ -35,7 +35,7 @@ if (mode === 'sse') {
             if (req.method !== 'POST' || id !== undefined) { res.writeHead(400).end('Missing or invalid session'); return; }
             // A new session: one SDK Server per session, as the TS SDK's stateful examples and startServer do.
             const server = new Server({ name: 'perfbill', version: '0.1.0' }, { capabilities: { tools: {} } });
-            await registry.attachToServer(server, { actionSeparator: '.' });
+            await registry.attachToServer(server);
             const transport = new NodeStreamableHTTPServerTransport({
                 sessionIdGenerator: () => randomUUID(),
                 enableJsonResponse: true,
