@@ -481,7 +481,7 @@ def test_unhiding_a_field_the_presenter_shows_widens_exposure(tmp_path: Path) ->
     new = old.replace('hidden = ["ssn"]\n', "")
     changes = diff_specs(_spec(tmp_path, "old", old), _spec(tmp_path, "new", new))
     # every read through the Order presenter: both tools and the resource
-    subjects = ["resource order", "tool order.audit", "tool order.get"]
+    subjects = ["resource order", "tool order_audit", "tool order_get"]  # tools by their wire names
     assert [(c.impact, c.kind, c.subject) for c in changes] == [
         (Impact.WIDENED, "hidden-unhidden", s) for s in subjects
     ]

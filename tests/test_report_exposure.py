@@ -16,7 +16,8 @@ BILLING = SPECS / "billing.toml"
 
 
 def _tool(report: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(t for t in report["tools"] if t["name"] == name)
+    """A tool by its wire name or its spec name (the report lists both)."""
+    return next(t for t in report["tools"] if name in (t["name"], t.get("spec_name")))
 
 
 def test_billing_report_says_what_reaches_the_model() -> None:
@@ -37,7 +38,7 @@ def test_billing_report_says_what_reaches_the_model() -> None:
     assert hidden["internal_notes"] == "hidden in model Invoice"
     assert hidden["created_at"] == "not in presenter Invoice's fields"
     assert invoice["user_only"] == [{"path": "customer.email", "block": "Invoice", "user_blocks": "omit"}]
-    assert {s["tool"] for s in invoice["suggestions"]} == {"billing.remind", "invoice.update"}
+    assert {s["tool"] for s in invoice["suggestions"]} == {"billing_remind", "invoice_update"}  # wire names
     assert invoice["states"] == [{"workflow": "", "states": "any (not bound)", "fires": ""}]
 
 
@@ -55,9 +56,9 @@ def test_collection_and_bound_tools() -> None:
     assert discharge["states"] == [{"workflow": "invoice", "states": "approved", "fires": "DISCHARGE"}]
     assert discharge["model_sees"] == []
     workflow = report["workflows"][0]
-    assert workflow["generated_tools"] == ["invoice.start", "invoice.status", "invoice.resolve"]
+    assert workflow["generated_tools"] == ["invoice_start", "invoice_status", "invoice_resolve"]
     review = next(s for s in workflow["states"] if s["state"] == "review")
-    assert review["bound_tools"] == "invoice.approve, invoice.reject"
+    assert review["bound_tools"] == "invoice_approve, invoice_reject"
 
 
 def test_formats_are_deterministic_and_the_markdown_is_exposure_md(tmp_path: Path) -> None:
