@@ -109,12 +109,45 @@ def bench_mcpfusion(settings: Settings) -> list[Row]:
 # --- stdio end to end ------------------------------------------------------------------------------------
 
 
+# The harness was written when fusiongen served spec names and one content block per part; its stdio client
+# calls `invoice.get` (MCP Fusion's side sets `actionSeparator: '.'`) and expects four text blocks. A copy of it is
+# adapted, each edit checked so that a changed harness fails loudly instead of measuring something else:
+ADAPTATIONS: tuple[tuple[str, str, str], ...] = (
+    # both servers serve `invoice.get`: the generated one with dotted names, as the spec writes them
+    ("invoice_perf.toml", "[server]\n", '[server]\ntool_names = "dotted"\n'),
+    # the same parts, whatever the blocks: fusiongen leads with one block of data, rules and suggestions (what
+    # clients that read only the first block need), then the table; MCP Fusion sends four blocks
+    (
+        "stdio_bench.py",
+        "len(texts) != 4:",
+        "not all(part in ''.join(texts) for part in PARTS):",
+    ),
+    (
+        "stdio_bench.py",
+        "\ndef call_line(",
+        "\nPARTS = ('Divide by 100', 'billing.remind', 'Amount', '\"I1\"')\n\n\ndef call_line(",
+    ),
+)
+
+
+def adapted_harness(work: Path) -> Path:
+    """A copy of the harness in `work`, with ADAPTATIONS applied (the shared folder is never written)."""
+    copy = work / "harness"
+    shutil.copytree(HARNESS, copy, ignore=shutil.ignore_patterns("node_modules", "dist", "__pycache__"))
+    for name, old, new in ADAPTATIONS:
+        text = (copy / name).read_text()
+        if text.count(old) != 1:
+            raise RuntimeError(f"the harness changed: {name} no longer holds {old!r} once; review ADAPTATIONS")
+        (copy / name).write_text(text.replace(old, new))
+    return copy
+
+
 def stdio_rounds(settings: Settings, work: Path) -> list[dict[str, Any]]:
     rounds, calls, warmup = (2, 500, 300) if settings.quick else (5, 5000, 2000)
     figures = work / "stdio.json"
     command = [
         sys.executable,
-        str(HARNESS / "stdio_bench.py"),
+        str(adapted_harness(work) / "stdio_bench.py"),
         f"--rounds={rounds}",
         f"--calls={calls}",
         f"--warmup={warmup}",

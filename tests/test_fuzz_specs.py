@@ -253,17 +253,23 @@ def test_valid_specs_generate_a_server_that_imports_and_lists_its_tools(workdir:
     publish(generation, out)
     with build.imported(out, ir.package) as package:
         server = package.create_server(stub_handlers(ir))
-        generated = {f"{w.name}.{suffix}" for w in ir.workflows for suffix in ("start", "status")}
-        # <workflow>.resolve, for a workflow with a transition whose tool refuses to run again in doubt
+        # served under their wire names ([server] tool_names; "snake" unless the spec says "dotted")
+        workflows = {w.name: w for w in ir.workflows}
+        generated = {name for w in ir.workflows for name in (w.start_tool, w.status_tool)}
+        # <workflow>_resolve, for a workflow with a transition whose tool refuses to run again in doubt
         generated |= {
-            f"{t.binding.workflow}.resolve"
+            workflows[t.binding.workflow].resolve_tool
             for t in ir.tools
             if t.binding and t.binding.transition and not t.binding.retry_in_doubt
         }
-        everything = {t.name for t in ir.tools} | generated
-        assert sorted(anyio.run(tool_names, server, "2026-07-28")) == sorted(everything)
-        legacy = set(anyio.run(tool_names, server, "legacy"))  # what the workflows' initial states allow
-        assert {t.name for t in ir.tools if t.binding is None} | generated <= legacy <= everything
+        everything = {t.wire for t in ir.tools} | generated
+        modern = anyio.run(tool_names, server, "2026-07-28")
+        assert sorted(modern) == sorted(everything)
+        if ir.tool_names == "snake":
+            assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) for name in modern), modern
+        legacy = set(anyio.run(tool_names, server, "legacy"))  # a fresh session: the stable list (§10.6)
+        # every tool a caller without roles or scopes may see, bound or not, and nothing else
+        assert {t.wire for t in ir.tools if t.requires is None} | generated <= legacy <= everything
     record("generate: imported")
 
 

@@ -58,13 +58,13 @@ async def test_tools_are_listed_with_schemas_and_hints(billing: GeneratedServer,
     async with Client(billing.create_server(), mode=mode, cache=None) as client:
         tools = await tool_schemas(client)
     core = ["invoice_get", "invoice_list", "invoice_create", "invoice_update", "customer_get", "billing_remind"]
-    # In the handshake era the session is in the workflow's initial state ("draft"); 2026-07-28 lists all.
-    bound = (
-        ["invoice_submit"]
-        if mode == "legacy"
-        else ["invoice_submit", "invoice_approve", "invoice_reject", "invoice_discharge"]
-    )
+    # A fresh session holds no workflow state, so both eras list every bound tool (the stable list, §10.6).
+    bound = ["invoice_submit", "invoice_approve", "invoice_reject", "invoice_discharge"]
     assert list(tools) == [*core, *bound, "invoice_start", "invoice_status", "invoice_resolve"]
+    handle = tools["invoice_approve"].input_schema["properties"]["workflow_id"]
+    assert "workflow_id" not in tools["invoice_approve"].input_schema.get("required", [])
+    # the handshake era also takes null for "no handle"; strict converters refuse the keyword in 2026-07-28
+    assert handle.get("nullable") is (True if mode == "legacy" else None)
     assert tools["invoice_get"].annotations.read_only_hint is True
     assert tools["invoice_create"].annotations.destructive_hint is True
     create = tools["invoice_create"].input_schema

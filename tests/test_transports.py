@@ -44,9 +44,10 @@ def http_url(built: Path) -> Iterator[str]:
 async def test_streamable_http(http_url: str, mode: str) -> None:
     async with connect(http_url, mode) as client:
         tools = await client.list_tools()
-        # invoice.resolve in both eras; without --auth no caller has invoices:write, so the handshake era does
-        # not list invoice.update (requires), and 2026-07-28's stable list does (refused on call).
-        assert len(tools.tools) == (9 if mode == "legacy" else 13)
+        # A fresh session holds no workflow state: every bound tool in both eras (the stable list, §10.6). Without
+        # --auth no caller has invoices:write, so the handshake era does not list invoice_update (requires), and
+        # 2026-07-28's list, the same for everyone, does (refused on call).
+        assert len(tools.tools) == (12 if mode == "legacy" else 13)
         assert ("invoice_update" in [t.name for t in tools.tools]) is (mode != "legacy")
         result = await client.call_tool("invoice_list", {"status": "overdue"})
     assert [i["id"] for i in result.structured_content["data"]] == ["inv-1"]
