@@ -492,7 +492,9 @@ def test_deep_arguments_are_answered_quickly(session: Session, name: str, depth:
     for value in (deep_list(depth), deep_object(depth)):
         label = run(session, name, {first_field(name): value}, raw=True)
         assert run(session, "customer_get", {"id": "c-1"}) == "ok", f"not serving after {name} at depth {depth}"
-        assert label in ("VALIDATION", "FORBIDDEN")  # the gate runs first: a bound tool may be refused before
+        # the gate runs first: a bound tool may be refused before (FORBIDDEN, or IN_DOUBT when an earlier call
+        # of the session's own state failed in its handler)
+        assert label in ("VALIDATION", "FORBIDDEN", "IN_DOUBT")
 
 
 @pytest.mark.parametrize(
