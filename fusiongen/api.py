@@ -27,6 +27,7 @@ import libcst
 from fusiongen.codegen.budget import ToolBudget, budget_table, exposition_line, tool_budgets
 from fusiongen.codegen.formatting import tidy_files
 from fusiongen.codegen.result_budget import ResultBudget, Unbounded, result_budgets
+from fusiongen.codegen.runtime_copy import shipped_copies
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
 from fusiongen.ir import EffectIR, ServerIR, ToolIR
 from fusiongen.load.folder import load_path
@@ -302,8 +303,9 @@ def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Ge
         handlers_dir_from_package=relative(loaded.home, out_dir / ir.package),
     )
     tidied = tidy_files(rendered)
+    copied = shipped_copies(tidied, copied)  # without what this server cannot reach
     if syntax_check:
-        parse_check(tidied)  # the runtime copies are real modules, parsed when fusiongen's tests import them
+        parse_check({**tidied, **copied})  # the runtime copies too: what they leave out is this server's
     # Beside README.md, so a change to what the model can see is a readable diff in review (and drift for check).
     exposure_md = {EXPOSURE_FILE: headers(spec_from_out)[1] + as_markdown(exposure(ir), spec_from_out)}
     files = dict(sorted({**tidied, **copied, **exposure_md}.items()))

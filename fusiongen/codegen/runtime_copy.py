@@ -14,15 +14,21 @@ import functools
 from fusiongen import __version__
 from fusiongen.names import RUNTIME_MODULES, runtime_exports, runtime_source
 
-__all__ = ["RUNTIME_MODULES", "declared_dependencies", "exports", "import_order", "runtime_file", "runtime_source"]
+__all__ = [
+    "RUNTIME_MODULES",
+    "declared_dependencies",
+    "exports",
+    "import_order",
+    "provenance",
+    "runtime_file",
+    "runtime_source",
+    "shipped_copies",
+]
 
 
 def runtime_file(module: str, header: str) -> str:
     """The generated copy of a runtime module: header, provenance line, then the module unchanged."""
-    provenance = (
-        f"# fusiongen runtime {__version__}: copied from fusiongen/runtime/{module}.py; independent of the spec\n"
-    )
-    return header + provenance + runtime_source(module)
+    return header + provenance(module) + runtime_source(module)
 
 
 @functools.cache
@@ -57,3 +63,38 @@ def declared_dependencies() -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]
 def _specifier(requirement: tuple[str, str, str, str]) -> str:
     name, extras, lowest, below = requirement
     return f"{name}{f'[{extras}]' if extras else ''}>={lowest},<{below}"
+
+
+def provenance(module: str, left_out: int = 0) -> str:
+    """The second line of a runtime copy: where it comes from, and how much of it this server leaves out
+    (`codegen.prune`)."""
+    origin = f"# fusiongen runtime {__version__}: copied from fusiongen/runtime/{module}.py"
+    if not left_out:
+        return f"{origin}; independent of the spec\n"
+    return f"{origin} without the {left_out} definition{'s' if left_out > 1 else ''} this server cannot reach\n"
+
+
+def shipped_copies(generated: dict[str, str], copies: dict[str, str]) -> dict[str, str]:
+    """The runtime copies as a server ships them: without what its generated modules cannot reach
+    (`codegen.prune`), then without the imports only that used (ruff's F401, as for rendered modules)."""
+    from fusiongen.codegen.formatting import prune_imports
+    from fusiongen.codegen.prune import trim_runtime
+
+    trimmed = trim_runtime(generated, copies, _roots)
+    shipped = {}
+    for path, copy in trimmed.items():
+        if not copy.left_out:
+            shipped[path] = copy.text
+            continue
+        module = path.rpartition("/")[2].removesuffix(".py")
+        header, _, rest = copy.text.split("\n", 2)
+        shipped[path] = prune_imports(path, f"{header}\n{provenance(module, len(copy.left_out))}{rest}")
+    return shipped
+
+
+def _roots(module: str) -> tuple[str, ...]:
+    """What a runtime module offers beyond the server's own code: `testing`'s public functions and classes,
+    which the user's tests call."""
+    if module != "testing":
+        return ()
+    return tuple(name for name in runtime_exports(module) if not name.startswith("_"))

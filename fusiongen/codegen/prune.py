@@ -1,0 +1,187 @@
+"""Leave out of a server's runtime copies what that server can never run (issue 24: only what it uses ships).
+
+The runtime (fusiongen/runtime/) serves every spec, so a server that has no workflow, no form field or no date
+would carry the code for them. After rendering, this phase computes what the generated modules can reach and
+drops every other top-level definition from the copies; the unused imports that leaves are then removed by the
+pinned ruff (F401), as for rendered modules. What stays is the runtime's text unchanged, statement for statement.
+
+Reachability is by name, which over-approximates and so is safe: a definition is kept when its name appears in
+generated code, in a kept definition's body, or in a runtime module's import-time statements — as a name, an
+attribute (`obj.name`, `module.name`), or a string that could name it (`getattr(x, "name")`, a string
+annotation). A kept class keeps all its methods (the language and the SDK call them implicitly). The roots are
+everything the generator rendered for the spec and the public functions of `testing` (the user's tests call
+them). A runtime module's imports and its `__all__` do not keep anything: they name what the module offers,
+not what runs (`__all__` is rewritten to what remains).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+__all__ = ["Trimmed", "trim_runtime"]
+
+# What a string must look like to be read as naming definitions: an identifier, a dotted path, or an annotation
+# (`"Store | None"`, `"dict[str, Record]"`); prose is not read, so a docstring or a message keeps nothing alive.
+_NAME_LIKE = re.compile(r"[A-Za-z_][\w.\[\],|]*")  # spaces only around "|" and after ",": see _name_like
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+Statement = ast.stmt
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@dataclass(frozen=True)
+class Trimmed:
+    """A runtime copy as shipped: its text, and the names of the definitions left out (in source order)."""
+
+    text: str
+    left_out: tuple[str, ...]
+
+
+def trim_runtime(
+    generated: dict[str, str], copies: dict[str, str], roots_in: Callable[[str], Iterable[str]]
+) -> dict[str, Trimmed]:
+    """Every runtime copy (path → text, the header lines included) without the definitions nothing in
+    `generated` (the rendered modules, path → text) can reach. `roots_in(module)` names a runtime module's
+    definitions that are roots of their own (`testing`'s public functions). Unused imports are still in the
+    texts returned: removing them is ruff's job (`formatting.prune_imports`)."""
+    modules = {path: ast.parse(text) for path, text in copies.items()}
+    bodies: dict[str, list[ast.AST]] = {}  # a definition's name → the nodes it makes reachable
+    always: set[str] = set()
+    for text in (t for p, t in generated.items() if p.endswith(".py")):
+        always |= _mentioned([ast.parse(text)], imports_count=True)
+    for path, tree in modules.items():
+        module = path.rpartition("/")[2].removesuffix(".py")
+        always |= set(roots_in(module))
+        for node in tree.body:
+            names = _defined(node)
+            if names is None:
+                if not _is_all(node):
+                    always |= _mentioned([node], imports_count=False)
+                continue
+            for name in names:
+                bodies.setdefault(name, []).append(node)
+    reached = _closure(always, bodies)
+    return {path: _without(copies[path], tree, reached) for path, tree in modules.items()}
+
+
+def _closure(start: set[str], bodies: dict[str, list[ast.AST]]) -> set[str]:
+    reached, todo = set(start), list(start)
+    while todo:
+        for node in bodies.get(todo.pop(), ()):
+            for name in _mentioned([node], imports_count=False) - reached:
+                reached.add(name)
+                todo.append(name)
+    return reached
+
+
+def _defined(node: Statement) -> tuple[str, ...] | None:
+    """The names a top-level statement defines and nothing else needs run: a function, a class, a plain
+    assignment, a re-export (dunder names excluded). None for any other statement: it runs at import."""
+    if isinstance(node, DEFINITIONS):
+        return None if _dunder(node.name) else (node.name,)
+    if _re_export(node):
+        return tuple(alias.name for alias in node.names)  # type: ignore[attr-defined]
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        targets = [node.target]
+    if targets and all(isinstance(t, ast.Name) and not _dunder(t.id) for t in targets):
+        return tuple(t.id for t in targets if isinstance(t, ast.Name))
+    return None
+
+
+def _re_export(node: Statement) -> bool:
+    """`from ._x import A as A`: the explicit re-export idiom. It is what makes `A` importable from here, so it
+    is kept exactly when `A` is."""
+    return isinstance(node, ast.ImportFrom) and all(alias.asname == alias.name for alias in node.names)
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _is_all(node: Statement) -> bool:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+
+
+def _mentioned(nodes: list[ast.AST], *, imports_count: bool) -> set[str]:
+    names: set[str] = set()
+    docstrings = {id(d) for n in nodes for d in _docstrings(n)}
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.alias) and imports_count:
+                names.add(node.name.rpartition(".")[2])
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                names.update(_IDENTIFIER.findall(node.value) if _name_like(node.value) else ())
+    return names
+
+
+def _name_like(text: str) -> bool:
+    return _NAME_LIKE.fullmatch(re.sub(r"\s*\|\s*", "|", text).replace(", ", ",")) is not None
+
+
+def _docstrings(root: ast.AST) -> list[ast.Constant]:
+    found = []
+    for node in ast.walk(root):
+        if isinstance(node, (ast.Module, *DEFINITIONS)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.append(first.value)
+    return found
+
+
+def _without(text: str, tree: ast.Module, reached: set[str]) -> Trimmed:
+    """`text` without its top-level definitions outside `reached`: each with the comment lines right above it
+    and the blank lines after it, so the spacing between what remains is the source's."""
+    lines = text.splitlines(keepends=True)
+    drop: set[int] = set()  # 0-based line numbers
+    left_out: list[str] = []
+    all_node: Statement | None = None
+    for node in tree.body:
+        if _is_all(node):
+            all_node = node
+        names = _defined(node)
+        if names is None or any(name in reached for name in names):
+            continue
+        left_out += names
+        if _re_export(node):
+            drop.update(range(node.lineno - 1, node.end_lineno or node.lineno))
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))]) - 1
+        while first > 0 and lines[first - 1].startswith("#"):
+            first -= 1
+        last = node.end_lineno or node.lineno  # exclusive, 0-based
+        while last < len(lines) and not lines[last].strip():
+            last += 1
+        drop.update(range(first, last))
+    if not left_out:
+        return Trimmed(text, ())
+    if all_node is not None:
+        lines = _rewritten_all(lines, all_node, set(left_out))
+    kept = "".join(line for number, line in enumerate(lines) if number not in drop)
+    return Trimmed(kept.rstrip("\n") + "\n", tuple(left_out))
+
+
+def _rewritten_all(lines: list[str], node: Statement, left_out: set[str]) -> list[str]:
+    """`__all__` without the names left out: on its first line, the lines it spanned emptied (the line numbers
+    of everything else stay valid)."""
+    value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+    if not isinstance(value, ast.List | ast.Tuple) or not all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+    ):
+        return lines
+    names = [str(e.value) for e in value.elts if isinstance(e, ast.Constant) and e.value not in left_out]
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    rewritten = "__all__ = [" + ", ".join(f'"{n}"' for n in names) + "]\n"
+    if len(rewritten) > 121:
+        rewritten = "__all__ = [\n" + "".join(f'    "{n}",\n' for n in names) + "]\n"
+    return [*lines[:first], rewritten, *([""] * (last - first)), *lines[last + 1 :]]
