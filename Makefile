@@ -27,7 +27,7 @@ demo: venv
 ## servers, Node tooling or other clients. `make test` runs these and everything else.
 CHECK_TESTS := tests/test_cases.py tests/test_architecture.py tests/test_docs.py tests/test_expr.py tests/test_fuzz_server.py \
 	tests/test_generated_quality.py tests/test_golden.py tests/test_json_fields.py tests/test_map_fields.py \
-	tests/test_output_formats.py tests/test_presenter_diagnostics.py tests/test_presenters.py \
+	tests/test_output_formats.py tests/test_presenter_diagnostics.py tests/test_presenters.py tests/test_prune.py \
 	tests/test_generated_size.py tests/test_report_exposure.py tests/test_runtime.py tests/test_runtime_gate.py \
 	tests/test_runtime_source.py tests/test_runtime_surface.py \
 	tests/test_server_semantics.py tests/test_surface.py tests/test_testing_helper.py tests/test_tool_errors.py \

@@ -420,6 +420,9 @@ class RuntimeModule:
     name: str
     when: str  # one of RUNTIME_CONDITIONS
     why: str
+    # Whether the module's public names are entry points of their own: code outside the server (the user's tests)
+    # calls them, so the build keeps them even when nothing generated does (codegen/prune.py).
+    public_entry_points: bool = False
 
 
 RUNTIME_CONDITIONS = ("always", "workflows", "expressions", "grouped", "catalog")
@@ -441,7 +444,9 @@ RUNTIME: tuple[RuntimeModule, ...] = (
     RuntimeModule("state_store", "workflows", "the memory and SQLite state stores, open_store"),
     # Always: the tests `fusiongen init` scaffolds and the generated README's testing section import it; nothing
     # in the server does, so it costs a deployment no import.
-    RuntimeModule("testing", "always", "for the user's tests: call a tool in-process, read the outcome"),
+    RuntimeModule(
+        "testing", "always", "for the user's tests: call a tool in-process, read the outcome", public_entry_points=True
+    ),
 )
 RUNTIME_MODULES = tuple(module.name for module in RUNTIME)
 

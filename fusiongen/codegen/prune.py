@@ -110,6 +110,10 @@ def _is_all(node: Statement) -> bool:
 
 
 def _mentioned(nodes: list[ast.AST], *, imports_count: bool) -> set[str]:
+    """The names `nodes` mention. Deliberately not shared with tests/support/callgraph.py, which walks the
+    shipped package the same way but with the opposite bias: there, a module's imports and its `__all__` count (so
+    it calls less unreachable), and the test asserts it finds nothing left to prune, an independent check
+    on this walk rather than the walk agreeing with itself."""
     names: set[str] = set()
     docstrings = {id(d) for n in nodes for d in _docstrings(n)}
     for root in nodes:
@@ -141,47 +145,47 @@ def _docstrings(root: ast.AST) -> list[ast.Constant]:
 
 def _without(text: str, tree: ast.Module, reached: set[str]) -> Trimmed:
     """`text` without its top-level definitions outside `reached`: each with the comment lines right above it
-    and the blank lines after it, so the spacing between what remains is the source's."""
+    and, when a gap precedes it, the blank lines after it (ruff's formatter then sets the gaps the source's
+    rules want). `__all__`, if it lists what was left out, is written again in place."""
     lines = text.splitlines(keepends=True)
-    drop: set[int] = set()  # 0-based line numbers
+    replaced: dict[int, str] = {}  # 0-based line number → its new text ("" drops the line)
     left_out: list[str] = []
-    all_node: Statement | None = None
     for node in tree.body:
-        if _is_all(node):
-            all_node = node
         names = _defined(node)
         if names is None or any(name in reached for name in names):
             continue
         left_out += names
-        if _re_export(node):
-            drop.update(range(node.lineno - 1, node.end_lineno or node.lineno))
-            continue
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))]) - 1
-        while first > 0 and lines[first - 1].startswith("#"):
-            first -= 1
+        first = node.lineno - 1
         last = node.end_lineno or node.lineno  # exclusive, 0-based
-        while last < len(lines) and not lines[last].strip():
-            last += 1
-        drop.update(range(first, last))
+        if not _re_export(node):  # a definition takes its decorators, its comment block and the gap after it
+            first = min([first, *(d.lineno - 1 for d in getattr(node, "decorator_list", []))])
+            while first > 0 and lines[first - 1].startswith("#"):
+                first -= 1
+            # The gap after it goes too, unless nothing separates it from what precedes it (`A = 1` right
+            # above): then that gap is what keeps `A` apart from what follows.
+            while (first == 0 or not lines[first - 1].strip()) and last < len(lines) and not lines[last].strip():
+                last += 1
+        replaced |= dict.fromkeys(range(first, last), "")
     if not left_out:
         return Trimmed(text, ())
-    if all_node is not None:
-        lines = _rewritten_all(lines, all_node, set(left_out))
-    kept = "".join(line for number, line in enumerate(lines) if number not in drop)
+    for node in tree.body:
+        if _is_all(node):
+            replaced |= _rewritten_all(node, set(left_out))
+    kept = "".join(replaced.get(number, line) for number, line in enumerate(lines))
     return Trimmed(kept.rstrip("\n") + "\n", tuple(left_out))
 
 
-def _rewritten_all(lines: list[str], node: Statement, left_out: set[str]) -> list[str]:
-    """`__all__` without the names left out: on its first line, the lines it spanned emptied (the line numbers
-    of everything else stay valid)."""
+def _rewritten_all(node: Statement, left_out: set[str]) -> dict[int, str]:
+    """The lines of a literal `__all__` replaced by one without the names left out (one line when it fits in
+    the runtime's 120 columns, else one name per line, as ruff formats it); a computed `__all__` is left alone."""
     value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
     if not isinstance(value, ast.List | ast.Tuple) or not all(
         isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
     ):
-        return lines
+        return {}
     names = [str(e.value) for e in value.elts if isinstance(e, ast.Constant) and e.value not in left_out]
-    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    first, last = node.lineno - 1, node.end_lineno or node.lineno
     rewritten = "__all__ = [" + ", ".join(f'"{n}"' for n in names) + "]\n"
     if len(rewritten) > 121:
         rewritten = "__all__ = [\n" + "".join(f'    "{n}",\n' for n in names) + "]\n"
-    return [*lines[:first], rewritten, *([""] * (last - first)), *lines[last + 1 :]]
+    return {first: rewritten, **dict.fromkeys(range(first + 1, last), "")}

@@ -57,7 +57,7 @@ RUNTIME_CONDITIONS: dict[str, Needed] = {
     "grouped": lambda view: view.groups_literal is not None,
     "catalog": lambda view: bool(view.surface.resources or view.surface.prompts),
 }
-# (runtime module, which specs need it): copied from fusiongen/runtime/ byte for byte.
+# (runtime module, which specs need it): copied from fusiongen/runtime/, then trimmed (runtime_copy.shipped_copies).
 RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = tuple((m.name, RUNTIME_CONDITIONS[m.when]) for m in RUNTIME)
 # Beside the package: what makes OUT an installable project.
 PROJECT_TEMPLATES = (("pyproject.toml.j2", "pyproject.toml"), ("README.md.j2", "README.md"))

@@ -1,18 +1,23 @@
-"""The static half of a generated server: `fusiongen/runtime/*.py`, copied into it byte for byte.
+"""The static half of a generated server: `fusiongen/runtime/*.py`, copied into it statement for statement.
 
 Those modules are real Python (linted, type-checked and unit-tested as source), so they are never
 rendered or reformatted: a server's copy is the ownership header, one line naming where the copy
-comes from, and the module's exact text. What a generated module may import from them is read from
-their source too, so a helper added to the runtime is importable without anyone listing it.
+comes from, and the module's text, without the top-level definitions that server cannot reach
+(`codegen.prune`; the provenance line counts them). Every statement kept is the source's text unchanged.
+What a generated module may import from them is read from their source too, so a helper added to the
+runtime is importable without anyone listing it.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+from concurrent.futures import ThreadPoolExecutor
 
 from fusiongen import __version__
-from fusiongen.names import RUNTIME_MODULES, runtime_exports, runtime_source
+from fusiongen.codegen.formatting import format_source, prune_imports
+from fusiongen.codegen.prune import Trimmed, trim_runtime
+from fusiongen.names import RUNTIME, RUNTIME_MODULES, runtime_exports, runtime_source
 
 __all__ = [
     "RUNTIME_MODULES",
@@ -76,25 +81,26 @@ def provenance(module: str, left_out: int = 0) -> str:
 
 def shipped_copies(generated: dict[str, str], copies: dict[str, str]) -> dict[str, str]:
     """The runtime copies as a server ships them: without what its generated modules cannot reach
-    (`codegen.prune`), then without the imports only that used (ruff's F401, as for rendered modules)."""
-    from fusiongen.codegen.formatting import prune_imports
-    from fusiongen.codegen.prune import trim_runtime
+    (`codegen.prune`), then without the imports only that used (ruff's F401, as for rendered modules), and
+    formatted (only blank lines can change)."""
 
-    trimmed = trim_runtime(generated, copies, _roots)
-    shipped = {}
-    for path, copy in trimmed.items():
+    def shipped(path: str, copy: Trimmed) -> str:
         if not copy.left_out:
-            shipped[path] = copy.text
-            continue
+            return copy.text
         module = path.rpartition("/")[2].removesuffix(".py")
         header, _, rest = copy.text.split("\n", 2)
-        shipped[path] = prune_imports(path, f"{header}\n{provenance(module, len(copy.left_out))}{rest}")
-    return shipped
+        # ruff then removes the imports only the left-out code used, and sets the blank lines where a gap went
+        # with what was left out (the source is formatted with the same settings: no kept statement changes).
+        return format_source(path, prune_imports(path, f"{header}\n{provenance(module, len(copy.left_out))}{rest}"))
+
+    trimmed = trim_runtime(generated, copies, _roots)
+    with ThreadPoolExecutor(max_workers=4) as pool:  # each copy left short is three short-lived ruff processes
+        return dict(zip(trimmed, pool.map(shipped, trimmed, trimmed.values()), strict=True))
 
 
 def _roots(module: str) -> tuple[str, ...]:
-    """What a runtime module offers beyond the server's own code: `testing`'s public functions and classes,
-    which the user's tests call."""
-    if module != "testing":
+    """What a runtime module offers beyond the server's own code: the public names of a module the registry
+    marks as an entry point (`testing`, which the user's tests call)."""
+    if not any(entry.name == module and entry.public_entry_points for entry in RUNTIME):
         return ()
-    return tuple(name for name in runtime_exports(module) if not name.startswith("_"))
+    return tuple(sorted(name for name in runtime_exports(module) if not name.startswith("_")))

@@ -64,6 +64,18 @@ def read_package(directory: Path) -> Package:
     return package
 
 
+def entry_points(package: Package) -> set[tuple[str, str]]:
+    """What runs a generated server: `__main__.main` (the command line), `server.create_server` (hosts and tests)
+    and the public functions of `testing` (the user's tests); every module's import-time code runs as well."""
+    roots = {("__main__", "main"), ("server", "create_server")}
+    return roots | {key for key in package.definitions if key[0] == "testing" and not key[1].startswith("_")}
+
+
+def nameable(package: Package, roots: set[tuple[str, str]]) -> set[str]:
+    """Every name that code which can run (a reached body, a module's import-time code) mentions."""
+    return set().union(*(package.mentions[key] for key in reached(package, roots)), *package.module_code.values())
+
+
 def unreachable(package: Package, roots: set[tuple[str, str]], modules: set[str]) -> dict[tuple[str, str], int]:
     """The definitions in `modules` that nothing reached from `roots` (and from every module's import-time code)
     mentions, with their line counts."""
