@@ -31,7 +31,7 @@ from fusiongen.codegen.runtime_copy import shipped_copies
 from fusiongen.diagnostics import Diagnostic, Position, Severity, SpecError, display_path
 from fusiongen.ir import EffectIR, ServerIR, ToolIR
 from fusiongen.load.folder import load_path
-from fusiongen.load.loader import LoadedSpec, load_spec
+from fusiongen.load.loader import LoadedSpec
 from fusiongen.load.revision import git_show, spec_at_revision
 from fusiongen.load.spec import json_schema
 from fusiongen.lower.constraints import pattern_problem
@@ -296,7 +296,7 @@ def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Ge
 
     loaded, ir, warnings = validate(spec_path)
     # The header names the spec as seen from the output folder; a folder spec with a trailing "/".
-    spec_from_out = relative(spec_path, out_dir) + ("/" if loaded.parts else "")
+    spec_from_out = relative(spec_path, out_dir) + ("/" if loaded.folder else "")
     rendered, copied = render(
         ir,
         spec_from_out=spec_from_out,
@@ -543,7 +543,7 @@ def _validated_import(spec_path: Path, text: str, found: list[Diagnostic]) -> tu
     candidate = spec_path.with_name(f".{spec_path.name}.import-{os.getpid()}")
     write_user_file(candidate, text)
     try:
-        ir, spec_warnings = lower(load_spec(candidate, display_path(spec_path)))
+        ir, spec_warnings = lower(load_path(candidate, display_path(spec_path)))
     except SpecError as exc:
         candidate.unlink()
         raise SpecError([*found, *exc.diagnostics]) from None

@@ -68,6 +68,8 @@ UNTRIGGERABLE: dict[str, str] = {
     "FG002": "the spec file cannot be read: about the file, not its contents",
     "FG105": "folder specs only (a case is one spec file): tests/test_folder_specs.py pins it",
     "FG106": "folder specs only (a case is one spec file): tests/test_folder_specs.py pins it",
+    "FG108": "mounts read a second spec (a case is one spec file): tests/test_mounts.py pins it",
+    "FG109": "mounts read a second spec (a case is one spec file): tests/test_mounts.py pins it",
 }
 
 # Runs in a fresh interpreter (-I: no PYTHONPATH, no working directory on sys.path; -B: no __pycache__):

@@ -1,4 +1,4 @@
-"""Load a spec file: TOML text → `Spec` plus a map of source positions.
+"""Load a spec file: TOML text → `Spec` plus a map of source positions (`folder.load_path` is the entry).
 
 tomli decides what the document means; `toml_positions` only tells where things are written, so a
 diagnostic can point at `file:line:col`. Pydantic's errors are translated into diagnostics here, so
@@ -30,12 +30,14 @@ Loc = tuple[str | int, ...]
 
 @dataclass(frozen=True)
 class SpecPart:
-    """One file of a folder spec (docs/spec.md §3.1): where it is, its text, and where its keys are written."""
+    """One file of a folder spec (docs/spec.md §3.1) or of a mounted spec (§3.2): where it is, its text, and
+    where its keys are written (for a mounted file, under the names it is served by)."""
 
     path: Path
     display_path: str
     source_map: SourceMap
     source: str
+    mount: str = ""  # the prefix it is mounted under; "" for the spec's own files
 
 
 @dataclass(frozen=True)
@@ -55,21 +57,23 @@ class LoadedSpec:
     # them are not reported as unknown too.
     problems: tuple[Diagnostic, ...] = ()
     withdrawn: frozenset[tuple[str, str]] = frozenset()
-    # A folder spec: its files, and which file defines each entity (`("tools", "a.b")`) or top-level table
-    # (`("server",)`). Empty for a one-file spec, whose positions are all in `source_map` and `display_path`
-    # (for a folder those are the file holding [server]).
+    # A folder spec or a spec with mounts: its files (the spec's own first, then the mounted ones), and which
+    # file defines each entity (`("tools", "a.b")`) or top-level table (`("server",)`). Empty for a one-file
+    # spec, whose positions are all in `source_map` and `display_path` (for a folder those are the file
+    # holding [server]).
     parts: tuple[SpecPart, ...] = ()
     owners: Mapping[Loc, int] = field(default_factory=dict)
+    folder: bool = False  # `path` is a folder spec (§3.1)
 
     @property
     def home(self) -> Path:
         """The folder the spec's relative names are read from: the handler module is looked up there."""
-        return self.path if self.parts else self.path.parent
+        return self.path if self.folder else self.path.parent
 
     @property
     def home_display(self) -> str:
         """`home` as diagnostics show it."""
-        if not self.parts:
+        if not self.folder:
             return Path(self.display_path).parent.as_posix()
         part = self.parts[0]
         return part.display_path[: -len(part.path.relative_to(self.path).as_posix()) - 1]
@@ -133,13 +137,6 @@ def owner_of(owners: Mapping[Loc, int], loc: Loc) -> int:
 def _key_position(source_map: SourceMap, loc: Loc) -> Position:
     span, _ = source_map.nearest(loc)
     return Position(span.line, span.col)
-
-
-def load_spec(path: Path, display_path: str | None = None) -> LoadedSpec:
-    """Read and parse a spec file; raise `SpecError` with every shape mistake found. (`folder.load_path` also
-    takes a folder spec.)"""
-    shown = display_path or path.as_posix()
-    return parse_spec(read_source(path, shown), path, shown)
 
 
 def read_source(path: Path, shown: str) -> str:
@@ -241,8 +238,12 @@ def validate_document(document: dict[str, Any], locate: Locate) -> tuple[Spec, l
     return spec, problems, withdrawn
 
 
-def parse_spec(source: str, path: Path, display_path: str) -> LoadedSpec:
-    document, source_map = parse_document(source, display_path)
+def spec_from_document(
+    document: dict[str, Any], source_map: SourceMap, source: str, path: Path, display_path: str
+) -> LoadedSpec:
+    """The spec one file holds by itself (a file with `mounts` is assembled by `folder.load_path`)."""
+    if "mounts" in document:
+        raise RuntimeError("a spec with mounts is assembled from its parts")  # our bug, not the user's
     spec, problems, withdrawn = validate_document(document, lambda _: (display_path, source_map))
     machines = {
         w.machine: read_machine(

@@ -3,11 +3,13 @@
 The spec and the XState files its workflows name are read with `git show REV:./<path>` from the spec's
 own folder, so the revision's machines are used, not today's. They are written under `into` with the
 same relative names, and the loader then reads that copy like any spec (with its folder rules: a machine
-outside the spec's folder is refused there too).
+outside the spec's folder is refused there too). The specs it mounts (docs/spec.md §3.2) are copied with it,
+as they were at the revision.
 """
 
 from __future__ import annotations
 
+import posixpath
 import subprocess
 import tomllib
 from pathlib import Path, PurePosixPath
@@ -50,13 +52,14 @@ def spec_at_revision(spec: Path, revision: str, into: Path) -> Path:
     return into / spec.name
 
 
-def _tomls_at(folder: Path, revision: str) -> list[str]:
-    """The `*.toml` files under `folder` at `revision`, relative to it; FG002 if git cannot list them."""
+def _tomls_at(folder: Path, revision: str, under: str = ".") -> list[str]:
+    """The `*.toml` files under `folder` (or its subfolder `under`) at `revision`, relative to `folder`; FG002
+    if git cannot list them."""
     if revision.startswith("-"):
         raise SpecError([Diagnostic("FG002", f'"{revision}" is not a git revision', folder.as_posix())])
     try:
         done = subprocess.run(
-            ["git", "-C", str(folder), "ls-tree", "-r", "--name-only", revision, "--", "."],
+            ["git", "-C", str(folder), "ls-tree", "-r", "--name-only", revision, "--", under],
             capture_output=True,
             check=False,
             timeout=60,
@@ -75,13 +78,24 @@ def _tomls_at(folder: Path, revision: str) -> list[str]:
     )
 
 
-def _copy_file(folder: Path, revision: str, name: str, into: Path) -> None:
-    """`name` (relative to `folder`) at `revision` into `into`, with the machine files it names."""
+def _copy_file(folder: Path, revision: str, name: str, into: Path, *, mounts: bool = True) -> None:
+    """`name` (relative to `folder`) at `revision` into `into`, with the machine files it names and (unless
+    `mounts` is false: a mounted spec's own mounts are refused, not followed) the specs it mounts."""
     text = git_show(folder, revision, name)
     copy = into / name
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_bytes(text)
     beside = PurePosixPath(name).parent
+    for mounted in _mounted(text) if mounts else []:
+        relative = PurePosixPath(posixpath.normpath(beside / mounted))
+        if relative.is_absolute() or ".." in relative.parts or relative == PurePosixPath("."):
+            continue  # the loader refuses it (outside the spec's folder) and says so
+        names = _tomls_at(folder, revision, relative.as_posix())
+        for found in names or [relative.as_posix()]:  # a folder's files, else the file itself
+            try:
+                _copy_file(folder, revision, found, into, mounts=False)
+            except SpecError:
+                continue  # not in that revision: the loader reports the missing spec where it is mounted
     for machine in _machines(text):
         relative = PurePosixPath(machine)
         if relative.is_absolute() or ".." in relative.parts:
@@ -95,13 +109,24 @@ def _copy_file(folder: Path, revision: str, name: str, into: Path) -> None:
             continue  # not in that revision: the loader reports the missing file where the spec names it
 
 
+def _mounted(text: bytes) -> list[str]:
+    """The spec files and folders a spec mounts; none if it does not parse (the loader reports that)."""
+    mounts = _document(text).get("mounts")
+    if not isinstance(mounts, list):
+        return []
+    return sorted({m["spec"] for m in mounts if isinstance(m, dict) and isinstance(m.get("spec"), str)})
+
+
+def _document(text: bytes) -> dict[str, object]:
+    try:
+        return tomllib.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+
+
 def _machines(text: bytes) -> list[str]:
     """The machine files a spec's workflows name; none if it does not parse (the loader reports that)."""
-    try:
-        document = tomllib.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return []
-    workflows = document.get("workflows")
+    workflows = _document(text).get("workflows")
     if not isinstance(workflows, dict):
         return []
     return sorted(

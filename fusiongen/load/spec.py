@@ -345,6 +345,18 @@ class PromptSpec(_Strict):
     )
 
 
+class MountSpec(_Strict):
+    """Another spec served by this one (docs/spec.md §3.2), its tools, resources and prompts renamed."""
+
+    spec: str = Field(
+        description="The spec file or folder to serve, relative to the file naming it, inside its folder."
+    )
+    prefix: str = Field(
+        description='Put before the names of its tools, resources and prompts with a ".": prefix "support" serves '
+        'its tool "ticket.get" as "support.ticket.get".'
+    )
+
+
 class Spec(_Strict):
     """A fusiongen spec: models, presenters, workflows and tools, compiled into an MCP server."""
 
@@ -358,6 +370,10 @@ class Spec(_Strict):
     tools: dict[str, ToolSpec] = Field(default_factory=dict)
     resources: dict[str, ResourceSpec] = Field(default_factory=dict)
     prompts: dict[str, PromptSpec] = Field(default_factory=dict)
+    mounts: list[MountSpec] = Field(
+        default_factory=list,
+        description="Other specs served as part of this server, each under a name prefix (docs/spec.md §3.2).",
+    )
 
 
 def json_schema(*, part: bool = False) -> dict[str, Any]:

@@ -19,6 +19,7 @@ offsets and turned into line/column only when asked for (a binary search over li
 from __future__ import annotations
 
 import bisect
+import copy
 import enum
 import sys
 from dataclasses import dataclass
@@ -202,6 +203,21 @@ class SourceMap:
             if offset is not None:
                 return self._span(offset), path[:n]
         return Span(1, 1), ()
+
+    def with_prefix(self, tables: tuple[str, ...], prefix: str) -> SourceMap:
+        """This map with each entity of `tables` renamed `<prefix>.<name>`, as a mounted spec's entities are
+        (docs/spec.md §3.2): a diagnostic about `("tools", "support.a")` then points where `a` is written."""
+
+        def renamed(path: Path) -> Path:
+            if len(path) >= 2 and path[0] in tables and isinstance(path[1], str):
+                return (path[0], f"{prefix}.{path[1]}", *path[2:])
+            return path
+
+        clone = copy.copy(self)
+        clone._keys = {renamed(path): offset for path, offset in self._keys.items()}
+        clone._values = {renamed(path): offset for path, offset in self._values.items()}
+        clone._strings = {renamed(path): offset for path, offset in self._strings.items()}
+        return clone
 
     def string_char(self, path: Path, index: int) -> Span | None:
         """Where character `index` of the decoded string at `path` comes from.
