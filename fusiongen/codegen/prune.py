@@ -17,6 +17,7 @@ not what runs (`__all__` is rewritten to what remains).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -47,33 +48,55 @@ def trim_runtime(
     `generated` (the rendered modules, path → text) can reach. `roots_in(module)` names a runtime module's
     definitions that are roots of their own (`testing`'s public functions). Unused imports are still in the
     texts returned: removing them is ruff's job (`formatting.prune_imports`)."""
-    modules = {path: ast.parse(text) for path, text in copies.items()}
-    bodies: dict[str, list[ast.AST]] = {}  # a definition's name → the nodes it makes reachable
+    modules = {path: _analysed(text) for path, text in copies.items()}
     always: set[str] = set()
     for text in (t for p, t in generated.items() if p.endswith(".py")):
         always |= _mentioned([ast.parse(text)], imports_count=True)
-    for path, tree in modules.items():
-        module = path.rpartition("/")[2].removesuffix(".py")
-        always |= set(roots_in(module))
-        for node in tree.body:
-            names = _defined(node)
-            if names is None:
-                if not _is_all(node):
-                    always |= _mentioned([node], imports_count=False)
-                continue
-            for name in names:
-                bodies.setdefault(name, []).append(node)
+    bodies: dict[str, set[str]] = {}  # a definition's name → the names its definitions mention
+    for path, module in modules.items():
+        always |= set(roots_in(path.rpartition("/")[2].removesuffix(".py")))
+        always |= module.import_time
+        for name, mentioned in module.bodies.items():
+            bodies.setdefault(name, set()).update(mentioned)
     reached = _closure(always, bodies)
-    return {path: _without(copies[path], tree, reached) for path, tree in modules.items()}
+    return {path: _without(copies[path], module.tree, reached) for path, module in modules.items()}
 
 
-def _closure(start: set[str], bodies: dict[str, list[ast.AST]]) -> set[str]:
+@dataclass(frozen=True)
+class _Analysed:
+    """What a runtime module's text says about reachability, whatever the spec: its tree, the names each of
+    its definitions mentions, and the names its import-time statements mention."""
+
+    tree: ast.Module
+    bodies: dict[str, frozenset[str]]
+    import_time: frozenset[str]
+
+
+@functools.lru_cache(maxsize=64)
+def _analysed(text: str) -> _Analysed:
+    """`text` read once per process: the runtime is the same for every spec, so a second build (a test
+    session's hundreds, or `build` of several specs) pays only for what its own modules mention."""
+    tree = ast.parse(text)
+    bodies: dict[str, frozenset[str]] = {}
+    import_time: set[str] = set()
+    for node in tree.body:
+        names = _defined(node)
+        if names is None:
+            if not _is_all(node):
+                import_time |= _mentioned([node], imports_count=False)
+            continue
+        mentioned = frozenset(_mentioned([node], imports_count=False))
+        for name in names:
+            bodies[name] = bodies.get(name, frozenset()) | mentioned
+    return _Analysed(tree, bodies, frozenset(import_time))
+
+
+def _closure(start: set[str], bodies: dict[str, set[str]]) -> set[str]:
     reached, todo = set(start), list(start)
     while todo:
-        for node in bodies.get(todo.pop(), ()):
-            for name in _mentioned([node], imports_count=False) - reached:
-                reached.add(name)
-                todo.append(name)
+        for name in bodies.get(todo.pop(), set()) - reached:
+            reached.add(name)
+            todo.append(name)
     return reached
 
 
