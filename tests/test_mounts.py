@@ -8,6 +8,7 @@ own tools following the prefix. Every mistake a mount can make is pinned: where 
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -354,3 +355,31 @@ def test_the_schema_has_mounts() -> None:
     assert "mounts" in schema["properties"]
     mount = schema["$defs"]["MountSpec"]
     assert set(mount["required"]) == {"spec", "prefix"}
+
+
+def test_two_mounted_workflows_may_name_their_machine_files_alike(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for folder, workflow, states in (("a", "order", ("draft", "placed")), ("b", "ticket", ("open", "closed"))):
+        (home / folder).mkdir(parents=True)
+        machine = {
+            "id": workflow,
+            "initial": states[0],
+            "states": {states[0]: {"on": {"GO": states[1]}}, states[1]: {"type": "final"}},
+        }
+        (home / folder / "machine.json").write_text(json.dumps(machine), encoding="utf-8")
+        (home / folder / "spec.toml").write_text(
+            f'[workflows.{workflow}]\nmachine = "machine.json"\n\n[tools."{workflow}.go"]\n'
+            f'bind_state = {{ states = ["{states[0]}"], transition = "GO" }}\n',
+            encoding="utf-8",
+        )
+    spec = home / "spec.toml"
+    spec.write_text(
+        '[server]\nname = "two"\n\n[[mounts]]\nspec = "a/spec.toml"\nprefix = "a"\n\n'
+        '[[mounts]]\nspec = "b/spec.toml"\nprefix = "b"\n',
+        encoding="utf-8",
+    )
+    _, ir, _ = validate(spec)
+    assert {w.name: w.states for w in ir.workflows} == {"order": ("draft", "placed"), "ticket": ("open", "closed")}
+    tools = {tool.name: tool.binding for tool in ir.tools}
+    assert tools["a.order.go"] is not None and tools["a.order.go"].workflow == "order"
+    assert tools["b.ticket.go"] is not None and tools["b.ticket.go"].workflow == "ticket"

@@ -137,7 +137,7 @@ def _assembled(pieces: list[Piece], path: Path, shown: str, *, folder: bool) -> 
     for name, workflow in spec.workflows.items():
         if workflow.machine is not None:
             part = parts[owner_of(owners, ("workflows", name))]
-            machines[workflow.machine] = read_machine(
+            machines[name] = read_machine(
                 part.path.parent / workflow.machine,
                 Path(part.display_path).parent.joinpath(workflow.machine).as_posix(),
                 workflow.machine,

@@ -50,7 +50,8 @@ class LoadedSpec:
     source_map: SourceMap
     source: str
     document: dict[str, Any]  # the raw TOML, for positions of short forms
-    machines: Mapping[str, MachineFile] = field(default_factory=dict)  # workflow machine files, as the spec names them
+    # Each workflow's machine file, by workflow name (two files of a folder or a mount may name one path alike).
+    machines: Mapping[str, MachineFile] = field(default_factory=dict)
     # Shape mistakes already found. The spec above then lacks what they were in (an unknown key, or the
     # whole model/presenter/tool/workflow holding a bad value), so lowering can still report the rest
     # of the spec's mistakes in the same run; `withdrawn` names those entities, so that references to
@@ -246,10 +247,10 @@ def spec_from_document(
         raise RuntimeError("a spec with mounts is assembled from its parts")  # our bug, not the user's
     spec, problems, withdrawn = validate_document(document, lambda _: (display_path, source_map))
     machines = {
-        w.machine: read_machine(
+        name: read_machine(
             path.parent / w.machine, Path(display_path).parent.joinpath(w.machine).as_posix(), w.machine, path.parent
         )
-        for w in spec.workflows.values()
+        for name, w in spec.workflows.items()
         if w.machine is not None
     }
     return LoadedSpec(

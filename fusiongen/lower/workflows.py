@@ -101,7 +101,7 @@ class WorkflowLowering:
                     "FG173", f'workflow "{name}" has both "machine" and inline initial/states', (*loc, "machine")
                 )
                 return None
-            loaded = self.load_machine(workflow.machine, (*loc, "machine"))
+            loaded = self.load_machine(name, workflow.machine, (*loc, "machine"))
             if loaded is None:
                 return None
             source, initial, states = loaded
@@ -246,8 +246,10 @@ class WorkflowLowering:
             return None
         return target
 
-    def load_machine(self, machine: str, loc: Loc) -> tuple[_Source, str | None, dict[str, StateSpec]] | None:
-        read = self.ctx.loaded.machines[machine]
+    def load_machine(
+        self, workflow: str, machine: str, loc: Loc
+    ) -> tuple[_Source, str | None, dict[str, StateSpec]] | None:
+        read = self.ctx.loaded.machines[workflow]
         if read.text is None or read.problem is not None:
             if read.problem_at is not None:
                 self.ctx.diagnostics.append(Diagnostic("FG173", read.problem or "", read.file, read.problem_at))
