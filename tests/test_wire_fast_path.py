@@ -261,6 +261,44 @@ def test_elsewhere_the_public_api_serves_and_says_why(
     assert server.middleware == []
 
 
+def test_session_fairness_extends_the_sdk_only_inside_the_fence(
+    billing: GeneratedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--max-sessions-per-client` subclasses the SDK's session manager (tests/test_reliability_sessions.py floods
+    it over real HTTP): on the SDK it was tested on it does; on another release, without a hook it overrides, or
+    when the fenced module cannot be imported, the manager stays the SDK's and the reason is returned (the
+    start-up prints it)."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    serving = billing.module("_serving")
+    installed = importlib.metadata.version
+
+    def served() -> Any:
+        server = billing.create_server()
+        server.streamable_http_app()  # makes the session manager, as serving over HTTP does
+        return server
+
+    fair = served()
+    assert serving.session_fairness_problem(fair, 4) is None
+    assert type(fair._session_manager).__name__ == "FairSessions" and fair._session_manager.per_client == 4
+
+    assert serving.session_fairness_problem(billing.create_server(), 4).startswith(
+        "the server holds no streamable HTTP session manager"
+    )
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "2.3.9" if name == "mcp" else installed(name))
+    untested = served()
+    assert serving.session_fairness_problem(untested, 4) == "mcp 2.3.9 is not a version it was tested on (2.3.0)"
+    assert type(untested._session_manager) is StreamableHTTPSessionManager
+    monkeypatch.undo()
+
+    monkeypatch.delattr(StreamableHTTPSessionManager, "_admit_session")
+    assert serving.session_fairness_problem(served(), 4) == "the SDK's session manager has no _admit_session"
+    monkeypatch.undo()
+
+    monkeypatch.setitem(sys.modules, f"{billing.package_name}._fast_path", None)
+    assert serving.session_fairness_problem(served(), 4).startswith("the SDK lacks what it relies on")
+
+
 # --- the stdio session's tool-call lane (_fast_path.py) ---------------------------------------------------------
 
 

@@ -19,9 +19,7 @@ import re
 import signal
 import stat
 import sys
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -871,7 +869,13 @@ def http_app(
         auth=settings,
         token_verifier=verifier,
     )
-    fair_sessions(server._session_manager, arguments.max_sessions_per_client)  # the manager the app just made
+    unfair = session_fairness_problem(server, arguments.max_sessions_per_client)  # the manager the app just made
+    if unfair is not None:
+        print(
+            f"{name}: --max-sessions-per-client is not enforced, and at --max-sessions the SDK refuses new sessions "
+            f"instead of closing the heaviest client's: {unfair}",
+            file=sys.stderr,
+        )
     if settings is not None and settings.resource_server_url is not None:
         replace_metadata_routes(app, name, settings.resource_server_url, servers, scopes, arguments.auth_required_scope)
     return app
@@ -904,84 +908,18 @@ def replace_metadata_routes(
 DEFAULT_SESSIONS_PER_CLIENT = 1_000
 
 
-def fair_sessions(manager: Any, per_client: int) -> None:
-    """Bound the sessions of each client, and keep new clients served while one floods.
+def session_fairness_problem(server: Server[Any], per_client: int) -> str | None:
+    """Bound each client's HTTP sessions (`_fast_path.fair_sessions`, inside the fence: it extends the SDK's
+    session manager); why it cannot on this SDK, or None when it does."""
+    try:
+        from ._fast_path import fair_sessions
+    except ImportError as exc:  # the SDK moved or renamed something the fenced module imports
+        return f"the SDK lacks what it relies on ({exc})"
+    return fair_sessions(server, per_client, session_client, evicted)
 
-    The SDK's session manager refuses every new session (`503 Too many open sessions`) once `max_sessions` are
-    open, whoever holds them: 10,050 `initialize` requests that never end their sessions locked every other client
-    out for the idle timeout. Here (the manager's class replaced by a subclass: its admission is the SDK's own):
 
-    * a client is its authenticated subject (with --auth), else its peer address;
-    * a client at `per_client` sessions that opens another closes its own least recently used one;
-    * at `max_sessions`, a new session closes the least recently used session of the client holding the most,
-      instead of being refused: a flood only ever evicts the flooder's sessions while others hold fewer.
-
-    A closed session's id then gets 404, as after its idle timeout, and its client opens a new one (the MCP
-    spec's answer to 404). Sessions are ordered by their last request."""
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-    opening: ContextVar[str] = ContextVar("fusiongen_opening_client", default="")
-
-    class FairSessions(StreamableHTTPSessionManager):
-        def setup(self) -> None:
-            self.per_client = per_client
-            self.client_of: dict[str, str] = {}  # session id → its client
-            self.by_client: dict[str, OrderedDict[str, None]] = {}  # client → its sessions, least recent first
-
-        async def _handle_stateful_request(self, scope: Any, receive: Any, send: Any) -> None:
-            session = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"mcp-session-id"), None)
-            if session is not None:
-                client = self.client_of.get(session)
-                if client is not None:
-                    self.by_client[client].move_to_end(session)
-                await super()._handle_stateful_request(scope, receive, send)
-                return
-            client = session_client(scope)
-            await self.make_room(client)
-            token = opening.set(client)
-            try:
-                await super()._handle_stateful_request(scope, receive, send)
-            finally:
-                opening.reset(token)
-
-        def _admit_session(self, requestor: Any) -> Any:
-            transport = super()._admit_session(requestor)
-            session = getattr(transport, "mcp_session_id", None)
-            if isinstance(session, str):
-                client = opening.get()
-                self.client_of[session] = client
-                self.by_client.setdefault(client, OrderedDict())[session] = None
-            return transport
-
-        async def _discard_session(self, session_id: str, transport: Any) -> None:
-            self.forget(session_id)
-            await super()._discard_session(session_id, transport)
-
-        def forget(self, session: str) -> None:
-            client = self.client_of.pop(session, None)
-            sessions = self.by_client.get(client) if client is not None else None
-            if sessions is not None:
-                sessions.pop(session, None)
-                if not sessions:
-                    del self.by_client[client]  # type: ignore[arg-type]
-
-        async def make_room(self, client: str) -> None:
-            mine = self.by_client.get(client)
-            if mine is not None and len(mine) >= self.per_client:
-                await self.evict(next(iter(mine)), "its client holds --max-sessions-per-client sessions")
-            if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions and self.by_client:
-                heaviest = max(self.by_client.values(), key=len)
-                await self.evict(next(iter(heaviest)), "--max-sessions are open; its client holds the most")
-
-        async def evict(self, session: str, why: str) -> None:
-            transport = self._server_instances.get(session)
-            self.forget(session)
-            if transport is not None:
-                logger.info("closed session %s to open another: %s", fingerprint(session), why)
-                await self._discard_session(session, transport)
-
-    manager.__class__ = FairSessions
-    manager.setup()
+def evicted(session: str, why: str) -> None:
+    logger.info("closed session %s to open another: %s", fingerprint(session), why)
 
 
 def session_client(scope: Any) -> str:

@@ -12,7 +12,9 @@ guard, so an SDK that moved a module this one imports still serves. What it reli
 surface: `mcp.server.runner` (`ServerRunner`, `aclose_shielded`), `mcp.server.connection.Connection.for_loop`,
 `mcp.shared.jsonrpc_dispatcher` (`JSONRPCDispatcher` and its private `_related_request_id=` keyword, three
 helpers), the registered `HandlerEntry`'s `params_type` and `handler`, and copies of four private SDK routines
-(`_serve_legacy_stream`, `ServerRunner._make_context`, `_settle_unanswered`, `_dump_result`).
+(`_serve_legacy_stream`, `ServerRunner._make_context`, `_settle_unanswered`, `_dump_result`). Over HTTP, one
+more extension lives here for the same reason: `fair_sessions`, which bounds each client's sessions by
+subclassing the SDK's session manager (on any other SDK it is off, and the start-up says so).
 
 One stdio session: the SDK's own serving pieces, with handshake-era `tools/call` answered beside them.
 
@@ -41,7 +43,9 @@ import asyncio
 import importlib.metadata
 import inspect
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from typing import Any, Final
 
 import anyio
@@ -174,14 +178,22 @@ TESTED_SDK: Final = frozenset({"2.3.0"})
 def unavailable() -> str | None:
     """Why the fast path must not serve with the installed SDK (None: it may): a version it was not tested on, or
     a hook it needs that is gone."""
+    problem = _untested()
+    if problem is not None:
+        return problem
+    if not sdk_has_lane_hooks():
+        return "the SDK's dispatcher no longer takes the _related_request_id keyword"
+    return None
+
+
+def _untested() -> str | None:
+    """Why the installed SDK is not one this module was tested on (None: it is)."""
     try:
         installed = importlib.metadata.version("mcp")
     except importlib.metadata.PackageNotFoundError:
         return "the installed mcp has no version metadata"
     if installed not in TESTED_SDK:
         return f"mcp {installed} is not a version it was tested on ({', '.join(sorted(TESTED_SDK))})"
-    if not sdk_has_lane_hooks():
-        return "the SDK's dispatcher no longer takes the _related_request_id keyword"
     return None
 
 
@@ -645,3 +657,112 @@ def sdk_result_wire(method: str, version: str, result: object) -> dict[str, Any]
     except ValidationError:
         logger.exception("handler for %r returned an invalid result", method)
         raise MCPError(code=INTERNAL_ERROR, message="Handler returned an invalid result") from None
+
+
+def fair_sessions(
+    server: Server[Any], per_client: int, client_of: Callable[[Any], str], evicted: Callable[[str, str], None]
+) -> str | None:
+    """Bound the sessions of each client, and keep new clients served while one floods.
+
+    The SDK's session manager refuses every new session (`503 Too many open sessions`) once `max_sessions` are
+    open, whoever holds them: 10,050 `initialize` requests that never end their sessions locked every other client
+    out for the idle timeout. Here (the manager's class replaced by a subclass: its admission is the SDK's own):
+
+    * a client is its authenticated subject (with --auth), else its peer address;
+    * a client at `per_client` sessions that opens another closes its own least recently used one;
+    * at `max_sessions`, a new session closes the least recently used session of the client holding the most,
+      instead of being refused: a flood only ever evicts the flooder's sessions while others hold fewer.
+
+    A closed session's id then gets 404, as after its idle timeout, and its client opens a new one (the MCP
+    spec's answer to 404). Sessions are ordered by their last request. `client_of(scope)` names a request's
+    client; `evicted(session, why)` is told each session closed to make room.
+
+    It extends the SDK's session manager beyond its documented surface (`Server._session_manager`, the manager's
+    `_handle_stateful_request`, `_admit_session`, `_discard_session` and `_server_instances`), so it runs only on
+    the SDK versions this module was tested on with those there; else it changes nothing and says why (the SDK's
+    own admission then applies: `max_sessions`, then 503)."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    manager: Any = getattr(server, "_session_manager", None)
+    problem = _untested() or _session_hooks_missing(manager, StreamableHTTPSessionManager)
+    if problem is not None:
+        return problem
+
+    opening: ContextVar[str] = ContextVar("fusiongen_opening_client", default="")
+
+    class FairSessions(StreamableHTTPSessionManager):
+        def setup(self) -> None:
+            self.per_client = per_client
+            self.client_of: dict[str, str] = {}  # session id → its client
+            self.by_client: dict[str, OrderedDict[str, None]] = {}  # client → its sessions, least recent first
+
+        async def _handle_stateful_request(self, scope: Any, receive: Any, send: Any) -> None:
+            session = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"mcp-session-id"), None)
+            if session is not None:
+                client = self.client_of.get(session)
+                if client is not None:
+                    self.by_client[client].move_to_end(session)
+                await super()._handle_stateful_request(scope, receive, send)
+                return
+            client = client_of(scope)
+            await self.make_room(client)
+            token = opening.set(client)
+            try:
+                await super()._handle_stateful_request(scope, receive, send)
+            finally:
+                opening.reset(token)
+
+        def _admit_session(self, requestor: Any) -> Any:
+            transport = super()._admit_session(requestor)
+            session = getattr(transport, "mcp_session_id", None)
+            if isinstance(session, str):
+                client = opening.get()
+                self.client_of[session] = client
+                self.by_client.setdefault(client, OrderedDict())[session] = None
+            return transport
+
+        async def _discard_session(self, session_id: str, transport: Any) -> None:
+            self.forget(session_id)
+            await super()._discard_session(session_id, transport)
+
+        def forget(self, session: str) -> None:
+            client = self.client_of.pop(session, None)
+            sessions = self.by_client.get(client) if client is not None else None
+            if sessions is not None:
+                sessions.pop(session, None)
+                if not sessions:
+                    del self.by_client[client]  # type: ignore[arg-type]
+
+        async def make_room(self, client: str) -> None:
+            mine = self.by_client.get(client)
+            if mine is not None and len(mine) >= self.per_client:
+                await self.evict(next(iter(mine)), "its client holds --max-sessions-per-client sessions")
+            if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions and self.by_client:
+                heaviest = max(self.by_client.values(), key=len)
+                await self.evict(next(iter(heaviest)), "--max-sessions are open; its client holds the most")
+
+        async def evict(self, session: str, why: str) -> None:
+            transport = self._server_instances.get(session)
+            self.forget(session)
+            if transport is not None:
+                evicted(session, why)
+                await self._discard_session(session, transport)
+
+    manager.__class__ = FairSessions
+    manager.setup()
+    return None
+
+
+_SESSION_HOOKS: Final = ("_handle_stateful_request", "_admit_session", "_discard_session")
+
+
+def _session_hooks_missing(manager: Any, manager_class: type) -> str | None:
+    """What `fair_sessions` needs of the SDK's session manager that is not there (None: all of it)."""
+    if not isinstance(manager, manager_class):
+        return "the server holds no streamable HTTP session manager where the SDK kept it (_session_manager)"
+    for hook in _SESSION_HOOKS:
+        if not callable(getattr(manager_class, hook, None)):
+            return f"the SDK's session manager has no {hook}"
+    if not isinstance(getattr(manager, "_server_instances", None), dict):
+        return "the SDK's session manager keeps no _server_instances"
+    return None
