@@ -39,13 +39,16 @@ class ToolView:
     name_literal: str
     ident: str
     handler: str
-    what: str  # for docstrings: 'the invoice.get tool', 'the invoice resource'
     input_class: str
     parse_function: str
     description_literal: str
     keys_constant: str
     guarded_constant: str
     inputs: tuple[InputFieldView, ...]
+    input_doc: str  # its input class's docstring: 'Validated arguments of the invoice.get tool.'
+    # That docstring, and each field's name and annotation, as literals: inputs.ARGUMENT_CLASSES makes the class
+    input_doc_literal: str
+    input_fields_literal: str
     input_schema: ConstantView
     output_schema: ConstantView | None
     present_expression: str  # run_tool's `present`: the presenter (with `user`), as_text_result, or None
@@ -188,18 +191,22 @@ class _ToolViews:
             "mutation": "read_only_hint=False, destructive_hint=True",
             "action": "read_only_hint=False, destructive_hint=False",
         }
+        what = f"the {tool.wire} {'resource' if tool.resource else 'tool'}"
+        inputs = tuple(self.inputs.input_field(f, "") for f in tool.inputs)
         return ToolView(
             name=tool.wire,
             name_literal=py_string(tool.wire),
             ident=tool.ident,
             handler=tool.handler,
-            what=f"the {tool.wire} {'resource' if tool.resource else 'tool'}",
             input_class=f"{pascal_case(tool.ident)}Input",
             parse_function=f"parse_{tool.ident}",
             description_literal=py_string(with_errors(tool, tool.description or tool.wire)),
             keys_constant=keys,
             guarded_constant=guarded,
-            inputs=tuple(self.inputs.input_field(f, "") for f in tool.inputs),
+            inputs=inputs,
+            input_doc=f"Validated arguments of {what}.",
+            input_doc_literal=py_string(f"Validated arguments of {what}."),
+            input_fields_literal=py_literal(tuple((f.name, f.annotation) for f in inputs)),
             fields_set=_fields_set(tool),
             input_schema=ConstantView(in_name, "dict[str, Any]", py_literal(in_schema, 0, len(in_name) + 23)),
             output_schema=ConstantView(out_name, "dict[str, Any]", py_literal(out_schema, 0, len(out_name) + 23))

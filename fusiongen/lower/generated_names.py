@@ -30,7 +30,7 @@ def fixed_names(module: str, *, workflows: bool) -> frozenset[str]:
     """The names `module` imports or defines whatever the spec says (see codegen/templates/)."""
     runtime = runtime_exports("_runtime") | runtime_exports("_expressions")
     return {
-        "inputs": _TYPING | runtime,
+        "inputs": _TYPING | runtime | {"TYPE_CHECKING", "ARGUMENT_CLASSES"},
         "presenters": _TYPING | runtime | {"types", "shapes"},
         "schemas": _TYPING
         | ({"WORKFLOW_STATUS_INPUT", "WORKFLOW_STATE_OUTPUT", "WORKFLOW_RESOLVE_INPUT"} if workflows else set()),
