@@ -980,6 +980,75 @@ async def test_bind_handler_awaits_async_callable_objects(function: object, expe
     assert result == expected
 
 
+@pytest.mark.parametrize(
+    ("function", "expected"),
+    [(sync_one, ("sync_one", "A")), (sync_ctx, ("sync_ctx", "A", CTX)), (async_ctx, ("async_ctx", "A", CTX))],
+    ids=["sync", "sync-ctx", "async-ctx"],
+)
+async def test_handlers_bind_as_bind_handler_does_and_note_ctx(function: Callable[..., Any], expected: object) -> None:
+    handlers = rt.Handlers(handlers_module(h=function))
+    handler = handlers.bind("h", "t")
+    assert await handler("A", CTX) == expected
+    assert handlers.taking_ctx == (["t"] if rt.takes_ctx(function) else [])
+    with pytest.raises(RuntimeError, match='has no function "missing" for tool "t"'):
+        handlers.bind("missing", "t")
+
+
+# As inputs.py declares them; made in this module (dataclass() looks a string annotation up in the class's module).
+ARGUMENT_FIELDS = {
+    "NoteEditInput": ("Validated arguments of the note.edit tool.", (("id", "int"), ("title", "str | None"))),
+    "NoteListInput": ("Validated arguments of the note.list tool.", ()),
+}
+
+
+def test_argument_classes_make_each_class_once_on_first_use() -> None:
+    classes = rt.ArgumentClasses(__name__, ARGUMENT_FIELDS)
+    assert classes._made == {}  # nothing made up front
+    made = classes["NoteEditInput"]
+    assert set(classes._made) == {"NoteEditInput"}  # only the one asked for
+    assert classes["NoteEditInput"] is made
+    assert classes.module_attribute("NoteEditInput") is made  # `from .inputs import NoteEditInput`
+
+
+def test_argument_classes_make_the_declared_frozen_slotted_dataclass() -> None:
+    made = rt.ArgumentClasses(__name__, ARGUMENT_FIELDS)["NoteEditInput"]
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class NoteEditInput:
+        """Validated arguments of the note.edit tool."""
+
+        id: int
+        title: str | None
+        fields_set: frozenset[str] = dataclasses.field(default=frozenset())
+
+    assert (made.__name__, made.__qualname__, made.__module__, made.__doc__) == (
+        "NoteEditInput",
+        "NoteEditInput",
+        __name__,
+        "Validated arguments of the note.edit tool.",
+    )
+    assert made.__annotations__ == {"id": "int", "title": "str | None", "fields_set": "frozenset[str]"}
+    assert made.__slots__ == NoteEditInput.__slots__ == ("id", "title", "fields_set")
+    assert repr(made.__dataclass_params__) == repr(NoteEditInput.__dataclass_params__)
+    assert str(inspect.signature(made)) == str(inspect.signature(NoteEditInput))
+    args = made(7, None, fields_set=frozenset({"id"}))
+    assert repr(args) == "NoteEditInput(id=7, title=None, fields_set=frozenset({'id'}))"
+    assert args == made(7, None, frozenset({"id"})) and hash(args) == hash(made(7, None, frozenset({"id"})))
+    assert made(7, "t").fields_set == frozenset()
+    assert dataclasses.replace(args, title="t").title == "t"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        args.title = "t"
+    with pytest.raises(TypeError):
+        made(7)  # every declared field is required, as declared
+
+
+def test_argument_classes_refuse_an_undeclared_name() -> None:
+    classes = rt.ArgumentClasses(__name__, ARGUMENT_FIELDS)
+    with pytest.raises(AttributeError, match=f"module '{__name__}' has no attribute 'NoteGetInput'"):
+        classes.module_attribute("NoteGetInput")
+    assert classes._made == {}
+
+
 def sync_wrapper_of_async(args: Any) -> object:
     return async_one(args)  # a sync decorator around an async function returns its coroutine
 

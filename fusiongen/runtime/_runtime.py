@@ -1296,12 +1296,20 @@ def bind_handler(module: ModuleType, name: str, tool: str) -> Handler:
     `yield`) is refused: its body would never run. Sync handlers run on the event loop: keep them fast, or
     make them async for I/O.
     """
+    function = _handler_function(module, name, tool)
+    return _adapted(function, takes_ctx(function))
+
+
+def _handler_function(module: ModuleType, name: str, tool: str) -> Callable[..., object]:
     function = getattr(module, name, None)
     if not callable(function):
         raise RuntimeError(f'handler module "{module.__name__}" has no function "{name}" for tool "{tool}"')
-    ctx_wanted = takes_ctx(function)
+    return function  # type: ignore[no-any-return]
+
+
+def _adapted(function: Callable[..., object], ctx_wanted: bool) -> Handler:
     if ctx_wanted and inspect.iscoroutinefunction(function):
-        return function  # type: ignore[no-any-return]
+        return function
 
     async def call(args: Any, ctx: Any) -> object:
         return await settle(function(args, ctx) if ctx_wanted else function(args))
@@ -1324,11 +1332,12 @@ class Handlers:
         self.taking_ctx: list[str] = []
 
     def bind(self, name: str, tool: str) -> Handler:
-        """`bind_handler(module, name, tool)`, noting whether the handler takes `ctx`."""
-        handler = bind_handler(self.module, name, tool)
-        if takes_ctx(getattr(self.module, name)):
+        """`bind_handler(module, name, tool)`, noting whether the handler takes `ctx` (its signature read once)."""
+        function = _handler_function(self.module, name, tool)
+        ctx_wanted = takes_ctx(function)
+        if ctx_wanted:
             self.taking_ctx.append(tool)
-        return handler
+        return _adapted(function, ctx_wanted)
 
 
 class HandlerServer(Server[Any]):

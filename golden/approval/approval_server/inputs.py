@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -62,14 +63,69 @@ _EXPENSE_PAY_KEYS: Final[frozenset[str]] = frozenset({"expense_id"})
 
 _EXPENSE_PAY_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "ExpenseCreateInput": (
+            "Validated arguments of the expense_create tool.",
+            (("amount", "float"), ("purpose", "str")),
+        ),
+        "ExpenseSubmitInput": ("Validated arguments of the expense_submit tool.", (("expense_id", "str"),)),
+        "ExpenseApproveInput": ("Validated arguments of the expense_approve tool.", (("expense_id", "str"),)),
+        "ExpenseRejectInput": ("Validated arguments of the expense_reject tool.", (("expense_id", "str"),)),
+        "ExpenseReviseInput": ("Validated arguments of the expense_revise tool.", (("expense_id", "str"),)),
+        "ExpensePayInput": ("Validated arguments of the expense_pay tool.", (("expense_id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class ExpenseCreateInput:
-    """Validated arguments of the expense_create tool."""
+if TYPE_CHECKING:
 
-    amount: float
-    purpose: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class ExpenseCreateInput:
+        """Validated arguments of the expense_create tool."""
+
+        amount: float
+        purpose: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ExpenseSubmitInput:
+        """Validated arguments of the expense_submit tool."""
+
+        expense_id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ExpenseApproveInput:
+        """Validated arguments of the expense_approve tool."""
+
+        expense_id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ExpenseRejectInput:
+        """Validated arguments of the expense_reject tool."""
+
+        expense_id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ExpenseReviseInput:
+        """Validated arguments of the expense_revise tool."""
+
+        expense_id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ExpensePayInput:
+        """Validated arguments of the expense_pay tool."""
+
+        expense_id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_expense_create(arguments: Mapping[str, Any]) -> ExpenseCreateInput:
@@ -82,19 +138,12 @@ def parse_expense_create(arguments: Mapping[str, Any]) -> ExpenseCreateInput:
     purpose_ = missing(errors, "purpose", "a string") if value is MISSING else in_string(value, "purpose", errors)
     if errors:
         raise InvalidArguments(errors)
-    return ExpenseCreateInput(
+    input_class: type[ExpenseCreateInput] = ARGUMENT_CLASSES["ExpenseCreateInput"]
+    return input_class(
         amount=amount_,
         purpose=purpose_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ExpenseSubmitInput:
-    """Validated arguments of the expense_submit tool."""
-
-    expense_id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_expense_submit(arguments: Mapping[str, Any]) -> ExpenseSubmitInput:
@@ -107,18 +156,11 @@ def parse_expense_submit(arguments: Mapping[str, Any]) -> ExpenseSubmitInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return ExpenseSubmitInput(
+    input_class: type[ExpenseSubmitInput] = ARGUMENT_CLASSES["ExpenseSubmitInput"]
+    return input_class(
         expense_id=expense_id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ExpenseApproveInput:
-    """Validated arguments of the expense_approve tool."""
-
-    expense_id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_expense_approve(arguments: Mapping[str, Any]) -> ExpenseApproveInput:
@@ -131,18 +173,11 @@ def parse_expense_approve(arguments: Mapping[str, Any]) -> ExpenseApproveInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return ExpenseApproveInput(
+    input_class: type[ExpenseApproveInput] = ARGUMENT_CLASSES["ExpenseApproveInput"]
+    return input_class(
         expense_id=expense_id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ExpenseRejectInput:
-    """Validated arguments of the expense_reject tool."""
-
-    expense_id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_expense_reject(arguments: Mapping[str, Any]) -> ExpenseRejectInput:
@@ -155,18 +190,11 @@ def parse_expense_reject(arguments: Mapping[str, Any]) -> ExpenseRejectInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return ExpenseRejectInput(
+    input_class: type[ExpenseRejectInput] = ARGUMENT_CLASSES["ExpenseRejectInput"]
+    return input_class(
         expense_id=expense_id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ExpenseReviseInput:
-    """Validated arguments of the expense_revise tool."""
-
-    expense_id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_expense_revise(arguments: Mapping[str, Any]) -> ExpenseReviseInput:
@@ -179,18 +207,11 @@ def parse_expense_revise(arguments: Mapping[str, Any]) -> ExpenseReviseInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return ExpenseReviseInput(
+    input_class: type[ExpenseReviseInput] = ARGUMENT_CLASSES["ExpenseReviseInput"]
+    return input_class(
         expense_id=expense_id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ExpensePayInput:
-    """Validated arguments of the expense_pay tool."""
-
-    expense_id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_expense_pay(arguments: Mapping[str, Any]) -> ExpensePayInput:
@@ -203,7 +224,8 @@ def parse_expense_pay(arguments: Mapping[str, Any]) -> ExpensePayInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return ExpensePayInput(
+    input_class: type[ExpensePayInput] = ARGUMENT_CLASSES["ExpensePayInput"]
+    return input_class(
         expense_id=expense_id_,
         fields_set=frozenset(arguments),
     )

@@ -12,10 +12,11 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -98,13 +99,123 @@ _INVOICE_RESOURCE_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
 _INVOICE_RESOURCE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "InvoiceGetInput": ("Validated arguments of the invoice_get tool.", (("id", "str"),)),
+        "InvoiceListInput": (
+            "Validated arguments of the invoice_list tool.",
+            (("status", "str | None"), ("limit", "int")),
+        ),
+        "InvoiceCreateInput": (
+            "Validated arguments of the invoice_create tool.",
+            (("customer_id", "str"), ("amount_cents", "int"), ("due_date", "datetime.date")),
+        ),
+        "InvoiceUpdateInput": (
+            "Validated arguments of the invoice_update tool.",
+            (("id", "str"), ("status", "str | None"), ("due_date", "datetime.date | None")),
+        ),
+        "CustomerGetInput": ("Validated arguments of the customer_get tool.", (("id", "str"),)),
+        "BillingRemindInput": ("Validated arguments of the billing_remind tool.", (("invoice_id", "str"),)),
+        "InvoiceSubmitInput": ("Validated arguments of the invoice_submit tool.", (("invoice_id", "str"),)),
+        "InvoiceApproveInput": ("Validated arguments of the invoice_approve tool.", (("invoice_id", "str"),)),
+        "InvoiceRejectInput": (
+            "Validated arguments of the invoice_reject tool.",
+            (("invoice_id", "str"), ("reason", "str")),
+        ),
+        "InvoiceDischargeInput": ("Validated arguments of the invoice_discharge tool.", (("invoice_id", "str"),)),
+        "InvoiceResourceInput": ("Validated arguments of the invoice resource.", (("id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class InvoiceGetInput:
-    """Validated arguments of the invoice_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class InvoiceGetInput:
+        """Validated arguments of the invoice_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceListInput:
+        """Validated arguments of the invoice_list tool."""
+
+        status: str | None
+        limit: int
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceCreateInput:
+        """Validated arguments of the invoice_create tool."""
+
+        customer_id: str
+        amount_cents: int
+        due_date: datetime.date
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceUpdateInput:
+        """Validated arguments of the invoice_update tool."""
+
+        id: str
+        status: str | None
+        due_date: datetime.date | None
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class CustomerGetInput:
+        """Validated arguments of the customer_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class BillingRemindInput:
+        """Validated arguments of the billing_remind tool."""
+
+        invoice_id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceSubmitInput:
+        """Validated arguments of the invoice_submit tool."""
+
+        invoice_id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceApproveInput:
+        """Validated arguments of the invoice_approve tool."""
+
+        invoice_id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceRejectInput:
+        """Validated arguments of the invoice_reject tool."""
+
+        invoice_id: str
+        reason: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceDischargeInput:
+        """Validated arguments of the invoice_discharge tool."""
+
+        invoice_id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceResourceInput:
+        """Validated arguments of the invoice resource."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_invoice_get(arguments: Mapping[str, Any]) -> InvoiceGetInput:
@@ -115,19 +226,11 @@ def parse_invoice_get(arguments: Mapping[str, Any]) -> InvoiceGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceGetInput(
+    input_class: type[InvoiceGetInput] = ARGUMENT_CLASSES["InvoiceGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceListInput:
-    """Validated arguments of the invoice_list tool."""
-
-    status: str | None
-    limit: int
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_list(arguments: Mapping[str, Any]) -> InvoiceListInput:
@@ -140,21 +243,12 @@ def parse_invoice_list(arguments: Mapping[str, Any]) -> InvoiceListInput:
     limit_ = 20 if value is MISSING or value is None else in_integer(value, "limit", errors)
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceListInput(
+    input_class: type[InvoiceListInput] = ARGUMENT_CLASSES["InvoiceListInput"]
+    return input_class(
         status=status_,
         limit=limit_,
         fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceCreateInput:
-    """Validated arguments of the invoice_create tool."""
-
-    customer_id: str
-    amount_cents: int
-    due_date: datetime.date
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_create(arguments: Mapping[str, Any]) -> InvoiceCreateInput:
@@ -183,22 +277,13 @@ def parse_invoice_create(arguments: Mapping[str, Any]) -> InvoiceCreateInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceCreateInput(
+    input_class: type[InvoiceCreateInput] = ARGUMENT_CLASSES["InvoiceCreateInput"]
+    return input_class(
         customer_id=customer_id_,
         amount_cents=amount_cents_,
         due_date=due_date_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceUpdateInput:
-    """Validated arguments of the invoice_update tool."""
-
-    id: str
-    status: str | None
-    due_date: datetime.date | None
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_update(arguments: Mapping[str, Any]) -> InvoiceUpdateInput:
@@ -213,20 +298,13 @@ def parse_invoice_update(arguments: Mapping[str, Any]) -> InvoiceUpdateInput:
     due_date_ = None if value is MISSING or value is None else in_date(value, "due_date", errors)
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceUpdateInput(
+    input_class: type[InvoiceUpdateInput] = ARGUMENT_CLASSES["InvoiceUpdateInput"]
+    return input_class(
         id=id_,
         status=status_,
         due_date=due_date_,
         fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class CustomerGetInput:
-    """Validated arguments of the customer_get tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_customer_get(arguments: Mapping[str, Any]) -> CustomerGetInput:
@@ -237,18 +315,11 @@ def parse_customer_get(arguments: Mapping[str, Any]) -> CustomerGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return CustomerGetInput(
+    input_class: type[CustomerGetInput] = ARGUMENT_CLASSES["CustomerGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class BillingRemindInput:
-    """Validated arguments of the billing_remind tool."""
-
-    invoice_id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_billing_remind(arguments: Mapping[str, Any]) -> BillingRemindInput:
@@ -261,18 +332,11 @@ def parse_billing_remind(arguments: Mapping[str, Any]) -> BillingRemindInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return BillingRemindInput(
+    input_class: type[BillingRemindInput] = ARGUMENT_CLASSES["BillingRemindInput"]
+    return input_class(
         invoice_id=invoice_id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceSubmitInput:
-    """Validated arguments of the invoice_submit tool."""
-
-    invoice_id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_submit(arguments: Mapping[str, Any]) -> InvoiceSubmitInput:
@@ -285,18 +349,11 @@ def parse_invoice_submit(arguments: Mapping[str, Any]) -> InvoiceSubmitInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceSubmitInput(
+    input_class: type[InvoiceSubmitInput] = ARGUMENT_CLASSES["InvoiceSubmitInput"]
+    return input_class(
         invoice_id=invoice_id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceApproveInput:
-    """Validated arguments of the invoice_approve tool."""
-
-    invoice_id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_approve(arguments: Mapping[str, Any]) -> InvoiceApproveInput:
@@ -309,19 +366,11 @@ def parse_invoice_approve(arguments: Mapping[str, Any]) -> InvoiceApproveInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceApproveInput(
+    input_class: type[InvoiceApproveInput] = ARGUMENT_CLASSES["InvoiceApproveInput"]
+    return input_class(
         invoice_id=invoice_id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceRejectInput:
-    """Validated arguments of the invoice_reject tool."""
-
-    invoice_id: str
-    reason: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_reject(arguments: Mapping[str, Any]) -> InvoiceRejectInput:
@@ -336,19 +385,12 @@ def parse_invoice_reject(arguments: Mapping[str, Any]) -> InvoiceRejectInput:
     reason_ = missing(errors, "reason", "a string") if value is MISSING else in_string(value, "reason", errors)
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceRejectInput(
+    input_class: type[InvoiceRejectInput] = ARGUMENT_CLASSES["InvoiceRejectInput"]
+    return input_class(
         invoice_id=invoice_id_,
         reason=reason_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceDischargeInput:
-    """Validated arguments of the invoice_discharge tool."""
-
-    invoice_id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_discharge(arguments: Mapping[str, Any]) -> InvoiceDischargeInput:
@@ -361,18 +403,11 @@ def parse_invoice_discharge(arguments: Mapping[str, Any]) -> InvoiceDischargeInp
     )
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceDischargeInput(
+    input_class: type[InvoiceDischargeInput] = ARGUMENT_CLASSES["InvoiceDischargeInput"]
+    return input_class(
         invoice_id=invoice_id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceResourceInput:
-    """Validated arguments of the invoice resource."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_resource(arguments: Mapping[str, Any]) -> InvoiceResourceInput:
@@ -383,7 +418,8 @@ def parse_invoice_resource(arguments: Mapping[str, Any]) -> InvoiceResourceInput
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceResourceInput(
+    input_class: type[InvoiceResourceInput] = ARGUMENT_CLASSES["InvoiceResourceInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )

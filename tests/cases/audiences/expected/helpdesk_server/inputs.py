@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -37,13 +38,32 @@ _TICKET_LIST_KEYS: Final[frozenset[str]] = frozenset()
 
 _TICKET_LIST_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "TicketGetInput": ("Validated arguments of the ticket_get tool.", (("id", "str"),)),
+        "TicketListInput": ("Validated arguments of the ticket_list tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class TicketGetInput:
-    """Validated arguments of the ticket_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class TicketGetInput:
+        """Validated arguments of the ticket_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketListInput:
+        """Validated arguments of the ticket_list tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_ticket_get(arguments: Mapping[str, Any]) -> TicketGetInput:
@@ -54,17 +74,11 @@ def parse_ticket_get(arguments: Mapping[str, Any]) -> TicketGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketGetInput(
+    input_class: type[TicketGetInput] = ARGUMENT_CLASSES["TicketGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketListInput:
-    """Validated arguments of the ticket_list tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_list(arguments: Mapping[str, Any]) -> TicketListInput:
@@ -73,6 +87,7 @@ def parse_ticket_list(arguments: Mapping[str, Any]) -> TicketListInput:
         check_keys(arguments, _TICKET_LIST_KEYS, _TICKET_LIST_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketListInput(
+    input_class: type[TicketListInput] = ARGUMENT_CLASSES["TicketListInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -43,13 +44,40 @@ _NOTE_COUNT_KEYS: Final[frozenset[str]] = frozenset()
 
 _NOTE_COUNT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "NoteGetInput": ("Validated arguments of the note_get tool.", (("id", "str"),)),
+        "NoteDeleteInput": ("Validated arguments of the note_delete tool.", (("id", "str"),)),
+        "NoteCountInput": ("Validated arguments of the note_count tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class NoteGetInput:
-    """Validated arguments of the note_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class NoteGetInput:
+        """Validated arguments of the note_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class NoteDeleteInput:
+        """Validated arguments of the note_delete tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class NoteCountInput:
+        """Validated arguments of the note_count tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_note_get(arguments: Mapping[str, Any]) -> NoteGetInput:
@@ -60,18 +88,11 @@ def parse_note_get(arguments: Mapping[str, Any]) -> NoteGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return NoteGetInput(
+    input_class: type[NoteGetInput] = ARGUMENT_CLASSES["NoteGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class NoteDeleteInput:
-    """Validated arguments of the note_delete tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_note_delete(arguments: Mapping[str, Any]) -> NoteDeleteInput:
@@ -82,17 +103,11 @@ def parse_note_delete(arguments: Mapping[str, Any]) -> NoteDeleteInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return NoteDeleteInput(
+    input_class: type[NoteDeleteInput] = ARGUMENT_CLASSES["NoteDeleteInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class NoteCountInput:
-    """Validated arguments of the note_count tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_note_count(arguments: Mapping[str, Any]) -> NoteCountInput:
@@ -101,6 +116,7 @@ def parse_note_count(arguments: Mapping[str, Any]) -> NoteCountInput:
         check_keys(arguments, _NOTE_COUNT_KEYS, _NOTE_COUNT_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return NoteCountInput(
+    input_class: type[NoteCountInput] = ARGUMENT_CLASSES["NoteCountInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

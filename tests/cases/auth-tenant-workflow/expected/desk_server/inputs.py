@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -34,12 +35,31 @@ _TICKET_CLOSE_KEYS: Final[frozenset[str]] = frozenset()
 
 _TICKET_CLOSE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "WhoamiInput": ("Validated arguments of the whoami tool.", ()),
+        "TicketCloseInput": ("Validated arguments of the ticket_close tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class WhoamiInput:
-    """Validated arguments of the whoami tool."""
+if TYPE_CHECKING:
 
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class WhoamiInput:
+        """Validated arguments of the whoami tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketCloseInput:
+        """Validated arguments of the ticket_close tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_whoami(arguments: Mapping[str, Any]) -> WhoamiInput:
@@ -48,16 +68,10 @@ def parse_whoami(arguments: Mapping[str, Any]) -> WhoamiInput:
         check_keys(arguments, _WHOAMI_KEYS, _WHOAMI_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return WhoamiInput(
+    input_class: type[WhoamiInput] = ARGUMENT_CLASSES["WhoamiInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketCloseInput:
-    """Validated arguments of the ticket_close tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_close(arguments: Mapping[str, Any]) -> TicketCloseInput:
@@ -66,6 +80,7 @@ def parse_ticket_close(arguments: Mapping[str, Any]) -> TicketCloseInput:
         check_keys(arguments, _TICKET_CLOSE_KEYS, _TICKET_CLOSE_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketCloseInput(
+    input_class: type[TicketCloseInput] = ARGUMENT_CLASSES["TicketCloseInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -37,13 +38,32 @@ _ROW_ALL_KEYS: Final[frozenset[str]] = frozenset()
 
 _ROW_ALL_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "RowGetInput": ("Validated arguments of the row_get tool.", (("id", "int"),)),
+        "RowAllInput": ("Validated arguments of the row_all tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class RowGetInput:
-    """Validated arguments of the row_get tool."""
+if TYPE_CHECKING:
 
-    id: int
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class RowGetInput:
+        """Validated arguments of the row_get tool."""
+
+        id: int
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class RowAllInput:
+        """Validated arguments of the row_all tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_row_get(arguments: Mapping[str, Any]) -> RowGetInput:
@@ -54,17 +74,11 @@ def parse_row_get(arguments: Mapping[str, Any]) -> RowGetInput:
     id_ = missing(errors, "id", "an integer") if value is MISSING else in_integer(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return RowGetInput(
+    input_class: type[RowGetInput] = ARGUMENT_CLASSES["RowGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class RowAllInput:
-    """Validated arguments of the row_all tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_row_all(arguments: Mapping[str, Any]) -> RowAllInput:
@@ -73,6 +87,7 @@ def parse_row_all(arguments: Mapping[str, Any]) -> RowAllInput:
         check_keys(arguments, _ROW_ALL_KEYS, _ROW_ALL_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return RowAllInput(
+    input_class: type[RowAllInput] = ARGUMENT_CLASSES["RowAllInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

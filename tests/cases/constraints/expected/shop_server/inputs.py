@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -47,18 +48,40 @@ _LINE_GUARDED: Final[frozenset[str]] = frozenset()
 
 _SKU_PATTERN: Final[re.Pattern[str]] = re.compile("^[A-Z]{3}-[0-9]+\\Z", re.ASCII)
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "OrderPlaceInput": (
+            "Validated arguments of the order_place tool.",
+            (
+                ("code", "str"),
+                ("amount", "float"),
+                ("rating", "int | None"),
+                ("tags", "list[str]"),
+                ("scores", "list[float]"),
+                ("lines", "list[dict[str, Any]]"),
+            ),
+        ),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class OrderPlaceInput:
-    """Validated arguments of the order_place tool."""
+if TYPE_CHECKING:
 
-    code: str
-    amount: float
-    rating: int | None
-    tags: list[str]
-    scores: list[float]
-    lines: list[dict[str, Any]]
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class OrderPlaceInput:
+        """Validated arguments of the order_place tool."""
+
+        code: str
+        amount: float
+        rating: int | None
+        tags: list[str]
+        scores: list[float]
+        lines: list[dict[str, Any]]
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
@@ -155,7 +178,8 @@ def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return OrderPlaceInput(
+    input_class: type[OrderPlaceInput] = ARGUMENT_CLASSES["OrderPlaceInput"]
+    return input_class(
         code=code_,
         amount=amount_,
         rating=rating_,

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -43,12 +44,39 @@ _NOTES_APPEND_KEYS: Final[frozenset[str]] = frozenset({"text"})
 
 _NOTES_APPEND_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "PingInput": ("Validated arguments of the ping tool.", ()),
+        "ClockNowInput": ("Validated arguments of the Clock-Now tool.", ()),
+        "NotesAppendInput": ("Validated arguments of the notes_append tool.", (("text", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class PingInput:
-    """Validated arguments of the ping tool."""
+if TYPE_CHECKING:
 
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class PingInput:
+        """Validated arguments of the ping tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ClockNowInput:
+        """Validated arguments of the Clock-Now tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class NotesAppendInput:
+        """Validated arguments of the notes_append tool."""
+
+        text: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_ping(arguments: Mapping[str, Any]) -> PingInput:
@@ -57,16 +85,10 @@ def parse_ping(arguments: Mapping[str, Any]) -> PingInput:
         check_keys(arguments, _PING_KEYS, _PING_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return PingInput(
+    input_class: type[PingInput] = ARGUMENT_CLASSES["PingInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ClockNowInput:
-    """Validated arguments of the Clock-Now tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_clock_now(arguments: Mapping[str, Any]) -> ClockNowInput:
@@ -75,17 +97,10 @@ def parse_clock_now(arguments: Mapping[str, Any]) -> ClockNowInput:
         check_keys(arguments, _CLOCK_NOW_KEYS, _CLOCK_NOW_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return ClockNowInput(
+    input_class: type[ClockNowInput] = ARGUMENT_CLASSES["ClockNowInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class NotesAppendInput:
-    """Validated arguments of the notes_append tool."""
-
-    text: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_notes_append(arguments: Mapping[str, Any]) -> NotesAppendInput:
@@ -96,7 +111,8 @@ def parse_notes_append(arguments: Mapping[str, Any]) -> NotesAppendInput:
     text_ = missing(errors, "text", "a string") if value is MISSING else in_string(value, "text", errors)
     if errors:
         raise InvalidArguments(errors)
-    return NotesAppendInput(
+    input_class: type[NotesAppendInput] = ARGUMENT_CLASSES["NotesAppendInput"]
+    return input_class(
         text=text_,
         fields_set=frozenset(arguments),
     )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -74,13 +75,77 @@ _PING_KEYS: Final[frozenset[str]] = frozenset()
 
 _PING_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "OrderViewInput": ("Validated arguments of the order(action=view) tool.", (("id", "str"),)),
+        "OrderAddInput": ("Validated arguments of the order(action=add) tool.", (("sku", "str"),)),
+        "OrderCheckoutInput": ("Validated arguments of the order(action=checkout) tool.", ()),
+        "OrderPayInput": ("Validated arguments of the order(action=pay) tool.", (("amount", "float"),)),
+        "OrderCancelInput": ("Validated arguments of the order(action=cancel) tool.", ()),
+        "OrderShipInput": ("Validated arguments of the order(action=ship) tool.", ()),
+        "OrderNoteInput": ("Validated arguments of the order(action=note) tool.", (("text", "str"),)),
+        "PingInput": ("Validated arguments of the ping tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class OrderViewInput:
-    """Validated arguments of the order(action=view) tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class OrderViewInput:
+        """Validated arguments of the order(action=view) tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class OrderAddInput:
+        """Validated arguments of the order(action=add) tool."""
+
+        sku: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class OrderCheckoutInput:
+        """Validated arguments of the order(action=checkout) tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class OrderPayInput:
+        """Validated arguments of the order(action=pay) tool."""
+
+        amount: float
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class OrderCancelInput:
+        """Validated arguments of the order(action=cancel) tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class OrderShipInput:
+        """Validated arguments of the order(action=ship) tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class OrderNoteInput:
+        """Validated arguments of the order(action=note) tool."""
+
+        text: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class PingInput:
+        """Validated arguments of the ping tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_order_view(arguments: Mapping[str, Any]) -> OrderViewInput:
@@ -91,18 +156,11 @@ def parse_order_view(arguments: Mapping[str, Any]) -> OrderViewInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return OrderViewInput(
+    input_class: type[OrderViewInput] = ARGUMENT_CLASSES["OrderViewInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class OrderAddInput:
-    """Validated arguments of the order(action=add) tool."""
-
-    sku: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_order_add(arguments: Mapping[str, Any]) -> OrderAddInput:
@@ -113,17 +171,11 @@ def parse_order_add(arguments: Mapping[str, Any]) -> OrderAddInput:
     sku_ = missing(errors, "sku", "a string") if value is MISSING else in_string(value, "sku", errors)
     if errors:
         raise InvalidArguments(errors)
-    return OrderAddInput(
+    input_class: type[OrderAddInput] = ARGUMENT_CLASSES["OrderAddInput"]
+    return input_class(
         sku=sku_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class OrderCheckoutInput:
-    """Validated arguments of the order(action=checkout) tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_order_checkout(arguments: Mapping[str, Any]) -> OrderCheckoutInput:
@@ -132,17 +184,10 @@ def parse_order_checkout(arguments: Mapping[str, Any]) -> OrderCheckoutInput:
         check_keys(arguments, _ORDER_CHECKOUT_KEYS, _ORDER_CHECKOUT_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return OrderCheckoutInput(
+    input_class: type[OrderCheckoutInput] = ARGUMENT_CLASSES["OrderCheckoutInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class OrderPayInput:
-    """Validated arguments of the order(action=pay) tool."""
-
-    amount: float
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_order_pay(arguments: Mapping[str, Any]) -> OrderPayInput:
@@ -153,17 +198,11 @@ def parse_order_pay(arguments: Mapping[str, Any]) -> OrderPayInput:
     amount_ = missing(errors, "amount", "a number") if value is MISSING else in_number(value, "amount", errors)
     if errors:
         raise InvalidArguments(errors)
-    return OrderPayInput(
+    input_class: type[OrderPayInput] = ARGUMENT_CLASSES["OrderPayInput"]
+    return input_class(
         amount=amount_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class OrderCancelInput:
-    """Validated arguments of the order(action=cancel) tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_order_cancel(arguments: Mapping[str, Any]) -> OrderCancelInput:
@@ -172,16 +211,10 @@ def parse_order_cancel(arguments: Mapping[str, Any]) -> OrderCancelInput:
         check_keys(arguments, _ORDER_CANCEL_KEYS, _ORDER_CANCEL_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return OrderCancelInput(
+    input_class: type[OrderCancelInput] = ARGUMENT_CLASSES["OrderCancelInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class OrderShipInput:
-    """Validated arguments of the order(action=ship) tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_order_ship(arguments: Mapping[str, Any]) -> OrderShipInput:
@@ -190,17 +223,10 @@ def parse_order_ship(arguments: Mapping[str, Any]) -> OrderShipInput:
         check_keys(arguments, _ORDER_SHIP_KEYS, _ORDER_SHIP_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return OrderShipInput(
+    input_class: type[OrderShipInput] = ARGUMENT_CLASSES["OrderShipInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class OrderNoteInput:
-    """Validated arguments of the order(action=note) tool."""
-
-    text: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_order_note(arguments: Mapping[str, Any]) -> OrderNoteInput:
@@ -211,17 +237,11 @@ def parse_order_note(arguments: Mapping[str, Any]) -> OrderNoteInput:
     text_ = missing(errors, "text", "a string") if value is MISSING else in_string(value, "text", errors)
     if errors:
         raise InvalidArguments(errors)
-    return OrderNoteInput(
+    input_class: type[OrderNoteInput] = ARGUMENT_CLASSES["OrderNoteInput"]
+    return input_class(
         text=text_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class PingInput:
-    """Validated arguments of the ping tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ping(arguments: Mapping[str, Any]) -> PingInput:
@@ -230,6 +250,7 @@ def parse_ping(arguments: Mapping[str, Any]) -> PingInput:
         check_keys(arguments, _PING_KEYS, _PING_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return PingInput(
+    input_class: type[PingInput] = ARGUMENT_CLASSES["PingInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

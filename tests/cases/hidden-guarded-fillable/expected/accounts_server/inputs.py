@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -46,16 +47,56 @@ _ACCOUNT_RENAME_KEYS: Final[frozenset[str]] = frozenset({"display_name", "id"})
 
 _ACCOUNT_RENAME_GUARDED_INPUTS: Final[frozenset[str]] = frozenset({"created_at", "owner"})
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "AccountCreateInput": (
+            "Validated arguments of the account_create tool.",
+            (("email", "str"), ("display_name", "str"), ("plan", "str"), ("recovery_code", "str | None")),
+        ),
+        "AccountUpdateInput": (
+            "Validated arguments of the account_update tool.",
+            (("id", "str"), ("display_name", "str | None"), ("plan", "str")),
+        ),
+        "AccountRenameInput": (
+            "Validated arguments of the account_rename tool.",
+            (("id", "str"), ("display_name", "str")),
+        ),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class AccountCreateInput:
-    """Validated arguments of the account_create tool."""
+if TYPE_CHECKING:
 
-    email: str
-    display_name: str
-    plan: str
-    recovery_code: str | None
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class AccountCreateInput:
+        """Validated arguments of the account_create tool."""
+
+        email: str
+        display_name: str
+        plan: str
+        recovery_code: str | None
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class AccountUpdateInput:
+        """Validated arguments of the account_update tool."""
+
+        id: str
+        display_name: str | None
+        plan: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class AccountRenameInput:
+        """Validated arguments of the account_rename tool."""
+
+        id: str
+        display_name: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_account_create(arguments: Mapping[str, Any]) -> AccountCreateInput:
@@ -76,23 +117,14 @@ def parse_account_create(arguments: Mapping[str, Any]) -> AccountCreateInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return AccountCreateInput(
+    input_class: type[AccountCreateInput] = ARGUMENT_CLASSES["AccountCreateInput"]
+    return input_class(
         email=email_,
         display_name=display_name_,
         plan=plan_,
         recovery_code=recovery_code_,
         fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class AccountUpdateInput:
-    """Validated arguments of the account_update tool."""
-
-    id: str
-    display_name: str | None
-    plan: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_account_update(arguments: Mapping[str, Any]) -> AccountUpdateInput:
@@ -107,21 +139,13 @@ def parse_account_update(arguments: Mapping[str, Any]) -> AccountUpdateInput:
     plan_ = "free" if value is MISSING or value is None else in_enum(value, _PLAN_VALUES, "plan", errors)
     if errors:
         raise InvalidArguments(errors)
-    return AccountUpdateInput(
+    input_class: type[AccountUpdateInput] = ARGUMENT_CLASSES["AccountUpdateInput"]
+    return input_class(
         id=id_,
         display_name=display_name_,
         plan=plan_,
         fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class AccountRenameInput:
-    """Validated arguments of the account_rename tool."""
-
-    id: str
-    display_name: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_account_rename(arguments: Mapping[str, Any]) -> AccountRenameInput:
@@ -136,7 +160,8 @@ def parse_account_rename(arguments: Mapping[str, Any]) -> AccountRenameInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return AccountRenameInput(
+    input_class: type[AccountRenameInput] = ARGUMENT_CLASSES["AccountRenameInput"]
+    return input_class(
         id=id_,
         display_name=display_name_,
         fields_set=frozenset(arguments),

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -32,14 +33,26 @@ _DOC_PUT_KEYS: Final[frozenset[str]] = frozenset({"id", "meta"})
 
 _DOC_PUT_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "DocPutInput": ("Validated arguments of the doc_put tool.", (("id", "str"), ("meta", "Any | None"))),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class DocPutInput:
-    """Validated arguments of the doc_put tool."""
+if TYPE_CHECKING:
 
-    id: str
-    meta: Any | None
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class DocPutInput:
+        """Validated arguments of the doc_put tool."""
+
+        id: str
+        meta: Any | None
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_doc_put(arguments: Mapping[str, Any]) -> DocPutInput:
@@ -57,7 +70,8 @@ def parse_doc_put(arguments: Mapping[str, Any]) -> DocPutInput:
         meta_ = in_json(value, "meta", errors)
     if errors:
         raise InvalidArguments(errors)
-    return DocPutInput(
+    input_class: type[DocPutInput] = ARGUMENT_CLASSES["DocPutInput"]
+    return input_class(
         id=id_,
         meta=meta_,
         fields_set=frozenset(arguments),

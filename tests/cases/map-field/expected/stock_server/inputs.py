@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -39,14 +40,29 @@ _BIN_FIELDS: Final[frozenset[str]] = frozenset({"code", "count"})
 
 _BIN_GUARDED: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "StockSetInput": (
+            "Validated arguments of the stock_set tool.",
+            (("prices", "dict[str, float]"), ("bins", "dict[str, dict[str, Any]] | None")),
+        ),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class StockSetInput:
-    """Validated arguments of the stock_set tool."""
+if TYPE_CHECKING:
 
-    prices: dict[str, float]
-    bins: dict[str, dict[str, Any]] | None
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class StockSetInput:
+        """Validated arguments of the stock_set tool."""
+
+        prices: dict[str, float]
+        bins: dict[str, dict[str, Any]] | None
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_stock_set(arguments: Mapping[str, Any]) -> StockSetInput:
@@ -73,7 +89,8 @@ def parse_stock_set(arguments: Mapping[str, Any]) -> StockSetInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return StockSetInput(
+    input_class: type[StockSetInput] = ARGUMENT_CLASSES["StockSetInput"]
+    return input_class(
         prices=prices_,
         bins=bins_,
         fields_set=frozenset(k for k, v in arguments.items() if v is not None),

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -54,14 +55,37 @@ _ORDER_PLACE_LINES_ITEM_GUARDED: Final[frozenset[str]] = frozenset()
 
 _SKU_PATTERN: Final[re.Pattern[str]] = re.compile("^[A-Z]+-[0-9]+\\Z", re.ASCII)
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "OrderPlaceInput": (
+            "Validated arguments of the order_place tool.",
+            (("address", "dict[str, Any]"), ("lines", "list[dict[str, Any]]")),
+        ),
+        "OrderSummaryInput": ("Validated arguments of the order_summary tool.", (("id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class OrderPlaceInput:
-    """Validated arguments of the order_place tool."""
+if TYPE_CHECKING:
 
-    address: dict[str, Any]
-    lines: list[dict[str, Any]]
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class OrderPlaceInput:
+        """Validated arguments of the order_place tool."""
+
+        address: dict[str, Any]
+        lines: list[dict[str, Any]]
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class OrderSummaryInput:
+        """Validated arguments of the order_summary tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
@@ -88,19 +112,12 @@ def parse_order_place(arguments: Mapping[str, Any]) -> OrderPlaceInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return OrderPlaceInput(
+    input_class: type[OrderPlaceInput] = ARGUMENT_CLASSES["OrderPlaceInput"]
+    return input_class(
         address=address_,
         lines=lines_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class OrderSummaryInput:
-    """Validated arguments of the order_summary tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_order_summary(arguments: Mapping[str, Any]) -> OrderSummaryInput:
@@ -111,7 +128,8 @@ def parse_order_summary(arguments: Mapping[str, Any]) -> OrderSummaryInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return OrderSummaryInput(
+    input_class: type[OrderSummaryInput] = ARGUMENT_CLASSES["OrderSummaryInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )

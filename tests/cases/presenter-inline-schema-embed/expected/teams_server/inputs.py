@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -37,13 +38,33 @@ _PERSON_CARD_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
 _PERSON_CARD_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "TeamGetInput": ("Validated arguments of the team_get tool.", (("id", "str"),)),
+        "PersonCardInput": ("Validated arguments of the person_card tool.", (("id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class TeamGetInput:
-    """Validated arguments of the team_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class TeamGetInput:
+        """Validated arguments of the team_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class PersonCardInput:
+        """Validated arguments of the person_card tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_team_get(arguments: Mapping[str, Any]) -> TeamGetInput:
@@ -54,18 +75,11 @@ def parse_team_get(arguments: Mapping[str, Any]) -> TeamGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TeamGetInput(
+    input_class: type[TeamGetInput] = ARGUMENT_CLASSES["TeamGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class PersonCardInput:
-    """Validated arguments of the person_card tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_person_card(arguments: Mapping[str, Any]) -> PersonCardInput:
@@ -76,7 +90,8 @@ def parse_person_card(arguments: Mapping[str, Any]) -> PersonCardInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return PersonCardInput(
+    input_class: type[PersonCardInput] = ARGUMENT_CLASSES["PersonCardInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )

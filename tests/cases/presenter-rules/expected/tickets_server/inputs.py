@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -43,13 +44,41 @@ _TICKET_RAW_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
 _TICKET_RAW_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "TicketGetInput": ("Validated arguments of the ticket_get tool.", (("id", "str"),)),
+        "TicketSearchInput": ("Validated arguments of the ticket_search tool.", (("text", "str"),)),
+        "TicketRawInput": ("Validated arguments of the ticket_raw tool.", (("id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class TicketGetInput:
-    """Validated arguments of the ticket_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class TicketGetInput:
+        """Validated arguments of the ticket_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketSearchInput:
+        """Validated arguments of the ticket_search tool."""
+
+        text: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketRawInput:
+        """Validated arguments of the ticket_raw tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_ticket_get(arguments: Mapping[str, Any]) -> TicketGetInput:
@@ -60,18 +89,11 @@ def parse_ticket_get(arguments: Mapping[str, Any]) -> TicketGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketGetInput(
+    input_class: type[TicketGetInput] = ARGUMENT_CLASSES["TicketGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketSearchInput:
-    """Validated arguments of the ticket_search tool."""
-
-    text: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_search(arguments: Mapping[str, Any]) -> TicketSearchInput:
@@ -82,18 +104,11 @@ def parse_ticket_search(arguments: Mapping[str, Any]) -> TicketSearchInput:
     text_ = "" if value is MISSING or value is None else in_string(value, "text", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketSearchInput(
+    input_class: type[TicketSearchInput] = ARGUMENT_CLASSES["TicketSearchInput"]
+    return input_class(
         text=text_,
         fields_set=frozenset(k for k, v in arguments.items() if v is not None),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketRawInput:
-    """Validated arguments of the ticket_raw tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_raw(arguments: Mapping[str, Any]) -> TicketRawInput:
@@ -104,7 +119,8 @@ def parse_ticket_raw(arguments: Mapping[str, Any]) -> TicketRawInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketRawInput(
+    input_class: type[TicketRawInput] = ARGUMENT_CLASSES["TicketRawInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )

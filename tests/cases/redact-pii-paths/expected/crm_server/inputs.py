@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -37,13 +38,32 @@ _CLIENT_PEOPLE_KEYS: Final[frozenset[str]] = frozenset()
 
 _CLIENT_PEOPLE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "ClientGetInput": ("Validated arguments of the client_get tool.", (("id", "str"),)),
+        "ClientPeopleInput": ("Validated arguments of the client_people tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class ClientGetInput:
-    """Validated arguments of the client_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class ClientGetInput:
+        """Validated arguments of the client_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ClientPeopleInput:
+        """Validated arguments of the client_people tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_client_get(arguments: Mapping[str, Any]) -> ClientGetInput:
@@ -54,17 +74,11 @@ def parse_client_get(arguments: Mapping[str, Any]) -> ClientGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return ClientGetInput(
+    input_class: type[ClientGetInput] = ARGUMENT_CLASSES["ClientGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ClientPeopleInput:
-    """Validated arguments of the client_people tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_client_people(arguments: Mapping[str, Any]) -> ClientPeopleInput:
@@ -73,6 +87,7 @@ def parse_client_people(arguments: Mapping[str, Any]) -> ClientPeopleInput:
         check_keys(arguments, _CLIENT_PEOPLE_KEYS, _CLIENT_PEOPLE_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return ClientPeopleInput(
+    input_class: type[ClientPeopleInput] = ARGUMENT_CLASSES["ClientPeopleInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -59,13 +60,58 @@ _BY_COLOR_RESOURCE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
 _COLOR_VALUES: Final[tuple[str, ...]] = ("red", "green")
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "ItemGetInput": ("Validated arguments of the item_get tool.", (("sku", "str"),)),
+        "ItemRestockInput": ("Validated arguments of the item_restock tool.", (("sku", "str"), ("quantity", "int"))),
+        "CatalogResourceInput": ("Validated arguments of the catalog resource.", ()),
+        "ItemResourceInput": ("Validated arguments of the item resource.", (("sku", "str"), ("version", "int"))),
+        "ByColorResourceInput": ("Validated arguments of the by_color resource.", (("color", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class ItemGetInput:
-    """Validated arguments of the item_get tool."""
+if TYPE_CHECKING:
 
-    sku: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class ItemGetInput:
+        """Validated arguments of the item_get tool."""
+
+        sku: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ItemRestockInput:
+        """Validated arguments of the item_restock tool."""
+
+        sku: str
+        quantity: int
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class CatalogResourceInput:
+        """Validated arguments of the catalog resource."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ItemResourceInput:
+        """Validated arguments of the item resource."""
+
+        sku: str
+        version: int
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class ByColorResourceInput:
+        """Validated arguments of the by_color resource."""
+
+        color: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_item_get(arguments: Mapping[str, Any]) -> ItemGetInput:
@@ -76,19 +122,11 @@ def parse_item_get(arguments: Mapping[str, Any]) -> ItemGetInput:
     sku_ = missing(errors, "sku", "a string") if value is MISSING else in_string(value, "sku", errors)
     if errors:
         raise InvalidArguments(errors)
-    return ItemGetInput(
+    input_class: type[ItemGetInput] = ARGUMENT_CLASSES["ItemGetInput"]
+    return input_class(
         sku=sku_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ItemRestockInput:
-    """Validated arguments of the item_restock tool."""
-
-    sku: str
-    quantity: int
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_item_restock(arguments: Mapping[str, Any]) -> ItemRestockInput:
@@ -101,18 +139,12 @@ def parse_item_restock(arguments: Mapping[str, Any]) -> ItemRestockInput:
     quantity_ = missing(errors, "quantity", "an integer") if value is MISSING else in_integer(value, "quantity", errors)
     if errors:
         raise InvalidArguments(errors)
-    return ItemRestockInput(
+    input_class: type[ItemRestockInput] = ARGUMENT_CLASSES["ItemRestockInput"]
+    return input_class(
         sku=sku_,
         quantity=quantity_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogResourceInput:
-    """Validated arguments of the catalog resource."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_catalog_resource(arguments: Mapping[str, Any]) -> CatalogResourceInput:
@@ -121,18 +153,10 @@ def parse_catalog_resource(arguments: Mapping[str, Any]) -> CatalogResourceInput
         check_keys(arguments, _CATALOG_RESOURCE_KEYS, _CATALOG_RESOURCE_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return CatalogResourceInput(
+    input_class: type[CatalogResourceInput] = ARGUMENT_CLASSES["CatalogResourceInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ItemResourceInput:
-    """Validated arguments of the item resource."""
-
-    sku: str
-    version: int
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_item_resource(arguments: Mapping[str, Any]) -> ItemResourceInput:
@@ -145,19 +169,12 @@ def parse_item_resource(arguments: Mapping[str, Any]) -> ItemResourceInput:
     version_ = missing(errors, "version", "an integer") if value is MISSING else in_integer(value, "version", errors)
     if errors:
         raise InvalidArguments(errors)
-    return ItemResourceInput(
+    input_class: type[ItemResourceInput] = ARGUMENT_CLASSES["ItemResourceInput"]
+    return input_class(
         sku=sku_,
         version=version_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ByColorResourceInput:
-    """Validated arguments of the by_color resource."""
-
-    color: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_by_color_resource(arguments: Mapping[str, Any]) -> ByColorResourceInput:
@@ -172,7 +189,8 @@ def parse_by_color_resource(arguments: Mapping[str, Any]) -> ByColorResourceInpu
     )
     if errors:
         raise InvalidArguments(errors)
-    return ByColorResourceInput(
+    input_class: type[ByColorResourceInput] = ARGUMENT_CLASSES["ByColorResourceInput"]
+    return input_class(
         color=color_,
         fields_set=frozenset(arguments),
     )

@@ -13,10 +13,11 @@ import datetime
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -74,29 +75,69 @@ _ADDRESS_FIELDS: Final[frozenset[str]] = frozenset({"city", "street", "zip"})
 
 _ADDRESS_GUARDED: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "RecordEchoInput": (
+            "Validated arguments of the record_echo tool.",
+            (
+                ("id", "uuid.UUID"),
+                ("label", "str"),
+                ("notes", "str"),
+                ("count", "int"),
+                ("ratio", "float"),
+                ("active", "bool"),
+                ("day", "datetime.date"),
+                ("day_text", "datetime.date"),
+                ("at", "datetime.datetime"),
+                ("at_text", "datetime.datetime"),
+                ("level", "str"),
+                ("maybe", "str | None"),
+                ("nothing", "int | None"),
+                ("scores", "list[int]"),
+                ("days", "list[datetime.date]"),
+                ("address", "dict[str, Any]"),
+                ("previous", "list[dict[str, Any]] | None"),
+            ),
+        ),
+        "RecordListInput": ("Validated arguments of the record_list tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class RecordEchoInput:
-    """Validated arguments of the record_echo tool."""
+if TYPE_CHECKING:
 
-    id: uuid.UUID
-    label: str
-    notes: str
-    count: int
-    ratio: float
-    active: bool
-    day: datetime.date
-    day_text: datetime.date
-    at: datetime.datetime
-    at_text: datetime.datetime
-    level: str
-    maybe: str | None
-    nothing: int | None
-    scores: list[int]
-    days: list[datetime.date]
-    address: dict[str, Any]
-    previous: list[dict[str, Any]] | None
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class RecordEchoInput:
+        """Validated arguments of the record_echo tool."""
+
+        id: uuid.UUID
+        label: str
+        notes: str
+        count: int
+        ratio: float
+        active: bool
+        day: datetime.date
+        day_text: datetime.date
+        at: datetime.datetime
+        at_text: datetime.datetime
+        level: str
+        maybe: str | None
+        nothing: int | None
+        scores: list[int]
+        days: list[datetime.date]
+        address: dict[str, Any]
+        previous: list[dict[str, Any]] | None
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class RecordListInput:
+        """Validated arguments of the record_list tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
@@ -188,7 +229,8 @@ def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
     )
     if errors:
         raise InvalidArguments(errors)
-    return RecordEchoInput(
+    input_class: type[RecordEchoInput] = ARGUMENT_CLASSES["RecordEchoInput"]
+    return input_class(
         id=id_,
         label=label_,
         notes=notes_,
@@ -210,20 +252,14 @@ def parse_record_echo(arguments: Mapping[str, Any]) -> RecordEchoInput:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class RecordListInput:
-    """Validated arguments of the record_list tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
-
-
 def parse_record_list(arguments: Mapping[str, Any]) -> RecordListInput:
     errors: list[FieldError] = []
     if not arguments.keys() <= _RECORD_LIST_KEYS:
         check_keys(arguments, _RECORD_LIST_KEYS, _RECORD_LIST_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return RecordListInput(
+    input_class: type[RecordListInput] = ARGUMENT_CLASSES["RecordListInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -43,13 +44,39 @@ _INVOICE_APPROVE_KEYS: Final[frozenset[str]] = frozenset()
 
 _INVOICE_APPROVE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "InvoiceGetInput": ("Validated arguments of the invoice_get tool.", (("id", "str"),)),
+        "InvoiceSubmitInput": ("Validated arguments of the invoice_submit tool.", ()),
+        "InvoiceApproveInput": ("Validated arguments of the invoice_approve tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class InvoiceGetInput:
-    """Validated arguments of the invoice_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class InvoiceGetInput:
+        """Validated arguments of the invoice_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceSubmitInput:
+        """Validated arguments of the invoice_submit tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class InvoiceApproveInput:
+        """Validated arguments of the invoice_approve tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_invoice_get(arguments: Mapping[str, Any]) -> InvoiceGetInput:
@@ -60,17 +87,11 @@ def parse_invoice_get(arguments: Mapping[str, Any]) -> InvoiceGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceGetInput(
+    input_class: type[InvoiceGetInput] = ARGUMENT_CLASSES["InvoiceGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceSubmitInput:
-    """Validated arguments of the invoice_submit tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_submit(arguments: Mapping[str, Any]) -> InvoiceSubmitInput:
@@ -79,16 +100,10 @@ def parse_invoice_submit(arguments: Mapping[str, Any]) -> InvoiceSubmitInput:
         check_keys(arguments, _INVOICE_SUBMIT_KEYS, _INVOICE_SUBMIT_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceSubmitInput(
+    input_class: type[InvoiceSubmitInput] = ARGUMENT_CLASSES["InvoiceSubmitInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class InvoiceApproveInput:
-    """Validated arguments of the invoice_approve tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_invoice_approve(arguments: Mapping[str, Any]) -> InvoiceApproveInput:
@@ -97,6 +112,7 @@ def parse_invoice_approve(arguments: Mapping[str, Any]) -> InvoiceApproveInput:
         check_keys(arguments, _INVOICE_APPROVE_KEYS, _INVOICE_APPROVE_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return InvoiceApproveInput(
+    input_class: type[InvoiceApproveInput] = ARGUMENT_CLASSES["InvoiceApproveInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -43,12 +44,40 @@ _MESSAGE_DELETE_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
 _MESSAGE_DELETE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "MessageListInput": ("Validated arguments of the message_list tool.", ()),
+        "MessageReadInput": ("Validated arguments of the message_read tool.", (("id", "str"),)),
+        "MessageDeleteInput": ("Validated arguments of the message_delete tool.", (("id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class MessageListInput:
-    """Validated arguments of the message_list tool."""
+if TYPE_CHECKING:
 
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class MessageListInput:
+        """Validated arguments of the message_list tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class MessageReadInput:
+        """Validated arguments of the message_read tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class MessageDeleteInput:
+        """Validated arguments of the message_delete tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_message_list(arguments: Mapping[str, Any]) -> MessageListInput:
@@ -57,17 +86,10 @@ def parse_message_list(arguments: Mapping[str, Any]) -> MessageListInput:
         check_keys(arguments, _MESSAGE_LIST_KEYS, _MESSAGE_LIST_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return MessageListInput(
+    input_class: type[MessageListInput] = ARGUMENT_CLASSES["MessageListInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class MessageReadInput:
-    """Validated arguments of the message_read tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_message_read(arguments: Mapping[str, Any]) -> MessageReadInput:
@@ -78,18 +100,11 @@ def parse_message_read(arguments: Mapping[str, Any]) -> MessageReadInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return MessageReadInput(
+    input_class: type[MessageReadInput] = ARGUMENT_CLASSES["MessageReadInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class MessageDeleteInput:
-    """Validated arguments of the message_delete tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_message_delete(arguments: Mapping[str, Any]) -> MessageDeleteInput:
@@ -100,7 +115,8 @@ def parse_message_delete(arguments: Mapping[str, Any]) -> MessageDeleteInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return MessageDeleteInput(
+    input_class: type[MessageDeleteInput] = ARGUMENT_CLASSES["MessageDeleteInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -37,13 +38,33 @@ _TICKET_CLOSE_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
 _TICKET_CLOSE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "TicketSummaryInput": ("Validated arguments of the ticket_summary tool.", (("id", "str"),)),
+        "TicketCloseInput": ("Validated arguments of the ticket_close tool.", (("id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class TicketSummaryInput:
-    """Validated arguments of the ticket_summary tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class TicketSummaryInput:
+        """Validated arguments of the ticket_summary tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketCloseInput:
+        """Validated arguments of the ticket_close tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_ticket_summary(arguments: Mapping[str, Any]) -> TicketSummaryInput:
@@ -54,18 +75,11 @@ def parse_ticket_summary(arguments: Mapping[str, Any]) -> TicketSummaryInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketSummaryInput(
+    input_class: type[TicketSummaryInput] = ARGUMENT_CLASSES["TicketSummaryInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketCloseInput:
-    """Validated arguments of the ticket_close tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_close(arguments: Mapping[str, Any]) -> TicketCloseInput:
@@ -76,7 +90,8 @@ def parse_ticket_close(arguments: Mapping[str, Any]) -> TicketCloseInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketCloseInput(
+    input_class: type[TicketCloseInput] = ARGUMENT_CLASSES["TicketCloseInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -37,13 +38,32 @@ _METRIC_LIST_KEYS: Final[frozenset[str]] = frozenset()
 
 _METRIC_LIST_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "MetricGetInput": ("Validated arguments of the metric_get tool.", (("name", "str"),)),
+        "MetricListInput": ("Validated arguments of the metric_list tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class MetricGetInput:
-    """Validated arguments of the metric_get tool."""
+if TYPE_CHECKING:
 
-    name: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class MetricGetInput:
+        """Validated arguments of the metric_get tool."""
+
+        name: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class MetricListInput:
+        """Validated arguments of the metric_list tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_metric_get(arguments: Mapping[str, Any]) -> MetricGetInput:
@@ -54,17 +74,11 @@ def parse_metric_get(arguments: Mapping[str, Any]) -> MetricGetInput:
     name_ = missing(errors, "name", "a string") if value is MISSING else in_string(value, "name", errors)
     if errors:
         raise InvalidArguments(errors)
-    return MetricGetInput(
+    input_class: type[MetricGetInput] = ARGUMENT_CLASSES["MetricGetInput"]
+    return input_class(
         name=name_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class MetricListInput:
-    """Validated arguments of the metric_list tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_metric_list(arguments: Mapping[str, Any]) -> MetricListInput:
@@ -73,6 +87,7 @@ def parse_metric_list(arguments: Mapping[str, Any]) -> MetricListInput:
         check_keys(arguments, _METRIC_LIST_KEYS, _METRIC_LIST_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return MetricListInput(
+    input_class: type[MetricListInput] = ARGUMENT_CLASSES["MetricListInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

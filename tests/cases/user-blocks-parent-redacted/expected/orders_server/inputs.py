@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -31,13 +32,25 @@ _ORDER_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
 _ORDER_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "OrderGetInput": ("Validated arguments of the order_get tool.", (("id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class OrderGetInput:
-    """Validated arguments of the order_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class OrderGetInput:
+        """Validated arguments of the order_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_order_get(arguments: Mapping[str, Any]) -> OrderGetInput:
@@ -48,7 +61,8 @@ def parse_order_get(arguments: Mapping[str, Any]) -> OrderGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return OrderGetInput(
+    input_class: type[OrderGetInput] = ARGUMENT_CLASSES["OrderGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -43,13 +44,40 @@ _TEAM_GET_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
 _TEAM_GET_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "PersonGetInput": ("Validated arguments of the person_get tool.", (("id", "str"),)),
+        "TeamListInput": ("Validated arguments of the team_list tool.", ()),
+        "TeamGetInput": ("Validated arguments of the team_get tool.", (("id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class PersonGetInput:
-    """Validated arguments of the person_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class PersonGetInput:
+        """Validated arguments of the person_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TeamListInput:
+        """Validated arguments of the team_list tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TeamGetInput:
+        """Validated arguments of the team_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_person_get(arguments: Mapping[str, Any]) -> PersonGetInput:
@@ -60,17 +88,11 @@ def parse_person_get(arguments: Mapping[str, Any]) -> PersonGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return PersonGetInput(
+    input_class: type[PersonGetInput] = ARGUMENT_CLASSES["PersonGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TeamListInput:
-    """Validated arguments of the team_list tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_team_list(arguments: Mapping[str, Any]) -> TeamListInput:
@@ -79,17 +101,10 @@ def parse_team_list(arguments: Mapping[str, Any]) -> TeamListInput:
         check_keys(arguments, _TEAM_LIST_KEYS, _TEAM_LIST_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TeamListInput(
+    input_class: type[TeamListInput] = ARGUMENT_CLASSES["TeamListInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TeamGetInput:
-    """Validated arguments of the team_get tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_team_get(arguments: Mapping[str, Any]) -> TeamGetInput:
@@ -100,7 +115,8 @@ def parse_team_get(arguments: Mapping[str, Any]) -> TeamGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TeamGetInput(
+    input_class: type[TeamGetInput] = ARGUMENT_CLASSES["TeamGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )

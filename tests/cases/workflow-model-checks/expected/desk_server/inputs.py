@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -49,13 +50,46 @@ _TICKET_CLOSE_KEYS: Final[frozenset[str]] = frozenset()
 
 _TICKET_CLOSE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "TicketBeginInput": ("Validated arguments of the ticket_begin tool.", (("id", "str"),)),
+        "TicketPauseInput": ("Validated arguments of the ticket_pause tool.", ()),
+        "TicketResumeInput": ("Validated arguments of the ticket_resume tool.", ()),
+        "TicketCloseInput": ("Validated arguments of the ticket_close tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class TicketBeginInput:
-    """Validated arguments of the ticket_begin tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class TicketBeginInput:
+        """Validated arguments of the ticket_begin tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketPauseInput:
+        """Validated arguments of the ticket_pause tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketResumeInput:
+        """Validated arguments of the ticket_resume tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketCloseInput:
+        """Validated arguments of the ticket_close tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_ticket_begin(arguments: Mapping[str, Any]) -> TicketBeginInput:
@@ -66,17 +100,11 @@ def parse_ticket_begin(arguments: Mapping[str, Any]) -> TicketBeginInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketBeginInput(
+    input_class: type[TicketBeginInput] = ARGUMENT_CLASSES["TicketBeginInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketPauseInput:
-    """Validated arguments of the ticket_pause tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_pause(arguments: Mapping[str, Any]) -> TicketPauseInput:
@@ -85,16 +113,10 @@ def parse_ticket_pause(arguments: Mapping[str, Any]) -> TicketPauseInput:
         check_keys(arguments, _TICKET_PAUSE_KEYS, _TICKET_PAUSE_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketPauseInput(
+    input_class: type[TicketPauseInput] = ARGUMENT_CLASSES["TicketPauseInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketResumeInput:
-    """Validated arguments of the ticket_resume tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_resume(arguments: Mapping[str, Any]) -> TicketResumeInput:
@@ -103,16 +125,10 @@ def parse_ticket_resume(arguments: Mapping[str, Any]) -> TicketResumeInput:
         check_keys(arguments, _TICKET_RESUME_KEYS, _TICKET_RESUME_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketResumeInput(
+    input_class: type[TicketResumeInput] = ARGUMENT_CLASSES["TicketResumeInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketCloseInput:
-    """Validated arguments of the ticket_close tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_close(arguments: Mapping[str, Any]) -> TicketCloseInput:
@@ -121,6 +137,7 @@ def parse_ticket_close(arguments: Mapping[str, Any]) -> TicketCloseInput:
         check_keys(arguments, _TICKET_CLOSE_KEYS, _TICKET_CLOSE_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketCloseInput(
+    input_class: type[TicketCloseInput] = ARGUMENT_CLASSES["TicketCloseInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -43,13 +44,41 @@ _TICKET_RESOLVE_KEYS: Final[frozenset[str]] = frozenset({"id"})
 
 _TICKET_RESOLVE_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "TicketGetInput": ("Validated arguments of the ticket_get tool.", (("id", "str"),)),
+        "TicketTriageInput": ("Validated arguments of the ticket_triage tool.", (("id", "str"),)),
+        "TicketResolveInput": ("Validated arguments of the ticket_resolve tool.", (("id", "str"),)),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class TicketGetInput:
-    """Validated arguments of the ticket_get tool."""
+if TYPE_CHECKING:
 
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class TicketGetInput:
+        """Validated arguments of the ticket_get tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketTriageInput:
+        """Validated arguments of the ticket_triage tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class TicketResolveInput:
+        """Validated arguments of the ticket_resolve tool."""
+
+        id: str
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_ticket_get(arguments: Mapping[str, Any]) -> TicketGetInput:
@@ -60,18 +89,11 @@ def parse_ticket_get(arguments: Mapping[str, Any]) -> TicketGetInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketGetInput(
+    input_class: type[TicketGetInput] = ARGUMENT_CLASSES["TicketGetInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketTriageInput:
-    """Validated arguments of the ticket_triage tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_triage(arguments: Mapping[str, Any]) -> TicketTriageInput:
@@ -82,18 +104,11 @@ def parse_ticket_triage(arguments: Mapping[str, Any]) -> TicketTriageInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketTriageInput(
+    input_class: type[TicketTriageInput] = ARGUMENT_CLASSES["TicketTriageInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TicketResolveInput:
-    """Validated arguments of the ticket_resolve tool."""
-
-    id: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_ticket_resolve(arguments: Mapping[str, Any]) -> TicketResolveInput:
@@ -104,7 +119,8 @@ def parse_ticket_resolve(arguments: Mapping[str, Any]) -> TicketResolveInput:
     id_ = missing(errors, "id", "a string") if value is MISSING else in_string(value, "id", errors)
     if errors:
         raise InvalidArguments(errors)
-    return TicketResolveInput(
+    input_class: type[TicketResolveInput] = ARGUMENT_CLASSES["TicketResolveInput"]
+    return input_class(
         id=id_,
         fields_set=frozenset(arguments),
     )

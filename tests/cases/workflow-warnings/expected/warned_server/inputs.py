@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -34,12 +35,31 @@ _FINISH_KEYS: Final[frozenset[str]] = frozenset()
 
 _FINISH_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "GoInput": ("Validated arguments of the go tool.", ()),
+        "FinishInput": ("Validated arguments of the finish tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class GoInput:
-    """Validated arguments of the go tool."""
+if TYPE_CHECKING:
 
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class GoInput:
+        """Validated arguments of the go tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class FinishInput:
+        """Validated arguments of the finish tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_go(arguments: Mapping[str, Any]) -> GoInput:
@@ -48,16 +68,10 @@ def parse_go(arguments: Mapping[str, Any]) -> GoInput:
         check_keys(arguments, _GO_KEYS, _GO_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return GoInput(
+    input_class: type[GoInput] = ARGUMENT_CLASSES["GoInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class FinishInput:
-    """Validated arguments of the finish tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_finish(arguments: Mapping[str, Any]) -> FinishInput:
@@ -66,6 +80,7 @@ def parse_finish(arguments: Mapping[str, Any]) -> FinishInput:
         check_keys(arguments, _FINISH_KEYS, _FINISH_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return FinishInput(
+    input_class: type[FinishInput] = ARGUMENT_CLASSES["FinishInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )

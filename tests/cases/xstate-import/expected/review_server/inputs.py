@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._runtime import (
     MISSING,
+    ArgumentClasses,
     FieldError,
     InvalidArguments,
     check_keys,
@@ -49,12 +50,46 @@ _DOC_PUBLISH_KEYS: Final[frozenset[str]] = frozenset()
 
 _DOC_PUBLISH_GUARDED_INPUTS: Final[frozenset[str]] = frozenset()
 
+# Each tool's argument class is made the first time a call (or an import) needs it, not all at start-up; these are
+# its docstring and fields. Type checkers read the declarations below, the same frozen, slotted dataclasses.
+ARGUMENT_CLASSES: Final = ArgumentClasses(
+    __name__,
+    {
+        "DocSubmitInput": ("Validated arguments of the doc_submit tool.", ()),
+        "DocApproveInput": ("Validated arguments of the doc_approve tool.", ()),
+        "DocRejectInput": ("Validated arguments of the doc_reject tool.", (("reason", "str"),)),
+        "DocPublishInput": ("Validated arguments of the doc_publish tool.", ()),
+    },
+)
 
-@dataclass(frozen=True, slots=True)
-class DocSubmitInput:
-    """Validated arguments of the doc_submit tool."""
+if TYPE_CHECKING:
 
-    fields_set: frozenset[str] = field(default=frozenset())
+    @dataclass(frozen=True, slots=True)
+    class DocSubmitInput:
+        """Validated arguments of the doc_submit tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class DocApproveInput:
+        """Validated arguments of the doc_approve tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class DocRejectInput:
+        """Validated arguments of the doc_reject tool."""
+
+        reason: str
+        fields_set: frozenset[str] = field(default=frozenset())
+
+    @dataclass(frozen=True, slots=True)
+    class DocPublishInput:
+        """Validated arguments of the doc_publish tool."""
+
+        fields_set: frozenset[str] = field(default=frozenset())
+else:
+    __getattr__ = ARGUMENT_CLASSES.module_attribute  # `from .inputs import <Tool>Input` makes it then
 
 
 def parse_doc_submit(arguments: Mapping[str, Any]) -> DocSubmitInput:
@@ -63,16 +98,10 @@ def parse_doc_submit(arguments: Mapping[str, Any]) -> DocSubmitInput:
         check_keys(arguments, _DOC_SUBMIT_KEYS, _DOC_SUBMIT_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return DocSubmitInput(
+    input_class: type[DocSubmitInput] = ARGUMENT_CLASSES["DocSubmitInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class DocApproveInput:
-    """Validated arguments of the doc_approve tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_doc_approve(arguments: Mapping[str, Any]) -> DocApproveInput:
@@ -81,17 +110,10 @@ def parse_doc_approve(arguments: Mapping[str, Any]) -> DocApproveInput:
         check_keys(arguments, _DOC_APPROVE_KEYS, _DOC_APPROVE_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return DocApproveInput(
+    input_class: type[DocApproveInput] = ARGUMENT_CLASSES["DocApproveInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class DocRejectInput:
-    """Validated arguments of the doc_reject tool."""
-
-    reason: str
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_doc_reject(arguments: Mapping[str, Any]) -> DocRejectInput:
@@ -102,17 +124,11 @@ def parse_doc_reject(arguments: Mapping[str, Any]) -> DocRejectInput:
     reason_ = missing(errors, "reason", "a string") if value is MISSING else in_string(value, "reason", errors)
     if errors:
         raise InvalidArguments(errors)
-    return DocRejectInput(
+    input_class: type[DocRejectInput] = ARGUMENT_CLASSES["DocRejectInput"]
+    return input_class(
         reason=reason_,
         fields_set=frozenset(arguments),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class DocPublishInput:
-    """Validated arguments of the doc_publish tool."""
-
-    fields_set: frozenset[str] = field(default=frozenset())
 
 
 def parse_doc_publish(arguments: Mapping[str, Any]) -> DocPublishInput:
@@ -121,6 +137,7 @@ def parse_doc_publish(arguments: Mapping[str, Any]) -> DocPublishInput:
         check_keys(arguments, _DOC_PUBLISH_KEYS, _DOC_PUBLISH_GUARDED_INPUTS, "", errors)
     if errors:
         raise InvalidArguments(errors)
-    return DocPublishInput(
+    input_class: type[DocPublishInput] = ARGUMENT_CLASSES["DocPublishInput"]
+    return input_class(
         fields_set=frozenset(arguments),
     )
