@@ -112,12 +112,15 @@ def toml_string(text: str) -> str:
     return "".join(f"\\u{ord(c):04x}" if _is_unsafe(c) else c for c in literal)
 
 
+_json_string = json.encoder.encode_basestring  # what json.dumps(str, ensure_ascii=False) returns
+
+
 def py_string(text: str) -> str:
     """A double-quoted Python string literal (JSON's escapes are valid Python escapes). The unsafe characters
     JSON leaves raw are escaped too: a lone surrogate (a path that is not UTF-8, decoded with
     surrogateescape) cannot be written to a UTF-8 file, and U+2028, C1 controls or bidirectional controls
     would break or reorder the line for editors and reviewers. The program gets the same string."""
-    literal = json.dumps(text, ensure_ascii=False)
+    literal = _json_string(text)  # json.dumps(text, ensure_ascii=False), without a JSONEncoder per call
     if _ANY_UNSAFE.search(literal):
         literal = "".join(f"\\u{ord(c):04x}" if _is_unsafe(c) else c for c in literal)
     return literal
@@ -125,8 +128,10 @@ def py_string(text: str) -> str:
 
 def py_literal(value: object, level: int = 0, prefix_width: int = 0) -> str:
     """`value` as Python source, starting at indentation `level` after `prefix_width` characters."""
-    flat = _flat(value)
-    if len(INDENT) * level + prefix_width + len(flat) <= LINE_LENGTH or not _is_collection(value):
+    if not _is_collection(value):
+        return _flat(value)
+    flat = _flat_within(value, LINE_LENGTH - len(INDENT) * level - prefix_width)
+    if flat is not None:
         return flat
     inner = INDENT * (level + 1)
     if isinstance(value, dict):
@@ -143,6 +148,33 @@ def py_literal(value: object, level: int = 0, prefix_width: int = 0) -> str:
 
 def _is_collection(value: object) -> bool:
     return isinstance(value, dict | list | tuple) and len(value) > 0
+
+
+def _flat_within(value: object, budget: int) -> str | None:
+    """`_flat(value)` if it is at most `budget` characters, else None, found without writing more than about
+    `budget` characters: a nested literal is tried at each level on the way down, and writing each level whole
+    made a large API's schemas quadratic in their depth."""
+    if not isinstance(value, dict | list | tuple):
+        flat = _flat(value)
+        return flat if len(flat) <= budget else None
+    if isinstance(value, dict):
+        open_, close = "{", "}"
+    else:
+        open_, close = ("[", "]") if isinstance(value, list) else ("(", ",)" if len(value) == 1 else ")")
+    parts: list[str] = []
+    used = len(open_) + len(close)
+    keyed = isinstance(value, dict)
+    for key, item in value.items() if isinstance(value, dict) else (("", item) for item in value):
+        if used > budget:
+            return None
+        head = f"{py_string(str(key))}: " if keyed else ""
+        used += len(head) + (2 if parts else 0)
+        part = _flat_within(item, budget - used)
+        if part is None:
+            return None
+        parts.append(head + part)
+        used += len(part)
+    return open_ + ", ".join(parts) + close if used <= budget else None
 
 
 def _flat(value: object) -> str:

@@ -124,7 +124,7 @@ def test_build_scaffolds_a_typed_stub_per_tool_and_the_server_starts_with_it(tmp
     assert set(functions) == handler_names(spec)
     # Each stub takes `args`, typed with its own tool's input class from the generated package.
     inputs = ast.parse((proj / "out" / PACKAGE / "inputs.py").read_text(encoding="utf-8"))
-    input_classes = {n.name for n in inputs.body if isinstance(n, ast.ClassDef)}
+    input_classes = {n.name for n in ast.walk(inputs) if isinstance(n, ast.ClassDef)}  # declared for checkers
     annotations = set()
     for name, function in functions.items():
         args = function.args
@@ -300,3 +300,53 @@ def test_check_accepts_every_supported_handler_form(reference: Path, tmp_path: P
     result = run("check", spec.name, "-o", "out", cwd=tmp_path)
     assert result.code == 0, result.stdout + result.stderr
     assert "error" not in result.stdout + result.stderr
+
+
+TRICKY_MODULE = '''"""Handlers."""
+# a comment
+import json; import os
+from typing import (Any,
+   TYPE_CHECKING as CHECKING)
+
+
+@decorated
+@decorated_too(
+    1)
+# between the decorators and the def
+def first(args: Any) -> Any:
+    pass
+# comment
+LIMIT = 1; SHAPES: dict[str, int] = {}
+if CHECKING:
+    from x import y
+else:
+    y = None
+
+async def second(args): pass
+class Helper:
+    pass
+def third(args): return json, os
+'''
+
+
+@pytest.mark.parametrize("module", ["tricky", "billing", "approval"])
+def test_definition_lines_from_cpython_are_libcsts(module: str) -> None:
+    """`check` and `build` place handler diagnostics by CPython's line numbers (a large API's handler module:
+    libcst's positions took seconds); they must be the lines libcst's PositionProvider gives, decorators,
+    comments, semicolons and compound statements included."""
+    import libcst
+
+    from fusiongen.scaffold.handlers import _definitions
+
+    sources = {
+        "tricky": TRICKY_MODULE,
+        "billing": HANDLERS.read_text(encoding="utf-8"),
+        "approval": (SPECS / "approval_server_handlers.py").read_text(encoding="utf-8"),
+    }
+    source = sources[module]
+    parsed = libcst.parse_module(source)
+    by_libcst, by_cpython = _definitions(parsed), _definitions(parsed, source)
+    assert by_cpython == by_libcst
+    if module == "tricky":  # only from-imports, functions and assignments bind a handler name
+        lines = {name: d.position.line for name, d in by_cpython.items()}
+        assert lines == {"Any": 4, "CHECKING": 4, "first": 12, "LIMIT": 15, "SHAPES": 15, "second": 21, "third": 24}

@@ -210,11 +210,7 @@ def parse_document(source: str, display_path: str) -> tuple[dict[str, Any], Sour
         raise SpecError(_syntax_diagnostics(source, exc, display_path)) from None
     except RecursionError:
         raise SpecError([_too_deep(display_path, Position(1, 1))]) from None
-    try:
-        source_map, _ = scan(source)
-    except ScanError as exc:
-        raise RuntimeError(f"position scanner failed on valid TOML: {exc}") from exc  # our bug, not the user's
-    return document, source_map
+    return document, SourceMap.deferred(source)  # positions are read only for a diagnostic
 
 
 Locate = Callable[[Loc], tuple[str, SourceMap]]  # a path into the document → the file (as shown) and its map

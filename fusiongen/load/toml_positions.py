@@ -168,7 +168,7 @@ def _read_escape(src: str, i: int, multi: bool, chars: list[str], offsets: list[
 
 
 class SourceMap:
-    """Where each path of a parsed TOML document is written; built by `scan`."""
+    """Where each path of a parsed TOML document is written; built by `scan`, or by `deferred` on first use."""
 
     def __init__(self, source: str, positions: dict[Path, tuple[int, int]], strings: dict[Path, int]) -> None:
         """`positions` maps a path to the offsets of its key and value, `strings` to its opening quote."""
@@ -178,17 +178,39 @@ class SourceMap:
         self._values = {path: value for path, (_, value) in positions.items()}
         self._strings = strings
         self._decoded: dict[int, tuple[int, list[int]]] = {}  # string start → (end, offset of each char)
+        self._scanned = True
+
+    @classmethod
+    def deferred(cls, source: str) -> SourceMap:
+        """The map of `source`, scanned the first time a position is asked for: a spec that loads without a
+        diagnostic never needs one (a large API's spec is 100,000 lines, and the scan is pure Python).
+        `source` must be valid TOML (tomli read it): a scan that fails then is fusiongen's bug (RuntimeError)."""
+        deferred = cls.__new__(cls)
+        deferred._source = source
+        deferred._scanned = False
+        return deferred
+
+    def _scan(self) -> None:
+        try:
+            scanned, _ = scan(self._source)
+        except ScanError as exc:
+            raise RuntimeError(f"position scanner failed on valid TOML: {exc}") from exc  # our bug, not the user's
+        self.__dict__.update(scanned.__dict__)
 
     def _span(self, offset: int) -> Span:
         return _span(self._line_starts, offset)
 
     def key(self, path: Path) -> Span | None:
         """Where the key of `path` is written (for an array element: where the element starts)."""
+        if not self._scanned:
+            self._scan()
         offset = self._keys.get(path)
         return None if offset is None else self._span(offset)
 
     def value(self, path: Path) -> Span | None:
         """Where the value of `path` starts (for a table defined by a header: the header's `[`)."""
+        if not self._scanned:
+            self._scan()
         offset = self._values.get(path)
         return None if offset is None else self._span(offset)
 
@@ -198,6 +220,8 @@ class SourceMap:
         A diagnostic about a missing key points at the table that should hold it; the empty path
         (and a path none of whose prefixes is known) maps to 1:1.
         """
+        if not self._scanned:
+            self._scan()
         for n in range(len(path), 0, -1):
             offset = self._keys.get(path[:n])
             if offset is not None:
@@ -213,6 +237,8 @@ class SourceMap:
                 return (path[0], f"{prefix}.{path[1]}", *path[2:])
             return path
 
+        if not self._scanned:
+            self._scan()
         clone = copy.copy(self)
         clone._keys = {renamed(path): offset for path, offset in self._keys.items()}
         clone._values = {renamed(path): offset for path, offset in self._values.items()}
@@ -225,6 +251,8 @@ class SourceMap:
         An escape sequence maps to its backslash; `index == len(value)` maps to the closing
         delimiter. None when `path` is not a string or `index` is out of range.
         """
+        if not self._scanned:
+            self._scan()
         start = self._strings.get(path)
         if start is None or index < 0:
             return None

@@ -9,6 +9,7 @@ importing would run the user's code.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,16 +97,20 @@ class _Definition:
     function: libcst.FunctionDef | None  # None: bound some other way (import, assignment)
 
 
-def _definitions(module: libcst.Module) -> dict[str, _Definition]:
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+def _definitions(module: libcst.Module, source: str | None = None) -> dict[str, _Definition]:
+    """The names `module` binds at top level, each with where its statement starts (a function: its `def`
+    line). Given the module's `source`, the lines are CPython's parser's (a large module: a fraction of the time
+    libcst's positions take); without, or where the two parsers do not see the same statements, libcst's."""
+    lines = _statement_lines(module, source) if source is not None else None
+    if lines is None:
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        lines = {id(statement): positions[statement].start.line for statement in module.body}
     found: dict[str, _Definition] = {}
 
     def add(name: str, node: libcst.CSTNode, function: libcst.FunctionDef | None) -> None:
-        start = positions[node].start
-        found[name] = _Definition(name, Position(start.line, start.column + 1), function)
+        found[name] = _Definition(name, Position(lines[id(node)], 1), function)  # top level: column 1
 
-    for statement in wrapper.module.body:
+    for statement in module.body:
         if isinstance(statement, libcst.FunctionDef):
             add(statement.name.value, statement, statement)
         elif isinstance(statement, libcst.SimpleStatementLine):
@@ -126,6 +131,24 @@ def _definitions(module: libcst.Module) -> dict[str, _Definition]:
                 ):
                     add(small.target.value, statement, None)  # `SHAPES: dict[...] = {}` binds it too
     return found
+
+
+def _statement_lines(module: libcst.Module, source: str) -> dict[int, int] | None:
+    """The line each top-level statement of `module` (parsed from `source`) starts on, by `id`, as CPython's
+    parser reads `source`: a function's `def` line (after its decorators), a simple statement line's first
+    statement. None when CPython does not parse it or does not count the same statements."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    lines: dict[int, int] = {}
+    index = 0
+    for statement in module.body:
+        if index >= len(tree.body):
+            return None
+        lines[id(statement)] = tree.body[index].lineno
+        index += len(statement.body) if isinstance(statement, libcst.SimpleStatementLine) else 1
+    return lines if index == len(tree.body) else None
 
 
 def bound_names(source: str) -> frozenset[str] | None:
@@ -178,8 +201,9 @@ def _imported_from_typing(module: libcst.Module) -> set[str]:
 
 
 def parse_handlers(source: str, handler_file: str) -> libcst.Module | Diagnostic:
+    """The handler module as libcst reads it, or FG403."""
     try:
-        return libcst.parse_module(source)
+        return _parsed(source)
     except libcst.ParserSyntaxError as exc:
         return Diagnostic(
             "FG403",
@@ -190,14 +214,21 @@ def parse_handlers(source: str, handler_file: str) -> libcst.Module | Diagnostic
         )
 
 
+@functools.lru_cache(maxsize=4)
+def _parsed(source: str) -> libcst.Module:
+    """`source` read by libcst once: a build reads the handler module for its effects, its stubs and its
+    signatures (a large API's is thousands of lines; libcst trees are immutable, so sharing one is safe)."""
+    return libcst.parse_module(source)
+
+
 def append_stubs(source: str, ir: ServerIR) -> str | None:
     """The module with stubs appended for tools that have no handler yet; None when none is missing.
 
     The stubs are built and checked with libcst and added after the user's last byte, so every existing
     byte stays as it was. Their annotations are strings: the module may not use postponed annotations.
     """
-    module = libcst.parse_module(source)
-    defined = _definitions(module)
+    module = _parsed(source)
+    defined = _definitions(module, source)
     missing = [t for t in ir.handled if t.handler not in defined]
     if not missing:
         return None
@@ -225,7 +256,7 @@ def check_handlers(
     module = parse_handlers(source, handler_file)
     if isinstance(module, Diagnostic):
         return [module]
-    defined = _definitions(module)
+    defined = _definitions(module, source)
     found: list[Diagnostic] = []
     for tool in ir.handled:
         definition = defined.get(tool.handler)
