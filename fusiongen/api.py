@@ -292,7 +292,7 @@ def budget_text(ir: ServerIR) -> str:
 def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
     """Every file the spec generates into `out_dir`, tidied and (unless the caller will do it for the
     files it needs, as `check` does) parse-checked with libcst."""
-    from fusiongen.codegen.render import headers, parse_check, render
+    from fusiongen.codegen.render import CompiledModules, headers, parse_check, render
 
     loaded, ir, warnings = validate(spec_path)
     # The header names the spec as seen from the output folder; a folder spec with a trailing "/".
@@ -303,9 +303,11 @@ def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Ge
         handlers_dir_from_package=relative(loaded.home, out_dir / ir.package),
     )
     tidied = tidy_files(rendered)
-    copied = shipped_copies(tidied, copied)  # without what this server cannot reach
+    compiled = CompiledModules(tidied)  # each compiled at most once: pruning reads some, parse-checking all
+    copied = shipped_copies(tidied, copied, compiled)  # without what this server cannot reach
     if syntax_check:
-        parse_check({**tidied, **copied})  # the runtime copies too: what they leave out is this server's
+        # The runtime copies too: what they leave out is this server's.
+        parse_check({**tidied, **copied}, compiled.compiled)
     # Beside README.md, so a change to what the model can see is a readable diff in review (and drift for check).
     exposure_md = {EXPOSURE_FILE: headers(spec_from_out)[1] + as_markdown(exposure(ir), spec_from_out)}
     files = dict(sorted({**tidied, **copied, **exposure_md}.items()))

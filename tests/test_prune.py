@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import CodeType
+
 from fusiongen.codegen.prune import Trimmed, trim_runtime
 
 COPY = '''# header
@@ -97,3 +99,28 @@ def test_a_copy_that_loses_nothing_is_returned_unchanged() -> None:
 def test_a_constant_right_above_a_definition_leaves_the_gap_before_it() -> None:
     copy = "KEPT = 1\nDROPPED = 2\n\n\ndef kept() -> int:\n    return KEPT\n"
     assert trim("kept\n", copy) == Trimmed("KEPT = 1\n\n\ndef kept() -> int:\n    return KEPT\n", ("DROPPED",))
+
+
+def test_an_annotation_keeps_what_it_names_though_compiled_as_a_string() -> None:
+    # Generated modules are read from their compiled code, where `from __future__ import annotations` has made
+    # every annotation a string.
+    future = "from __future__ import annotations\n"
+    assert "Unexported" not in trim(future + "def f(x: dict[str, Unexported]) -> None: ...\n").left_out
+    assert "UNUSED_LIMIT" not in trim(future + "LIMITS: list[UNUSED_LIMIT] = []\n").left_out
+
+
+def test_a_module_that_spells_no_name_left_to_reach_is_not_read() -> None:
+    generated = {
+        "pkg/server.py": "from ._mod import used\nused(None)\n",
+        "pkg/schemas.py": "SCHEMA = {'type': 'object', 'description': 'used by nothing'}\n",
+        "pkg/README.md": "unused_helper",
+    }
+    asked: list[str] = []
+
+    def code_of(path: str) -> CodeType:
+        asked.append(path)
+        return compile(generated[path], path, "exec")
+
+    kept = trim_runtime(generated, {"pkg/_mod.py": COPY}, lambda module: (), code_of)
+    assert asked == ["pkg/server.py"]  # schemas.py spells `used` only, reached by then; README.md is not code
+    assert kept["pkg/_mod.py"].left_out == ("Unexported", "UNUSED_LIMIT", "unused_helper")

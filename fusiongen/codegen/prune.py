@@ -9,9 +9,10 @@ Reachability is by name, which over-approximates and so is safe: a definition is
 generated code, in a kept definition's body, or in a runtime module's import-time statements — as a name, an
 attribute (`obj.name`, `module.name`), or a string that could name it (`getattr(x, "name")`, a string
 annotation). A kept class keeps all its methods (the language and the SDK call them implicitly). The roots are
-everything the generator rendered for the spec and the public functions of `testing` (the user's tests call
-them). A runtime module's imports and its `__all__` do not keep anything: they name what the module offers,
-not what runs (`__all__` is rewritten to what remains).
+everything the generator rendered for the spec (read from its compiled code: a large API's modules are too
+big to walk as syntax trees, and a module that spells no name left to reach is not read at all) and the public
+functions of `testing` (the user's tests call them). A runtime module's imports and its `__all__` do not keep
+anything: they name what the module offers, not what runs (`__all__` is rewritten to what remains).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import CodeType
 
 __all__ = ["Trimmed", "trim_runtime"]
 
@@ -42,16 +44,19 @@ class Trimmed:
 
 
 def trim_runtime(
-    generated: dict[str, str], copies: dict[str, str], roots_in: Callable[[str], Iterable[str]]
+    generated: Mapping[str, str],
+    copies: dict[str, str],
+    roots_in: Callable[[str], Iterable[str]],
+    code_of: Callable[[str], CodeType] | None = None,
 ) -> dict[str, Trimmed]:
     """Every runtime copy (path → text, the header lines included) without the definitions nothing in
     `generated` (the rendered modules, path → text) can reach. `roots_in(module)` names a runtime module's
-    definitions that are roots of their own (`testing`'s public functions). Unused imports are still in the
-    texts returned: removing them is ruff's job (`formatting.prune_imports`)."""
+    definitions that are roots of their own (`testing`'s public functions). `code_of(path)` is a generated
+    module compiled (by default compiled here; the pipeline passes its own, which parse-checking reuses).
+    Unused imports are still in the texts returned: removing them is ruff's job (`formatting.prune_imports`)."""
+    compiled = code_of or (lambda path: compile(generated[path], path, "exec", dont_inherit=True))
     modules = {path: _analysed(text) for path, text in copies.items()}
     always: set[str] = set()
-    for text in (t for p, t in generated.items() if p.endswith(".py")):
-        always |= _mentioned([ast.parse(text)], imports_count=True)
     bodies: dict[str, set[str]] = {}  # a definition's name → the names its definitions mention
     for path, module in modules.items():
         always |= set(roots_in(path.rpartition("/")[2].removesuffix(".py")))
@@ -59,6 +64,13 @@ def trim_runtime(
         for name, mentioned in module.bodies.items():
             bodies.setdefault(name, set()).update(mentioned)
     reached = _closure(always, bodies)
+    # A module can mention only what it spells: one that spells no definition not yet reached adds nothing, and
+    # is not compiled here (a large API's schemas are most of its generated text). Smallest first, so the large
+    # ones find the most already reached.
+    for path in sorted((p for p in generated if p.endswith(".py")), key=lambda p: (len(generated[p]), p)):
+        if set(_IDENTIFIER.findall(generated[path])) & bodies.keys() <= reached:
+            continue
+        reached = _closure(reached | _mentioned_by_code(compiled(path)), bodies)
     return {path: _without(copies[path], module.tree, reached) for path, module in modules.items()}
 
 
@@ -83,9 +95,9 @@ def _analysed(text: str) -> _Analysed:
         names = _defined(node)
         if names is None:
             if not _is_all(node):
-                import_time |= _mentioned([node], imports_count=False)
+                import_time |= _mentioned([node])
             continue
-        mentioned = frozenset(_mentioned([node], imports_count=False))
+        mentioned = frozenset(_mentioned([node]))
         for name in names:
             bodies[name] = bodies.get(name, frozenset()) | mentioned
     return _Analysed(tree, bodies, frozenset(import_time))
@@ -132,38 +144,80 @@ def _is_all(node: Statement) -> bool:
     return any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
 
 
-def _mentioned(nodes: list[ast.AST], *, imports_count: bool) -> set[str]:
-    """The names `nodes` mention. Deliberately not shared with tests/support/callgraph.py, which walks the
-    shipped package the same way but with the opposite bias: there, a module's imports and its `__all__` count (so
-    it calls less unreachable), and the test asserts it finds nothing left to prune, an independent check
-    on this walk rather than the walk agreeing with itself."""
+def _mentioned(nodes: list[ast.AST]) -> set[str]:
+    """The names a runtime module's `nodes` mention. Deliberately not shared with tests/support/callgraph.py,
+    which walks the shipped package the same way but with the opposite bias: there, a module's imports and its
+    `__all__` count (so it calls less unreachable), and the test asserts it finds nothing left to prune, an
+    independent check on this walk rather than the walk agreeing with itself.
+
+    One walk of its own rather than `ast.walk` (several times faster), which steps over docstrings as it goes."""
     names: set[str] = set()
-    docstrings = {id(d) for n in nodes for d in _docstrings(n)}
-    for root in nodes:
-        for node in ast.walk(root):
-            if isinstance(node, ast.Name):
-                names.add(node.id)
-            elif isinstance(node, ast.Attribute):
-                names.add(node.attr)
-            elif isinstance(node, ast.alias) and imports_count:
-                names.add(node.name.rpartition(".")[2])
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
-                names.update(_IDENTIFIER.findall(node.value) if _name_like(node.value) else ())
+    strings: set[str] = set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            names.add(node.id)  # type: ignore[attr-defined]
+            continue
+        if kind is ast.Constant:
+            if type(node.value) is str:  # type: ignore[attr-defined]
+                strings.add(node.value)  # type: ignore[attr-defined]
+            continue
+        if kind is ast.alias:  # a runtime module's own imports keep nothing: they name what it uses, not what runs
+            continue
+        if kind is ast.Attribute:
+            names.add(node.attr)  # type: ignore[attr-defined]
+        docstring = _docstring(node)
+        for field in kind._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                stack.extend(item for item in value if isinstance(item, ast.AST) and item is not docstring)
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    for text in strings:
+        if _name_like(text):
+            names.update(_IDENTIFIER.findall(text))
     return names
+
+
+def _mentioned_by_code(module: CodeType) -> set[str]:
+    """The names a generated module mentions, read from its compiled code rather than a syntax tree (a large
+    API's modules are millions of nodes, and compiling is needed anyway to parse-check them): the names its
+    code loads, stores, imports (the last part of a dotted one) or reads as attributes, and its string
+    constants that could name a definition (annotations are strings: `from __future__ import annotations`).
+    The same rules as `_mentioned`, but for docstrings, which are constants like any other here: a docstring
+    that is one identifier keeps that definition, which leaves in more, never less."""
+    names: set[str] = set()
+    strings: set[str] = set()
+    codes = [module]
+    while codes:
+        code = codes.pop()
+        names.update(name.rpartition(".")[2] for name in code.co_names)
+        names.update(code.co_varnames + code.co_cellvars + code.co_freevars)
+        constants = list(code.co_consts)
+        while constants:
+            constant = constants.pop()
+            if type(constant) is str:
+                strings.add(constant)
+            elif type(constant) in (tuple, frozenset):
+                constants.extend(constant)
+            elif isinstance(constant, CodeType):
+                codes.append(constant)
+    return names | {name for text in strings if _name_like(text) for name in _IDENTIFIER.findall(text)}
 
 
 def _name_like(text: str) -> bool:
     return _NAME_LIKE.fullmatch(re.sub(r"\s*\|\s*", "|", text).replace(", ", ",")) is not None
 
 
-def _docstrings(root: ast.AST) -> list[ast.Constant]:
-    found = []
-    for node in ast.walk(root):
-        if isinstance(node, (ast.Module, *DEFINITIONS)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.append(first.value)
-    return found
+def _docstring(node: ast.AST) -> ast.stmt | None:
+    """The statement that is `node`'s docstring (a module's, a function's or a class's), if it has one."""
+    if isinstance(node, (ast.Module, *DEFINITIONS)) and node.body:
+        first = node.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            return first
+    return None
 
 
 def _without(text: str, tree: ast.Module, reached: set[str]) -> Trimmed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from types import CodeType
 
 import jinja2
 
@@ -103,12 +104,31 @@ class GeneratedCodeError(Exception):
     """A template produced invalid Python: a fusiongen bug, reported as an internal error."""
 
 
-def parse_check(files: dict[str, str]) -> None:
+class CompiledModules:
+    """Generated modules compiled, each the first time the prune phase asks for it (it asks only for modules
+    that could name what it would leave out) and kept, so that `parse_check` does not compile it again."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self._files = files
+        self.compiled: dict[str, CodeType] = {}
+
+    def __call__(self, path: str) -> CodeType:
+        if path not in self.compiled:
+            self.compiled[path] = _compiled(path, self._files[path])
+        return self.compiled[path]
+
+
+def parse_check(files: dict[str, str], compiled: dict[str, CodeType] | None = None) -> None:
     """Every generated module compiles (CPython's own compiler: a tenth of libcst's time on a large server, and
-    half of `ast.parse`'s, which builds a Python object for each of the millions of nodes of a large API's schemas)."""
+    half of `ast.parse`'s, which builds a Python object for each of the millions of nodes of a large API's
+    schemas), but those in `compiled` already (`CompiledModules`)."""
     for path, text in files.items():
-        if path.endswith(".py"):
-            try:
-                compile(text, path, "exec", dont_inherit=True)
-            except SyntaxError as exc:
-                raise GeneratedCodeError(f"generated {path} does not parse: {exc}") from exc
+        if path.endswith(".py") and path not in (compiled or {}):
+            _compiled(path, text)
+
+
+def _compiled(path: str, text: str) -> CodeType:
+    try:
+        return compile(text, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise GeneratedCodeError(f"generated {path} does not parse: {exc}") from exc

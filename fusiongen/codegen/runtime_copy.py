@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from types import CodeType
 
 from fusiongen import __version__
 from fusiongen.codegen.formatting import format_source, prune_imports
@@ -79,8 +81,11 @@ def provenance(module: str, left_out: int = 0) -> str:
     return f"{origin} without the {left_out} definition{'s' if left_out > 1 else ''} this server cannot reach\n"
 
 
-def shipped_copies(generated: dict[str, str], copies: dict[str, str]) -> dict[str, str]:
-    """The runtime copies as a server ships them: without what its generated modules cannot reach
+def shipped_copies(
+    generated: Mapping[str, str], copies: dict[str, str], code_of: Callable[[str], CodeType] | None = None
+) -> dict[str, str]:
+    """The runtime copies as a server ships them: without what its generated modules (`code_of`: compiled,
+    `render.CompiledModules`) cannot reach
     (`codegen.prune`), then without the imports only that used (ruff's F401, as for rendered modules), and
     formatted (only blank lines can change)."""
 
@@ -93,7 +98,7 @@ def shipped_copies(generated: dict[str, str], copies: dict[str, str]) -> dict[st
         # with what was left out (the source is formatted with the same settings: no kept statement changes).
         return format_source(path, prune_imports(path, f"{header}\n{provenance(module, len(copy.left_out))}{rest}"))
 
-    trimmed = trim_runtime(generated, copies, _roots)
+    trimmed = trim_runtime(generated, copies, _roots, code_of)
     with ThreadPoolExecutor(max_workers=4) as pool:  # each copy left short is three short-lived ruff processes
         return dict(zip(trimmed, pool.map(shipped, trimmed, trimmed.values()), strict=True))
 
