@@ -463,8 +463,8 @@ def runtime_source(module: str) -> str:
 def runtime_exports(module: str) -> frozenset[str]:
     """Every name generated code may import from a runtime module: its public top-level definitions and the
     names it re-exports from a sibling (`from ._x import A as A`, the explicit re-export idiom) (in
-    `_expressions`, the `_x_` names). Generated modules import them all, so a name the spec generates
-    must not be one of them (lowering checks it; codegen orders the imports)."""
+    `_expressions`, the `_x_` names). Generated modules import those their code uses (`codegen.imports`), so
+    a name the spec generates must not be one of them (lowering checks it)."""
     names: list[str] = []
     for node in ast.parse(runtime_source(module)).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

@@ -1,10 +1,10 @@
-"""Tidy generated Python with the pinned ruff: drop unused imports, then format.
+"""Tidy generated Python with the pinned ruff: sort the import block, then format.
 
-Templates place code; they cannot wrap a long expression the way a careful person would, and they
-import every runtime helper a module might use rather than guessing from text which ones it does.
-ruff removes the unused imports (F401) and formats, deterministically for a given version, which is
-why fusiongen pins ruff exactly: another version could wrap differently and `fusiongen check` would
-report drift. Each file goes through ruff on stdin → stdout: nothing touches the disk.
+Templates place code; they cannot wrap a long expression the way a careful person would. ruff sorts and
+wraps the imports a module's code uses (`codegen.imports` wrote them) and formats, deterministically for a
+given version, which is why fusiongen pins ruff exactly: another version could wrap differently and
+`fusiongen check` would report drift. The runtime copies the prune phase left short also lose the imports
+only what it left out used (F401). Each file goes through ruff on stdin → stdout: nothing touches the disk.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ def format_source(path: str, text: str) -> str:
 
 
 def tidy_source(path: str, text: str) -> str:
-    """Unused imports removed, then formatted. A package's `__init__.py` keeps its imports: they are
-    its interface (ruff does not prune them there either)."""
+    """Imports sorted (isort's rules), then formatted. A package's `__init__.py` keeps its imports where they
+    are: they are its interface, in the order it needs them."""
     if not path.endswith("__init__.py"):
-        text = prune_imports(path, text)
+        text = _run_ruff(["check", "--select", "I001", "--fix", "--exit-zero", "--quiet"], path, text)
     return format_source(path, text)
 
 

@@ -24,8 +24,6 @@ from fusiongen.names import RUNTIME, RUNTIME_MODULES, runtime_exports, runtime_s
 __all__ = [
     "RUNTIME_MODULES",
     "declared_dependencies",
-    "exports",
-    "import_order",
     "provenance",
     "runtime_file",
     "runtime_source",
@@ -36,19 +34,6 @@ __all__ = [
 def runtime_file(module: str, header: str) -> str:
     """The generated copy of a runtime module: header, provenance line, then the module unchanged."""
     return header + provenance(module) + runtime_source(module)
-
-
-@functools.cache
-def exports(module: str) -> tuple[str, ...]:
-    """Every name generated code may import from a runtime module (`names.runtime_exports`), in isort's
-    order (constants, classes, functions). Templates import all of them and the pinned ruff removes the
-    unused ones, so imports follow from the names the code uses instead of being scraped from generated text."""
-    return tuple(sorted(runtime_exports(module), key=import_order))
-
-
-def import_order(name: str) -> tuple[int, str]:
-    """isort's order within one import: CONSTANTS, then Classes, then functions."""
-    return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
 
 
 @functools.cache

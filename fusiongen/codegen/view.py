@@ -12,7 +12,7 @@ from typing import Any
 
 from fusiongen.codegen.constants import ConstantView
 from fusiongen.codegen.jsonschema import input_schema, output_schema
-from fusiongen.codegen.runtime_copy import declared_dependencies, exports
+from fusiongen.codegen.runtime_copy import declared_dependencies
 from fusiongen.codegen.view_inputs import InputFieldView, InputViews, NestedInputView
 from fusiongen.codegen.view_presenters import PresenterView, build_presenters, user_blocks_in
 from fusiongen.codegen.view_shapes import ShapeView, ShapeViews
@@ -91,8 +91,6 @@ class ServerView:
     parsed: tuple[ToolView, ...]  # the tools, then each resource's read: what inputs.py parses
     resource_reads: dict[str, ToolView]  # resource read ident -> its view
     surface: SurfaceView  # resources, prompts, completion, exposure
-    surface_exports: tuple[str, ...]
-    catalog_exports: tuple[str, ...]  # _catalog: resources, prompts, completion
     shapes: tuple[ShapeView, ...]
     nested_inputs: tuple[NestedInputView, ...]
     output_constants: tuple[ConstantView, ...]
@@ -101,12 +99,6 @@ class ServerView:
     presenters: tuple[PresenterView, ...]
     presenter_constants: tuple[tuple[str, str], ...]  # (name, literal)
     uses_expressions: bool  # whether any presenter calls the expression helpers (_expressions.py)
-    # Every name each runtime module offers: templates import them all, the pinned ruff drops the unused.
-    runtime_exports: tuple[str, ...]
-    expression_exports: tuple[str, ...]
-    gate_exports: tuple[str, ...]
-    serving_exports: tuple[str, ...]
-    store_exports: tuple[str, ...]
     workflows: tuple[WorkflowView, ...]
     bindings: tuple[BindingView, ...]
     handle_key_literal: str
@@ -115,7 +107,6 @@ class ServerView:
     # presenter name -> its spec sends its audience = "user" blocks; None when no presenter declares one
     user_blocks_literal: str | None
     tool_names_literal: str  # TOOL_NAMES: spec and wire names → wire name, for the tools a ToolError suggests
-    auth_exports: tuple[str, ...] = ()
     # exposition = "grouped": GROUPS, each tool's text name → (served group, action); None when flat
     groups_literal: str | None = None
     # pyproject.toml: the requirements (TOML strings) of the project, and of each extra it declares
@@ -315,8 +306,6 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         parsed=tools + reads,
         resource_reads={r.ident: r for r in reads},
         surface=surface_view(server),
-        surface_exports=exports("_surface"),
-        catalog_exports=exports("_catalog"),
         shapes=shapes,
         nested_inputs=nested,
         output_constants=tuple(sorted(shaping.output_constants.values(), key=lambda c: c.name)),
@@ -325,11 +314,6 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         presenters=presenters,
         presenter_constants=tuple(presenter_constants.items()),
         uses_expressions=any(p.uses_expressions for p in presenters),
-        runtime_exports=exports("_runtime"),
-        expression_exports=exports("_expressions"),
-        gate_exports=exports("_gate"),
-        serving_exports=exports("_serving"),
-        store_exports=exports("state_store"),
         workflows=workflows,
         bindings=binding_views(server),
         handle_key_literal=py_string(server.state_handle_key),
@@ -338,7 +322,6 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         user_blocks_literal=_user_blocks_literal(server),
         tool_names_literal=_tool_names_literal(server, workflows),
         groups_literal=_groups_literal(server, workflows),
-        auth_exports=exports("_auth"),
         auth_declared=server.auth is not None,
         requires=tuple(
             (py_string(t.wire), _frozenset_literal(t.requires.scopes), _frozenset_literal(t.requires.roles))

@@ -15,13 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from . import shapes
-from ._expressions import (
-    _x_div,
-    _x_fmt,
-    _x_get,
-    _x_in,
-    _x_upper,
-)
+from ._expressions import _x_div, _x_fmt, _x_get, _x_in, _x_upper
 from ._runtime import (
     MISSING,
     Block,

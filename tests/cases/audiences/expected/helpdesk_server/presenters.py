@@ -14,11 +14,7 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from ._expressions import (
-    _x_fmt,
-    _x_gt,
-    _x_in,
-)
+from ._expressions import _x_fmt, _x_gt, _x_in
 from ._runtime import (
     MISSING,
     Notes,

@@ -15,12 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from . import shapes
-from ._runtime import (
-    Notes,
-    items_of,
-    presented_collection,
-    presented_result,
-)
+from ._runtime import Notes, items_of, presented_collection, presented_result
 
 _ROW_DESCRIPTION_RULES: Final = ("quantity: Whole units",)
 

@@ -13,10 +13,7 @@ from __future__ import annotations
 import mcp_types as types
 
 from . import shapes
-from ._runtime import (
-    Notes,
-    presented_result,
-)
+from ._runtime import Notes, presented_result
 
 
 def present_order(raw: object) -> types.CallToolResult:

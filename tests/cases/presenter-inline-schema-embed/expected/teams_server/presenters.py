@@ -14,11 +14,7 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from ._expressions import (
-    _x_fmt,
-    _x_get,
-    _x_len,
-)
+from ._expressions import _x_fmt, _x_get, _x_len
 from ._runtime import (
     MISSING,
     Block,

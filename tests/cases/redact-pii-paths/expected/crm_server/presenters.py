@@ -15,10 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from . import shapes
-from ._expressions import (
-    _x_fmt,
-    _x_get,
-)
+from ._expressions import _x_fmt, _x_get
 from ._runtime import (
     MISSING,
     Block,

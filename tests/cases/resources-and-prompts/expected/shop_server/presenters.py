@@ -15,20 +15,8 @@ from typing import Any
 import mcp_types as types
 
 from . import shapes
-from ._expressions import (
-    _x_fmt,
-)
-from ._runtime import (
-    MISSING,
-    Notes,
-    OutputError,
-    out_date,
-    out_enum,
-    out_integer,
-    out_string,
-    presented_result,
-    reader,
-)
+from ._expressions import _x_fmt
+from ._runtime import MISSING, Notes, OutputError, out_date, out_enum, out_integer, out_string, presented_result, reader
 
 
 def shape_item(src: object, at: str) -> dict[str, Any]:

@@ -14,12 +14,7 @@ from typing import Any
 
 import mcp_types as types
 
-from ._expressions import (
-    _x_fmt,
-    _x_ge,
-    _x_mul,
-    _x_round,
-)
+from ._expressions import _x_fmt, _x_ge, _x_mul, _x_round
 from ._runtime import (
     MISSING,
     Notes,

@@ -14,19 +14,8 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from ._expressions import (
-    _x_fmt,
-)
-from ._runtime import (
-    MISSING,
-    Block,
-    MaskError,
-    Notes,
-    OutputError,
-    out_string,
-    presented_result,
-    reader,
-)
+from ._expressions import _x_fmt
+from ._runtime import MISSING, Block, MaskError, Notes, OutputError, out_string, presented_result, reader
 
 _ORDER_CENSOR: Final = "[REDACTED]"
 
