@@ -435,11 +435,12 @@ RUNTIME: tuple[RuntimeModule, ...] = (
     RuntimeModule("_gate", "workflows", "the workflow gate, W.start/W.status, per-session listing"),
     RuntimeModule("_grouping", "grouped", "grouped exposition: one tool per group, its action an argument"),
     RuntimeModule("_identity", "always", "the caller's identity as a tool call sees it"),
-    RuntimeModule("_runtime", "always", "checks, casts, results and errors, run_tool, handler binding"),
+    RuntimeModule("_runtime", "always", "results and errors, the call log, handler binding, run_tool, presenting"),
     RuntimeModule("_serving", "always", "python -m: options, transports, logging, tracing, signals"),
     RuntimeModule("_stdio", "always", "the stdio transport on the event loop"),
     RuntimeModule("_store_base", "workflows", "the state store contract and the lease protocol"),
     RuntimeModule("_surface", "always", "the exposure filter: --expose and --tags"),
+    RuntimeModule("_values", "always", "values: reading handler data, input and output checks, casts (no SDK import)"),
     RuntimeModule("redis_store", "workflows", "the Redis state store (the redis extra)"),
     RuntimeModule("state_store", "workflows", "the memory and SQLite state stores, open_store"),
     # Always: the tests `fusiongen init` scaffolds and the generated README's testing section import it; nothing

@@ -11,6 +11,7 @@ TYPE_CHECKING count too).
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,15 @@ def test_runtime_imports_nothing_from_fusiongen_but_itself(module: str) -> None:
     assert all(area(target) == "runtime" for target in GRAPH[module]), GRAPH[module]
     source = modules()[module].read_text(encoding="utf-8")
     assert "import fusiongen" not in source and "from fusiongen" not in source
+
+
+def test_values_import_only_the_standard_library() -> None:
+    """runtime/_values.py (the checks and casts the generated inputs.py and shapes.py call) has no SDK import:
+    a value's check is the same whatever serves it."""
+    tree = ast.parse((PACKAGE / "runtime" / "_values.py").read_text(encoding="utf-8"))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported and {name.partition(".")[0] for name in imported} <= sys.stdlib_module_names, imported
 
 
 def test_package_inits_are_only_docstrings() -> None:

@@ -111,7 +111,7 @@ async def test_output_that_is_not_plain_json_is_refused_not_serialized(docs: Gen
 
 
 def test_out_json_copies_so_later_changes_do_not_show(docs: GeneratedServer) -> None:
-    runtime = docs.module("_runtime")
+    runtime = docs.module("_values")
     source = {"a": [1, {"b": 2}]}
     copied = runtime.out_json(source, "Doc", "meta")
     source["a"][1]["b"] = 3

@@ -1609,7 +1609,7 @@ def test_a_flat_shape_takes_a_dict_as_it_shapes_any_other_mapping(flat: Generate
     (shapes.py), anything else goes field by field. Both ways give the same data, or the same error."""
     shape = flat.module("shapes").shape_line
     assert "usual case" in inspect.getsource(shape)  # the shortcut is there
-    output_error = flat.module("_runtime").OutputError
+    output_error = flat.module("_values").OutputError
 
     def shaped(src: object) -> Any:
         try:

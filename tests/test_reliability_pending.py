@@ -20,7 +20,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from fusiongen.runtime import _gate, _runtime, state_store
+from fusiongen.runtime import _gate, _runtime, _values, state_store
 from tests.support.redis_server import start_redis
 from tests.test_runtime_gate import HANDLE_KEY, HANDSHAKE, MACHINE, Ctx, Route, text_of
 
@@ -140,7 +140,7 @@ async def test_a_call_that_fires_no_transition_gets_no_key_and_leaves_a_pending_
 
 async def test_invalid_arguments_leave_nothing_pending(gate: _gate.Gate) -> None:
     handle = await started(gate)
-    refused = _runtime.validation_error("expense.submit", [_runtime.FieldError("amount", "m")])
+    refused = _runtime.validation_error("expense.submit", [_values.FieldError("amount", "m")])
     assert await call(gate, "expense.submit", handle, Route(result=refused)) is refused
     assert (await state_of(gate, handle))["pending"] is None
     again = Route()

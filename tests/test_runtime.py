@@ -1,4 +1,4 @@
-"""Unit tests of fusiongen/runtime/_runtime.py, imported directly (a server's copy is the same bytes).
+"""Unit tests of fusiongen/runtime/_runtime.py and _values.py, imported directly (a server's copy is the same bytes).
 
 The generated-server tests drive these helpers through a whole server; here each one is pinned on its
 own: what every input check accepts and refuses (and what its message shows), every output check and
@@ -28,11 +28,12 @@ from mcp.shared.exceptions import MCPError
 
 from fusiongen.runtime import _identity
 from fusiongen.runtime import _runtime as rt
+from fusiongen.runtime import _values as values
 
 pytestmark = pytest.mark.anyio
 
-FieldError = rt.FieldError
-OutputError = rt.OutputError
+FieldError = values.FieldError
+OutputError = values.OutputError
 UID = "12345678-1234-5678-1234-567812345678"
 
 
@@ -92,12 +93,12 @@ SECRET = "s3cr3t-value"
 
 
 def test_in_string() -> None:
-    assert run_in(rt.in_string, "") == ("", [])
-    assert run_in(rt.in_string, "héllo") == ("héllo", [])
-    assert refusal(rt.in_string, 7) == "expected a string; you sent 7."
-    assert refusal(rt.in_string, None) == "expected a string; you sent null."
-    assert refusal(rt.in_string, ["a"]) == 'expected a string; you sent ["a"].'
-    assert refusal(rt.in_string, MyStr("x")) == 'expected a string; you sent "x".'
+    assert run_in(values.in_string, "") == ("", [])
+    assert run_in(values.in_string, "héllo") == ("héllo", [])
+    assert refusal(values.in_string, 7) == "expected a string; you sent 7."
+    assert refusal(values.in_string, None) == "expected a string; you sent null."
+    assert refusal(values.in_string, ["a"]) == 'expected a string; you sent ["a"].'
+    assert refusal(values.in_string, MyStr("x")) == 'expected a string; you sent "x".'
 
 
 @pytest.mark.parametrize(
@@ -105,7 +106,7 @@ def test_in_string() -> None:
     [(0, 0), (-3, -3), (10**30, 10**30), (2.0, 2), (-0.0, 0), (1e20, 10**20)],
 )
 def test_in_integer_accepts(value: object, expected: int) -> None:
-    result, errors = run_in(rt.in_integer, value)
+    result, errors = run_in(values.in_integer, value)
     assert (result, errors) == (expected, [])
     assert type(result) is int
 
@@ -126,12 +127,12 @@ def test_in_integer_accepts(value: object, expected: int) -> None:
     ],
 )
 def test_in_integer_refuses(value: object, shown: str) -> None:
-    assert refusal(rt.in_integer, value) == f"expected an integer; you sent {shown}."
+    assert refusal(values.in_integer, value) == f"expected an integer; you sent {shown}."
 
 
 def test_in_number_accepts_int_and_float_unchanged() -> None:
     for value in (0, -7, 10**30, 2.5, -0.0, 1e300):
-        result, errors = run_in(rt.in_number, value)
+        result, errors = run_in(values.in_number, value)
         assert errors == []
         assert result == value
         assert type(result) is type(value)  # an integer stays int (spec §5.7)
@@ -139,60 +140,60 @@ def test_in_number_accepts_int_and_float_unchanged() -> None:
 
 @pytest.mark.parametrize(("value", "shown"), [(True, "true"), (False, "false"), ("1", '"1"'), (None, "null")])
 def test_in_number_refuses(value: object, shown: str) -> None:
-    assert refusal(rt.in_number, value) == f"expected a number; you sent {shown}."
+    assert refusal(values.in_number, value) == f"expected a number; you sent {shown}."
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
 def test_in_number_refuses_non_finite(value: float) -> None:
-    assert refusal(rt.in_number, value).startswith("expected a number; you sent ")
+    assert refusal(values.in_number, value).startswith("expected a number; you sent ")
 
 
 def test_in_boolean() -> None:
-    assert run_in(rt.in_boolean, True) == (True, [])
-    assert run_in(rt.in_boolean, False) == (False, [])
-    assert refusal(rt.in_boolean, 1) == "expected true or false; you sent 1."
-    assert refusal(rt.in_boolean, 0) == "expected true or false; you sent 0."
-    assert refusal(rt.in_boolean, "true") == 'expected true or false; you sent "true".'
-    assert refusal(rt.in_boolean, None) == "expected true or false; you sent null."
+    assert run_in(values.in_boolean, True) == (True, [])
+    assert run_in(values.in_boolean, False) == (False, [])
+    assert refusal(values.in_boolean, 1) == "expected true or false; you sent 1."
+    assert refusal(values.in_boolean, 0) == "expected true or false; you sent 0."
+    assert refusal(values.in_boolean, "true") == 'expected true or false; you sent "true".'
+    assert refusal(values.in_boolean, None) == "expected true or false; you sent null."
 
 
 def test_in_date() -> None:
-    assert run_in(rt.in_date, "2024-02-29") == (datetime.date(2024, 2, 29), [])
+    assert run_in(values.in_date, "2024-02-29") == (datetime.date(2024, 2, 29), [])
     msg = "expected a date as YYYY-MM-DD; you sent {}."
     for bad in ["2023-02-29", "2024-02-30", "2024-13-01", "2024-1-31", "20240131", "2024-01-31T00:00:00",
                 "2024-01-31\n", " 2024-01-31", "tomorrow", "", "٢٠٢٤-٠١-٣١"]:  # fmt: skip
-        assert refusal(rt.in_date, bad) == msg.format(rt._shown(bad)), bad
-    assert refusal(rt.in_date, 20240131) == msg.format("20240131")
-    assert refusal(rt.in_date, None) == msg.format("null")
+        assert refusal(values.in_date, bad) == msg.format(values._shown(bad)), bad
+    assert refusal(values.in_date, 20240131) == msg.format("20240131")
+    assert refusal(values.in_date, None) == msg.format("null")
 
 
 def test_in_datetime() -> None:
     utc = datetime.UTC
-    assert run_in(rt.in_datetime, "2026-01-31T09:30:00Z") == (datetime.datetime(2026, 1, 31, 9, 30, tzinfo=utc), [])
-    result, _ = run_in(rt.in_datetime, "2026-01-31T09:30:00+02:00")
+    assert run_in(values.in_datetime, "2026-01-31T09:30:00Z") == (datetime.datetime(2026, 1, 31, 9, 30, tzinfo=utc), [])
+    result, _ = run_in(values.in_datetime, "2026-01-31T09:30:00+02:00")
     assert result.utcoffset() == datetime.timedelta(hours=2)
-    result, _ = run_in(rt.in_datetime, "2026-01-31T09:30")
+    result, _ = run_in(values.in_datetime, "2026-01-31T09:30")
     assert result == datetime.datetime(2026, 1, 31, 9, 30) and result.tzinfo is None  # naive if no offset
     msg = "expected an ISO 8601 date-time like 2026-01-31T09:30:00Z; you sent {}."
     for bad in ["2026-01-31", "2026-01-31 09:30:00", "2026-02-30T09:30", "2026-01-31T25:00", "T", "now"]:
-        assert refusal(rt.in_datetime, bad) == msg.format(f'"{bad}"'), bad
-    assert refusal(rt.in_datetime, 1_700_000_000) == msg.format("1700000000")
+        assert refusal(values.in_datetime, bad) == msg.format(f'"{bad}"'), bad
+    assert refusal(values.in_datetime, 1_700_000_000) == msg.format("1700000000")
 
 
 def test_in_uuid() -> None:
     expected = uuid.UUID(UID)
     for form in [UID, UID.upper(), UID.replace("-", ""), "{" + UID + "}", "urn:uuid:" + UID]:
-        assert run_in(rt.in_uuid, form) == (expected, []), form
+        assert run_in(values.in_uuid, form) == (expected, []), form
     for bad in ["x", UID[:-1], UID + "0", UID.replace("1", "g", 1), ""]:
-        assert refusal(rt.in_uuid, bad) == f'expected a UUID; you sent "{bad}".'
-    assert refusal(rt.in_uuid, 7) == "expected a UUID; you sent 7."
-    assert refusal(rt.in_uuid, None) == "expected a UUID; you sent null."
+        assert refusal(values.in_uuid, bad) == f'expected a UUID; you sent "{bad}".'
+    assert refusal(values.in_uuid, 7) == "expected a UUID; you sent 7."
+    assert refusal(values.in_uuid, None) == "expected a UUID; you sent null."
 
 
 def test_in_enum() -> None:
     allowed = ("draft", "paid")
     errors: list[FieldError] = []
-    assert rt.in_enum("paid", allowed, "f", errors) == "paid"
+    assert values.in_enum("paid", allowed, "f", errors) == "paid"
     assert errors == []
     for bad, shown in [
         ("Draft", '"Draft"'),
@@ -202,29 +203,29 @@ def test_in_enum() -> None:
         (["draft"], '["draft"]'),
     ]:
         errors = []
-        assert rt.in_enum(bad, allowed, "f", errors) is None
+        assert values.in_enum(bad, allowed, "f", errors) is None
         assert errors == [FieldError("f", f"expected one of 'draft', 'paid'; you sent {shown}.")]
     errors = []
-    assert rt.in_enum(MyStr("draft"), allowed, "f", errors) is None  # exactly a str, as JSON gives
+    assert values.in_enum(MyStr("draft"), allowed, "f", errors) is None  # exactly a str, as JSON gives
 
 
 def test_in_list_and_object() -> None:
     items = [1, "a"]
-    result, errors = run_in(rt.in_list, items)
+    result, errors = run_in(values.in_list, items)
     assert result is items and errors == []
-    assert refusal(rt.in_list, (1,)) == "expected an array; you sent [1]."
-    assert refusal(rt.in_list, "ab") == 'expected an array; you sent "ab".'
-    assert refusal(rt.in_list, {"a": 1}) == 'expected an array; you sent {"a": 1}.'
+    assert refusal(values.in_list, (1,)) == "expected an array; you sent [1]."
+    assert refusal(values.in_list, "ab") == 'expected an array; you sent "ab".'
+    assert refusal(values.in_list, {"a": 1}) == 'expected an array; you sent {"a": 1}.'
     obj = {"a": 1}
-    result, errors = run_in(rt.in_object, obj)
+    result, errors = run_in(values.in_object, obj)
     assert result is obj and errors == []
-    assert refusal(rt.in_object, []) == "expected an object; you sent []."
-    assert refusal(rt.in_object, None) == "expected an object; you sent null."
+    assert refusal(values.in_object, []) == "expected an object; you sent []."
+    assert refusal(values.in_object, None) == "expected an object; you sent null."
 
 
 def test_echo_is_cut_at_60_characters() -> None:
-    assert refusal(rt.in_integer, "x" * 58) == 'expected an integer; you sent "' + "x" * 58 + '".'  # 60 exactly
-    cut = refusal(rt.in_integer, "x" * 59)
+    assert refusal(values.in_integer, "x" * 58) == 'expected an integer; you sent "' + "x" * 58 + '".'  # 60 exactly
+    cut = refusal(values.in_integer, "x" * 59)
     assert cut == 'expected an integer; you sent "' + "x" * 56 + "....", cut
 
 
@@ -232,22 +233,22 @@ def test_echo_of_values_json_cannot_show() -> None:
     deep: list[Any] = []
     for _ in range(100_000):
         deep = [deep]
-    assert refusal(rt.in_string, deep) == "expected a string; you sent an array."
+    assert refusal(values.in_string, deep) == "expected a string; you sent an array."
     circular: dict[str, Any] = {}
     circular["a"] = circular
-    assert refusal(rt.in_string, circular) == "expected a string; you sent an object."
+    assert refusal(values.in_string, circular) == "expected a string; you sent an object."
 
 
 SECRET_CHECKS = {
-    rt.in_string: "a string",
-    rt.in_integer: "an integer",
-    rt.in_number: "a number",
-    rt.in_boolean: "true or false",
-    rt.in_date: "a date as YYYY-MM-DD",
-    rt.in_datetime: "an ISO 8601 date-time like 2026-01-31T09:30:00Z",
-    rt.in_uuid: "a UUID",
-    rt.in_list: "an array",
-    rt.in_object: "an object",
+    values.in_string: "a string",
+    values.in_integer: "an integer",
+    values.in_number: "a number",
+    values.in_boolean: "true or false",
+    values.in_date: "a date as YYYY-MM-DD",
+    values.in_datetime: "an ISO 8601 date-time like 2026-01-31T09:30:00Z",
+    values.in_uuid: "a UUID",
+    values.in_list: "an array",
+    values.in_object: "an object",
 }
 
 
@@ -278,14 +279,14 @@ def test_secret_values_are_never_echoed(check: Callable[..., Any], value: object
 
 def test_secret_enum_is_never_echoed() -> None:
     errors: list[FieldError] = []
-    assert rt.in_enum(SECRET, ("a",), "f", errors, secret=True) is None
+    assert values.in_enum(SECRET, ("a",), "f", errors, secret=True) is None
     assert errors == [FieldError("f", "expected one of 'a'; you sent a string.")]
 
 
 def test_bad_names_unknown_types_by_class_name() -> None:
     errors: list[FieldError] = []
-    rt.bad(errors, "f", "a string", (SECRET,), secret=True)
-    rt.bad(errors, "g", "a string", MyStr(SECRET), secret=True)
+    values.bad(errors, "f", "a string", (SECRET,), secret=True)
+    values.bad(errors, "g", "a string", MyStr(SECRET), secret=True)
     assert errors == [
         FieldError("f", "expected a string; you sent tuple."),
         FieldError("g", "expected a string; you sent MyStr."),
@@ -294,28 +295,28 @@ def test_bad_names_unknown_types_by_class_name() -> None:
 
 def test_missing() -> None:
     errors: list[FieldError] = []
-    assert rt.missing(errors, "due", "a date as YYYY-MM-DD") is None
+    assert values.missing(errors, "due", "a date as YYYY-MM-DD") is None
     assert errors == [FieldError("due", "this required field is missing; expected a date as YYYY-MM-DD.")]
 
 
 def test_check_keys() -> None:
     errors: list[FieldError] = []
     allowed, guarded = frozenset({"b", "a"}), frozenset({"id"})
-    rt.check_keys({"a": 1, "zz": 2, "id": 3, "b": 4, "x": 5}, allowed, guarded, "", errors)
+    values.check_keys({"a": 1, "zz": 2, "id": 3, "b": 4, "x": 5}, allowed, guarded, "", errors)
     assert errors == [
         FieldError("zz", "unknown field. Accepted fields: a, b."),
         FieldError("id", "this field is guarded: it is set by the server and cannot be written."),
         FieldError("x", "unknown field. Accepted fields: a, b."),
     ]
     errors = []
-    rt.check_keys({"a": 1}, allowed, guarded, "", errors)
+    values.check_keys({"a": 1}, allowed, guarded, "", errors)
     assert errors == []
 
 
 def test_check_keys_inside_a_hidden_field_does_not_name_the_keys_sent() -> None:
     errors: list[FieldError] = []
     allowed, guarded = frozenset({"b", "a"}), frozenset({"id"})
-    rt.check_keys({"a": 1, SECRET: 2, "id": 3, "x": 5}, allowed, guarded, "home", errors, secret=True)
+    values.check_keys({"a": 1, SECRET: 2, "id": 3, "x": 5}, allowed, guarded, "home", errors, secret=True)
     assert errors == [
         FieldError("home.id", "this field is guarded: it is set by the server and cannot be written."),
         FieldError("home", "this object holds unknown fields. Accepted fields: a, b."),
@@ -324,7 +325,7 @@ def test_check_keys_inside_a_hidden_field_does_not_name_the_keys_sent() -> None:
 
 def test_check_keys_nested_path_and_no_accepted_fields() -> None:
     errors: list[FieldError] = []
-    rt.check_keys({"id": 1, "q": 2}, frozenset(), frozenset({"id"}), "lines[0]", errors)
+    values.check_keys({"id": 1, "q": 2}, frozenset(), frozenset({"id"}), "lines[0]", errors)
     assert errors == [
         FieldError("lines[0].id", "this field is guarded: it is set by the server and cannot be written."),
         FieldError("lines[0].q", "unknown field. Accepted fields: none."),
@@ -334,7 +335,7 @@ def test_check_keys_nested_path_and_no_accepted_fields() -> None:
 def test_check_keys_allowed_wins_over_guarded() -> None:
     # A tool may declare an input of the same name as a guarded field (a selector such as `id`).
     errors: list[FieldError] = []
-    rt.check_keys({"id": 1}, frozenset({"id"}), frozenset({"id"}), "", errors)
+    values.check_keys({"id": 1}, frozenset({"id"}), frozenset({"id"}), "", errors)
     assert errors == []
 
 
@@ -353,46 +354,46 @@ def test_output_error_names_the_path_only() -> None:
 
 
 def test_out_string() -> None:
-    assert rt.out_string("x", "r", "n") == "x"
-    assert rt.out_string(Color.RED, "r", "n") == "red"
-    assert rt.out_string(Status.DRAFT, "r", "n") == "draft"
-    value = rt.out_string(MyStr("sub"), "r", "n")
+    assert values.out_string("x", "r", "n") == "x"
+    assert values.out_string(Color.RED, "r", "n") == "red"
+    assert values.out_string(Status.DRAFT, "r", "n") == "draft"
+    value = values.out_string(MyStr("sub"), "r", "n")
     assert value == "sub" and type(value) is str
     for bad in [1, 1.5, True, None, b"x", Color.ONE, ["x"], uuid.UUID(UID)]:
-        err = output_error(rt.out_string, bad)
+        err = output_error(values.out_string, bad)
         assert str(err) == "result.amount: expected a string"
 
 
 def test_out_integer() -> None:
-    assert rt.out_integer(3, "r", "n") == 3
-    value = rt.out_integer(Level.HIGH, "r", "n")
+    assert values.out_integer(3, "r", "n") == 3
+    value = values.out_integer(Level.HIGH, "r", "n")
     assert value == 3 and type(value) is int
-    value = rt.out_integer(4.0, "r", "n")
+    value = values.out_integer(4.0, "r", "n")
     assert value == 4 and type(value) is int
     for bad in [True, False, 4.5, float("nan"), float("inf"), "4", None, [4]]:
-        assert str(output_error(rt.out_integer, bad)) == "result.amount: expected an integer"
+        assert str(output_error(values.out_integer, bad)) == "result.amount: expected an integer"
 
 
 def test_out_number() -> None:
-    assert rt.out_number(10**30, "r", "n") == 10**30
-    assert type(rt.out_number(5, "r", "n")) is int
-    assert rt.out_number(2.5, "r", "n") == 2.5
-    value = rt.out_number(Level.HIGH, "r", "n")
+    assert values.out_number(10**30, "r", "n") == 10**30
+    assert type(values.out_number(5, "r", "n")) is int
+    assert values.out_number(2.5, "r", "n") == 2.5
+    value = values.out_number(Level.HIGH, "r", "n")
     assert value == 3.0 and type(value) is float
     for bad in [True, False, float("nan"), float("inf"), float("-inf"), "1", None]:
-        assert str(output_error(rt.out_number, bad)) == "result.amount: expected a finite number"
+        assert str(output_error(values.out_number, bad)) == "result.amount: expected a finite number"
 
 
 def test_out_boolean() -> None:
-    assert rt.out_boolean(True, "r", "n") is True
-    assert rt.out_boolean(False, "r", "n") is False
+    assert values.out_boolean(True, "r", "n") is True
+    assert values.out_boolean(False, "r", "n") is False
     for bad in [0, 1, "true", None]:
-        assert str(output_error(rt.out_boolean, bad)) == "result.amount: expected true or false"
+        assert str(output_error(values.out_boolean, bad)) == "result.amount: expected true or false"
 
 
 def test_out_date() -> None:
-    assert rt.out_date(datetime.date(2024, 2, 29), "r", "n") == "2024-02-29"
-    assert rt.out_date("2024-02-29", "r", "n") == "2024-02-29"
+    assert values.out_date(datetime.date(2024, 2, 29), "r", "n") == "2024-02-29"
+    assert values.out_date("2024-02-29", "r", "n") == "2024-02-29"
     for bad in [
         datetime.datetime(2024, 1, 1),
         "2023-02-29",
@@ -402,55 +403,55 @@ def test_out_date() -> None:
         20240101,
         None,
     ]:
-        assert str(output_error(rt.out_date, bad)) == "result.amount: expected a date (YYYY-MM-DD)"
+        assert str(output_error(values.out_date, bad)) == "result.amount: expected a date (YYYY-MM-DD)"
 
 
 def test_out_datetime() -> None:
     moment = datetime.datetime(2026, 1, 31, 9, 30, tzinfo=datetime.UTC)
-    assert rt.out_datetime(moment, "r", "n") == "2026-01-31T09:30:00+00:00"
-    assert rt.out_datetime("2026-01-31T09:30:00Z", "r", "n") == "2026-01-31T09:30:00Z"  # sent unchanged
+    assert values.out_datetime(moment, "r", "n") == "2026-01-31T09:30:00+00:00"
+    assert values.out_datetime("2026-01-31T09:30:00Z", "r", "n") == "2026-01-31T09:30:00Z"  # sent unchanged
     # naive (object or string) is taken as UTC; other accepted forms are re-written as RFC 3339 (spec §5.9)
-    assert rt.out_datetime(moment.replace(tzinfo=None), "r", "n") == "2026-01-31T09:30:00+00:00"
-    assert rt.out_datetime("2026-01-31T09:30", "r", "n") == "2026-01-31T09:30:00+00:00"
-    assert rt.out_datetime("20260131T093000+0200", "r", "n") == "2026-01-31T09:30:00+02:00"
+    assert values.out_datetime(moment.replace(tzinfo=None), "r", "n") == "2026-01-31T09:30:00+00:00"
+    assert values.out_datetime("2026-01-31T09:30", "r", "n") == "2026-01-31T09:30:00+00:00"
+    assert values.out_datetime("20260131T093000+0200", "r", "n") == "2026-01-31T09:30:00+02:00"
     for bad in [datetime.date(2026, 1, 31), "2026-01-31", "2026-01-31T99:00", 1_700_000_000, None]:
-        assert str(output_error(rt.out_datetime, bad)) == "result.amount: expected an ISO 8601 date-time"
+        assert str(output_error(values.out_datetime, bad)) == "result.amount: expected an ISO 8601 date-time"
 
 
 def test_out_uuid() -> None:
-    assert rt.out_uuid(uuid.UUID(UID), "r", "n") == UID
-    assert rt.out_uuid("{" + UID.upper() + "}", "r", "n") == UID  # canonical lowercase hyphenated
+    assert values.out_uuid(uuid.UUID(UID), "r", "n") == UID
+    assert values.out_uuid("{" + UID.upper() + "}", "r", "n") == UID  # canonical lowercase hyphenated
     for bad in ["x", UID[:-1], 1, None, uuid.UUID(UID).bytes]:
-        assert str(output_error(rt.out_uuid, bad)) == "result.amount: expected a UUID"
+        assert str(output_error(values.out_uuid, bad)) == "result.amount: expected a UUID"
 
 
 def test_out_enum() -> None:
     allowed = frozenset({"red", "blue"})
-    assert rt.out_enum("red", allowed, "r", "n") == "red"
-    assert rt.out_enum(Color.RED, allowed, "r", "n") == "red"
+    assert values.out_enum("red", allowed, "r", "n") == "red"
+    assert values.out_enum(Color.RED, allowed, "r", "n") == "red"
     for bad in ["Red", "green", Color.ONE, 1, None]:
-        assert str(output_error(rt.out_enum, bad, allowed)) == "result.amount: expected one of blue, red"
+        assert str(output_error(values.out_enum, bad, allowed)) == "result.amount: expected one of blue, red"
 
 
 def test_output_errors_never_carry_the_value() -> None:
     checks: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
-        (rt.out_string, ()),
-        (rt.out_integer, ()),
-        (rt.out_number, ()),
-        (rt.out_boolean, ()),
-        (rt.out_date, ()),
-        (rt.out_datetime, ()),
-        (rt.out_uuid, ()),
-        (rt.out_enum, (frozenset({"a"}),)),
-        (rt.cast_number, ()),
-        (rt.cast_integer, ()),
-        (rt.cast_boolean, ()),
-        (rt.cast_date, ()),
-        (rt.cast_datetime, ()),
+        (values.out_string, ()),
+        (values.out_integer, ()),
+        (values.out_number, ()),
+        (values.out_boolean, ()),
+        (values.out_date, ()),
+        (values.out_datetime, ()),
+        (values.out_uuid, ()),
+        (values.out_enum, (frozenset({"a"}),)),
+        (values.cast_number, ()),
+        (values.cast_integer, ()),
+        (values.cast_boolean, ()),
+        (values.cast_date, ()),
+        (values.cast_datetime, ()),
     ]
     for check, extra in checks:
         for value in [SECRET, {"v": SECRET}, [SECRET]]:
-            if check is rt.out_string and value is SECRET:
+            if check is values.out_string and value is SECRET:
                 continue  # a string is a string
             err = output_error(check, value, *extra)
             assert SECRET not in str(err) and SECRET not in err.path and SECRET not in err.expected
@@ -469,19 +470,20 @@ def test_cast_number() -> None:
         ("-0", -0.0),
         (Level.HIGH, 3.0),
     ]:
-        result = rt.cast_number(value, "r", "n")
+        result = values.cast_number(value, "r", "n")
         assert result == expected and type(result) is float, value
     for bad in [True, "nan", "inf", "-Infinity", float("nan"), float("inf"), "1,5", "", None, [1]]:
-        assert str(output_error(rt.cast_number, bad)) == "result.amount: expected a value that can be cast to a number"
-    assert str(output_error(rt.cast_number, 10**400)) == "result.amount: expected a number within float range"
+        message = "result.amount: expected a value that can be cast to a number"
+        assert str(output_error(values.cast_number, bad)) == message
+    assert str(output_error(values.cast_number, 10**400)) == "result.amount: expected a number within float range"
 
 
 def test_cast_integer() -> None:
     for value, expected in [(42, 42), (" 42 ", 42), ("-7", -7), (4.0, 4), (Level.HIGH, 3), (10**400, 10**400)]:
-        result = rt.cast_integer(value, "r", "n")
+        result = values.cast_integer(value, "r", "n")
         assert result == expected and type(result) is int, value
     for bad in [True, False, 4.5, float("nan"), float("inf"), "4.0", "x", "", "9" * 5000, None]:
-        err = output_error(rt.cast_integer, bad)
+        err = output_error(values.cast_integer, bad)
         assert str(err) == "result.amount: expected a value that can be cast to an integer"
 
 
@@ -494,45 +496,47 @@ def test_cast_string() -> None:
         (Color.RED, "red"),
         (Color.ONE, "1"),
     ]:
-        result = rt.cast_string(value, "r", "n")
+        result = values.cast_string(value, "r", "n")
         assert result == expected and type(result) is str, value
     for bad in [True, None, [1], {"a": 1}, b"x", Switch.ON, datetime.date(2024, 1, 1)]:
-        assert str(output_error(rt.cast_string, bad)) == "result.amount: expected a value that can be cast to a string"
+        message = "result.amount: expected a value that can be cast to a string"
+        assert str(output_error(values.cast_string, bad)) == message
 
 
 def test_cast_string_of_an_integer_too_long_for_str() -> None:
-    assert str(output_error(rt.cast_string, 10**5000)) == "result.amount: expected a value that can be cast to a string"
+    message = "result.amount: expected a value that can be cast to a string"
+    assert str(output_error(values.cast_string, 10**5000)) == message
 
 
 def test_cast_boolean() -> None:
     cases = [(True, True), (False, False), (1, True), (0, False), (1.0, True), (" YES ", True), ("No", False),
              ("TRUE", True), ("false", False), ("1", True), ("0", False)]  # fmt: skip
     for value, expected in cases:
-        assert rt.cast_boolean(value, "r", "n") is expected, value
+        assert values.cast_boolean(value, "r", "n") is expected, value
     for bad in [2, -1, 0.5, "y", "on", "", None, [1]]:
-        err = output_error(rt.cast_boolean, bad)
+        err = output_error(values.cast_boolean, bad)
         assert str(err) == "result.amount: expected a value that can be cast to true or false"
 
 
 def test_cast_date() -> None:
-    assert rt.cast_date(datetime.datetime(2026, 1, 31, 23, 59), "r", "n") == "2026-01-31"
-    assert rt.cast_date("2026-01-31T09:30:00+05:00", "r", "n") == "2026-01-31"
-    assert rt.cast_date(datetime.date(2026, 1, 31), "r", "n") == "2026-01-31"
-    assert rt.cast_date("2026-01-31", "r", "n") == "2026-01-31"
+    assert values.cast_date(datetime.datetime(2026, 1, 31, 23, 59), "r", "n") == "2026-01-31"
+    assert values.cast_date("2026-01-31T09:30:00+05:00", "r", "n") == "2026-01-31"
+    assert values.cast_date(datetime.date(2026, 1, 31), "r", "n") == "2026-01-31"
+    assert values.cast_date("2026-01-31", "r", "n") == "2026-01-31"
     for bad in ["2026-01-31T99:00", "2026-02-30", "x", 20260131, None]:
-        assert str(output_error(rt.cast_date, bad)) == "result.amount: expected a date (YYYY-MM-DD)"
+        assert str(output_error(values.cast_date, bad)) == "result.amount: expected a date (YYYY-MM-DD)"
 
 
 def test_cast_datetime() -> None:
-    assert rt.cast_datetime(datetime.date(2026, 1, 31), "r", "n") == "2026-01-31T00:00:00+00:00"  # midnight UTC
-    assert rt.cast_datetime(0, "r", "n") == "1970-01-01T00:00:00+00:00"
-    assert rt.cast_datetime(1.5, "r", "n") == "1970-01-01T00:00:01.500000+00:00"
-    assert rt.cast_datetime("2026-01-31T09:30:00Z", "r", "n") == "2026-01-31T09:30:00Z"
+    assert values.cast_datetime(datetime.date(2026, 1, 31), "r", "n") == "2026-01-31T00:00:00+00:00"  # midnight UTC
+    assert values.cast_datetime(0, "r", "n") == "1970-01-01T00:00:00+00:00"
+    assert values.cast_datetime(1.5, "r", "n") == "1970-01-01T00:00:01.500000+00:00"
+    assert values.cast_datetime("2026-01-31T09:30:00Z", "r", "n") == "2026-01-31T09:30:00Z"
     for number in [float("nan"), float("inf"), 10**20]:
-        err = output_error(rt.cast_datetime, number)
+        err = output_error(values.cast_datetime, number)
         assert str(err) == "result.amount: expected a timestamp within the supported range"
     for bad in [True, "2026-01-31", "x", None]:
-        assert str(output_error(rt.cast_datetime, bad)) == "result.amount: expected an ISO 8601 date-time"
+        assert str(output_error(values.cast_datetime, bad)) == "result.amount: expected an ISO 8601 date-time"
 
 
 # --- reading handler data ------------------------------------------------------------------------------
@@ -586,48 +590,48 @@ class Lookup(Mapping[str, Any]):
     ids=["dict", "mapping", "dataclass", "pydantic", "object", "namespace"],
 )
 def test_reader(src: object) -> None:
-    get = rt.reader(src, "result")
-    assert get("id", rt.MISSING) == "inv-1"
-    assert get("total", rt.MISSING) == 5
-    assert get("absent", rt.MISSING) is rt.MISSING
+    get = values.reader(src, "result")
+    assert get("id", values.MISSING) == "inv-1"
+    assert get("total", values.MISSING) == 5
+    assert get("absent", values.MISSING) is values.MISSING
     assert get("absent", None) is None
 
 
 def test_reader_attribute_error_reads_as_absent() -> None:
-    assert rt.reader(Plain(), "result")("broken", rt.MISSING) is rt.MISSING
+    assert values.reader(Plain(), "result")("broken", values.MISSING) is values.MISSING
 
 
 @pytest.mark.parametrize("src", [None, "abc", b"abc", 1, 1.5, True, [1], (1,), {1}, frozenset({1}), MyStr("x")])
 def test_reader_refuses_non_objects(src: object) -> None:
     with pytest.raises(OutputError) as info:
-        rt.reader(src, "result.customer")
+        values.reader(src, "result.customer")
     assert (info.value.path, info.value.expected) == ("result.customer", "an object")
 
 
 def test_items_of() -> None:
     items = [1, 2]
-    assert rt.items_of(items, "r", "lines") is items
-    assert rt.items_of((1,), "r", "lines") == (1,)
+    assert values.items_of(items, "r", "lines") is items
+    assert values.items_of((1,), "r", "lines") == (1,)
     for bad in [None, "ab", {"a": 1}, {1, 2}, iter([1]), range(2)]:
         with pytest.raises(OutputError) as info:
-            rt.items_of(bad, "result", "lines")
+            values.items_of(bad, "result", "lines")
         assert str(info.value) == "result.lines: expected a list"
 
 
 def shape_line(item: object, at: str) -> dict[str, Any]:
-    get = rt.reader(item, at)
-    return {"sku": rt.out_string(get("sku", rt.MISSING), at, "sku")}
+    get = values.reader(item, at)
+    return {"sku": values.out_string(get("sku", values.MISSING), at, "sku")}
 
 
 def test_shape_items() -> None:
-    shaped = rt.shape_items([{"sku": "a"}, SimpleNamespace(sku="b")], shape_line, "result.lines")
+    shaped = values.shape_items([{"sku": "a"}, SimpleNamespace(sku="b")], shape_line, "result.lines")
     assert shaped == [{"sku": "a"}, {"sku": "b"}]
-    assert rt.shape_items((), shape_line, "result.lines") == []
+    assert values.shape_items((), shape_line, "result.lines") == []
     with pytest.raises(OutputError) as info:
-        rt.shape_items([{"sku": "a"}, {"sku": "b"}, {"sku": SECRET.encode()}], shape_line, "result.lines")
+        values.shape_items([{"sku": "a"}, {"sku": "b"}, {"sku": SECRET.encode()}], shape_line, "result.lines")
     assert str(info.value) == "result.lines[2].sku: expected a string"
     with pytest.raises(OutputError) as info:
-        rt.shape_items([{"sku": "a"}, None], shape_line, "result")
+        values.shape_items([{"sku": "a"}, None], shape_line, "result")
     assert str(info.value) == "result[1]: expected an object"
 
 
@@ -638,7 +642,7 @@ def test_shape_items_builds_paths_only_on_failure() -> None:
         seen.append(at)
         return {}
 
-    rt.shape_items([1, 2, 3], shape, "result")
+    values.shape_items([1, 2, 3], shape, "result")
     assert seen == ["result", "result", "result"]
 
 
@@ -1002,7 +1006,7 @@ ARGUMENT_FIELDS = {
 
 
 def test_argument_classes_make_each_class_once_on_first_use() -> None:
-    classes = rt.ArgumentClasses(__name__, ARGUMENT_FIELDS)
+    classes = values.ArgumentClasses(__name__, ARGUMENT_FIELDS)
     assert classes._made == {}  # nothing made up front
     made = classes["NoteEditInput"]
     assert set(classes._made) == {"NoteEditInput"}  # only the one asked for
@@ -1011,7 +1015,7 @@ def test_argument_classes_make_each_class_once_on_first_use() -> None:
 
 
 def test_argument_classes_make_the_declared_frozen_slotted_dataclass() -> None:
-    made = rt.ArgumentClasses(__name__, ARGUMENT_FIELDS)["NoteEditInput"]
+    made = values.ArgumentClasses(__name__, ARGUMENT_FIELDS)["NoteEditInput"]
 
     @dataclasses.dataclass(frozen=True, slots=True)
     class NoteEditInput:
@@ -1043,7 +1047,7 @@ def test_argument_classes_make_the_declared_frozen_slotted_dataclass() -> None:
 
 
 def test_argument_classes_refuse_an_undeclared_name() -> None:
-    classes = rt.ArgumentClasses(__name__, ARGUMENT_FIELDS)
+    classes = values.ArgumentClasses(__name__, ARGUMENT_FIELDS)
     with pytest.raises(AttributeError, match=f"module '{__name__}' has no attribute 'NoteGetInput'"):
         classes.module_attribute("NoteGetInput")
     assert classes._made == {}
@@ -1114,7 +1118,7 @@ def parse_ok(arguments: Mapping[str, Any]) -> Any:
 
 
 def parse_refusing(arguments: Mapping[str, Any]) -> Any:
-    raise rt.InvalidArguments([FieldError("amount", 'expected a number; you sent "x".')])
+    raise values.InvalidArguments([FieldError("amount", 'expected a number; you sent "x".')])
 
 
 def present_ok(raw: object) -> types.CallToolResult:

@@ -18,7 +18,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from fusiongen.runtime import _gate, _runtime, state_store
+from fusiongen.runtime import _gate, _runtime, _values, state_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -337,7 +337,7 @@ async def test_transition_not_fired_when_the_route_raises(gate: _gate.Gate, stor
 
 async def test_validation_error_of_the_route_fires_nothing(gate: _gate.Gate, store: state_store.MemoryStore) -> None:
     handle = await start(gate)
-    refused = _runtime.validation_error("expense.submit", [_runtime.FieldError("amount", "m")])
+    refused = _runtime.validation_error("expense.submit", [_values.FieldError("amount", "m")])
     assert await gate.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), Route(result=refused)) is refused
     assert await store.load(handle) == state_store.Record("expense", "draft", 1)
 

@@ -54,10 +54,10 @@ PACKAGE_TEMPLATES: tuple[tuple[str, str, Needed], ...] = (
 # them, from those its server ships); a name two of them offer must be drawn from one only.
 RUNTIME_SOURCES: dict[str, tuple[str, ...]] = {
     "__main__.py": ("_serving", "_surface", "state_store"),
-    "inputs.py": ("_runtime",),
-    "presenters.py": ("_expressions", "_runtime"),
-    "server.py": ("_auth", "_catalog", "_gate", "_grouping", "_runtime", "_surface", "state_store"),
-    "shapes.py": ("_runtime",),
+    "inputs.py": ("_runtime", "_values"),
+    "presenters.py": ("_expressions", "_runtime", "_values"),
+    "server.py": ("_auth", "_catalog", "_gate", "_grouping", "_runtime", "_surface", "_values", "state_store"),
+    "shapes.py": ("_runtime", "_values"),
     "workflows.py": ("_gate",),
 }
 # Which servers get a runtime module (`names.RUNTIME`, the registry, says which condition each has).

@@ -28,7 +28,7 @@ _TYPING = frozenset({"annotations", "Any", "Final", "Mapping", "dataclass", "fie
 
 def fixed_names(module: str, *, workflows: bool) -> frozenset[str]:
     """The names `module` imports or defines whatever the spec says (see codegen/templates/)."""
-    runtime = runtime_exports("_runtime") | runtime_exports("_expressions")
+    runtime = runtime_exports("_runtime") | runtime_exports("_values") | runtime_exports("_expressions")
     return {
         "inputs": _TYPING | runtime | {"TYPE_CHECKING", "ARGUMENT_CLASSES"},
         "presenters": _TYPING | runtime | {"types", "shapes"},

@@ -44,7 +44,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._identity import identity_of
 from ._runtime import (
-    FieldError,
     Route,
     call_outcome,
     data_result,
@@ -53,6 +52,7 @@ from ._runtime import (
     escape_text,
     validation_error,
 )
+from ._values import FieldError
 from .state_store import LockTimeout, Pending, PendingStore, Record, StateStore
 
 logger = logging.getLogger(__name__.rpartition(".")[0])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._runtime import MISSING, OutputError, out_number, out_string, reader
+from ._values import MISSING, OutputError, out_number, out_string, reader
 
 __all__ = [
     "shape_expense",

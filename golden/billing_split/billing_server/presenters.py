@@ -17,28 +17,30 @@ import mcp_types as types
 from . import shapes
 from ._expressions import _x_div, _x_fmt, _x_get, _x_in, _x_upper
 from ._runtime import (
-    MISSING,
     Block,
     MaskError,
     Notes,
-    OutputError,
     caller_value,
-    cast_number,
     expect_list,
     fenced,
-    items_of,
     json_text,
     list_text,
+    presented_collection,
+    presented_result,
+    summary_text,
+    table_text,
+)
+from ._values import (
+    MISSING,
+    OutputError,
+    cast_number,
+    items_of,
     out_date,
     out_datetime,
     out_enum,
     out_string,
-    presented_collection,
-    presented_result,
     reader,
     shape_items,
-    summary_text,
-    table_text,
 )
 
 _CUSTOMER_DESCRIPTION_RULES: Final = ("name: Full name",)

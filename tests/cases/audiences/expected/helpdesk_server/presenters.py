@@ -15,18 +15,8 @@ from typing import Any, Final
 import mcp_types as types
 
 from ._expressions import _x_fmt, _x_gt, _x_in
-from ._runtime import (
-    MISSING,
-    Notes,
-    OutputError,
-    caller_value,
-    items_of,
-    out_integer,
-    out_string,
-    presented_collection,
-    presented_result,
-    reader,
-)
+from ._runtime import Notes, caller_value, presented_collection, presented_result
+from ._values import MISSING, OutputError, items_of, out_integer, out_string, reader
 
 _TICKET_MANAGER_CENSOR: Final = "[REDACTED]"
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from ._runtime import MISSING, ArgumentClasses, FieldError, InvalidArguments, check_keys, in_number, in_string, missing
+from ._values import MISSING, ArgumentClasses, FieldError, InvalidArguments, check_keys, in_number, in_string, missing
 
 __all__ = [
     "OrderViewInput",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._runtime import MISSING, OutputError, map_items, out_integer, out_number, reader
+from ._values import MISSING, OutputError, map_items, out_integer, out_number, reader
 
 __all__ = [
     "shape_catalog",

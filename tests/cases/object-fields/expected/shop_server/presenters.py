@@ -15,18 +15,8 @@ from typing import Any, Final
 import mcp_types as types
 
 from . import shapes
-from ._runtime import (
-    MISSING,
-    MaskError,
-    Notes,
-    OutputError,
-    expect_list,
-    items_of,
-    out_string,
-    presented_result,
-    reader,
-    shape_items,
-)
+from ._runtime import MaskError, Notes, expect_list, presented_result
+from ._values import MISSING, OutputError, items_of, out_string, reader, shape_items
 
 _ORDER_CARD_DESCRIPTION_RULES: Final = ("address: Where it ships.",)
 _ORDER_CARD_CENSOR: Final = "[REDACTED]"

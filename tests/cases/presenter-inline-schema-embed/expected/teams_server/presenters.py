@@ -15,18 +15,8 @@ from typing import Any, Final
 import mcp_types as types
 
 from ._expressions import _x_fmt, _x_get, _x_len
-from ._runtime import (
-    MISSING,
-    Block,
-    Notes,
-    OutputError,
-    items_of,
-    out_string,
-    presented_result,
-    reader,
-    shape_items,
-    summary_text,
-)
+from ._runtime import Block, Notes, presented_result, summary_text
+from ._values import MISSING, OutputError, items_of, out_string, reader, shape_items
 
 _PERSON_CARD_DESCRIPTION_RULES: Final = ("name: As they like to be called",)
 

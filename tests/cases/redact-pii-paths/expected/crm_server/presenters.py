@@ -16,21 +16,8 @@ import mcp_types as types
 
 from . import shapes
 from ._expressions import _x_fmt, _x_get
-from ._runtime import (
-    MISSING,
-    Block,
-    MaskError,
-    Notes,
-    OutputError,
-    expect_list,
-    items_of,
-    list_text,
-    out_string,
-    presented_collection,
-    presented_result,
-    reader,
-    shape_items,
-)
+from ._runtime import Block, MaskError, Notes, expect_list, list_text, presented_collection, presented_result
+from ._values import MISSING, OutputError, items_of, out_string, reader, shape_items
 
 _CLIENT_DESCRIPTION_RULES: Final = ("ssn: Never shown",)
 _CLIENT_CENSOR: Final = "***"

@@ -16,7 +16,8 @@ import mcp_types as types
 
 from . import shapes
 from ._expressions import _x_fmt
-from ._runtime import MISSING, Notes, OutputError, out_date, out_enum, out_integer, out_string, presented_result, reader
+from ._runtime import Notes, presented_result
+from ._values import MISSING, OutputError, out_date, out_enum, out_integer, out_string, reader
 
 
 def shape_item(src: object, at: str) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import mcp_types as types
 
 from . import shapes
-from ._runtime import Notes, items_of, presented_collection, presented_result
+from ._runtime import Notes, presented_collection, presented_result
+from ._values import items_of
 
 
 def present_record(raw: object) -> types.CallToolResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._runtime import (
+from ._values import (
     MISSING,
     OutputError,
     items_of,

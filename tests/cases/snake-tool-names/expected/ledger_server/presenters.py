@@ -15,7 +15,8 @@ from typing import Any
 import mcp_types as types
 
 from ._expressions import _x_fmt
-from ._runtime import MISSING, Notes, OutputError, out_string, presented_result, reader
+from ._runtime import Notes, presented_result
+from ._values import MISSING, OutputError, out_string, reader
 
 
 def shape_invoice_card(src: object, at: str) -> dict[str, Any]:

@@ -15,18 +15,8 @@ from typing import Any
 import mcp_types as types
 
 from ._expressions import _x_fmt, _x_ge, _x_mul, _x_round
-from ._runtime import (
-    MISSING,
-    Notes,
-    OutputError,
-    items_of,
-    out_boolean,
-    out_number,
-    out_string,
-    presented_collection,
-    presented_result,
-    reader,
-)
+from ._runtime import Notes, presented_collection, presented_result
+from ._values import MISSING, OutputError, items_of, out_boolean, out_number, out_string, reader
 
 
 def shape_message(src: object, at: str) -> dict[str, Any]:

@@ -17,22 +17,17 @@ import mcp_types as types
 from . import shapes
 from ._expressions import _x_fmt, _x_gt, _x_len, _x_max, _x_min, _x_round, _x_upper
 from ._runtime import (
-    MISSING,
     Block,
     Notes,
-    OutputError,
     fenced,
-    items_of,
     json_text,
     list_text,
-    out_number,
-    out_string,
     presented_collection,
     presented_result,
-    reader,
     summary_text,
     table_text,
 )
+from ._values import MISSING, OutputError, items_of, out_number, out_string, reader
 
 _METRIC_COLUMNS_0: Final = ("Metric", "Value | unit")
 

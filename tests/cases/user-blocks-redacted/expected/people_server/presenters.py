@@ -16,23 +16,18 @@ import mcp_types as types
 
 from ._expressions import _x_fmt, _x_get
 from ._runtime import (
-    MISSING,
     Block,
     MaskError,
     Notes,
-    OutputError,
     expect_dict,
     expect_list,
-    items_of,
     json_text,
     list_text,
-    out_string,
     presented_collection,
     presented_result,
-    reader,
-    shape_items,
     summary_text,
 )
+from ._values import MISSING, OutputError, items_of, out_string, reader, shape_items
 
 _PERSON_CENSOR: Final = "[REDACTED]"
 _TEAM_CENSOR: Final = "[REDACTED]"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._runtime import MISSING, OutputError, out_enum, out_string, reader
+from ._values import MISSING, OutputError, out_enum, out_string, reader
 
 __all__ = ["shape_ticket", "STATUS_VALUES"]
 
