@@ -6,6 +6,8 @@ STAMP := $(VENV)/.installed
 SPECS := $(wildcard specs/*.toml)
 # Folder specs (docs/spec.md §3.1): the examples keep [server] in server.toml.
 SPEC_FOLDERS := $(patsubst %/server.toml,%,$(wildcard specs/*/server.toml))
+# pytest workers (pytest-xdist): one per core of the 2-core machines this project runs on; JOBS=1 runs in one process.
+JOBS ?= 2
 
 .PHONY: venv demo check test soak golden check-golden lint bench redis-server haproxy tooling langchain agents clean
 
@@ -24,22 +26,24 @@ demo: venv
 
 ## check: the fast tier, for every change (measured times in README.md, "Contributing"): lint, then the case
 ## corpus and the unit tests, which run generated servers in-process or once in a subprocess; no Redis, HTTP
-## servers, Node tooling or other clients. `make test` runs these and everything else.
+## servers, Node tooling or other clients. `make test` runs these and everything else. Both spread the tests
+## over JOBS processes (pytest-xdist, work-stealing: a worker that runs out takes tests from the other).
 CHECK_TESTS := tests/test_cases.py tests/test_architecture.py tests/test_docs.py tests/test_expr.py tests/test_fuzz_server.py \
 	tests/test_generated_quality.py tests/test_golden.py tests/test_json_fields.py tests/test_map_fields.py \
-	tests/test_output_formats.py tests/test_presenter_diagnostics.py tests/test_presenters.py tests/test_prune.py \
+	tests/test_imports.py tests/test_output_formats.py tests/test_presenter_diagnostics.py tests/test_presenters.py \
+	tests/test_prune.py tests/test_pyliteral.py \
 	tests/test_generated_size.py tests/test_report_exposure.py tests/test_runtime.py tests/test_runtime_gate.py \
 	tests/test_runtime_source.py tests/test_runtime_surface.py \
 	tests/test_server_semantics.py tests/test_surface.py tests/test_testing_helper.py tests/test_tool_errors.py \
 	tests/test_tool_names.py tests/test_toml_positions.py tests/test_wire_fast_path.py \
 	tests/test_workflow_diagnostics.py tests/test_workflow_model_checks.py tests/test_workflows.py
 check: venv lint
-	$(BIN)/python -m pytest -q $(CHECK_TESTS)
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist worksteal $(CHECK_TESTS)
 
 ## test: everything (the virtualenv, redis-server and haproxy from Debian, the npm tooling, the agent clients'
 ## virtualenvs, lint, then pytest)
 test: venv redis-server haproxy tooling langchain agents lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal
 
 ## soak: the long load tests (pytest marker `soak`), which a plain pytest leaves out: an HTTP server on Redis under
 ## sustained mixed load for SOAK_SECONDS (default 60) from SOAK_CLIENTS (default 4) clients
