@@ -77,7 +77,7 @@ def test_the_call_graph_sees_what_it_must(tmp_path: Path) -> None:
     package = read_package(package_dir)
     dead = unreachable(package, entry_points(package), set(RUNTIME_MODULES))
     assert ("_runtime", "run_tool") in package.definitions and ("_runtime", "run_tool") not in dead
-    assert ("_serving", "serve_http") not in dead
+    assert ("_http", "serve_http") not in dead
     assert ("_surface", "exposed_tools") in package.definitions and ("_surface", "exposed_tools") not in dead
     assert [key for key in package.definitions if key[0] == "_catalog"] == []  # no resources or prompts: not copied
 

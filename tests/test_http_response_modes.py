@@ -22,7 +22,7 @@ import mcp_types as types
 import pytest
 from mcp.server import Server
 
-from fusiongen.runtime import _serving
+from fusiongen.runtime import _http, _runtime, _serving
 from tests.support.build import SPECS, build, importable
 from tests.support.client import LEGACY, MODERN, MODES, connect
 from tests.support.processes import http_server
@@ -184,13 +184,13 @@ def test_the_server_knows_whether_a_tool_or_resource_handler_takes_ctx(
     module.write_text(source, encoding="utf-8")
     with importable(builds["no ctx"], tmp_path, modules=("billing_server", "variant_handlers")):
         server = importlib.import_module("billing_server").create_server(importlib.import_module("variant_handlers"))
-        generated_serving = importlib.import_module("billing_server._serving")  # the server's own copy
+        generated_http = importlib.import_module("billing_server._http")  # the server's own copy
     assert server.handlers_take_ctx is takes_ctx
-    assert generated_serving.json_responses(server, "auto") is not takes_ctx
+    assert generated_http.json_responses(server, "auto") is not takes_ctx
 
 
 def quiet_server(handlers_take_ctx: bool) -> Any:
-    server = _serving.HandlerServer("s")
+    server = _runtime.HandlerServer("s")
     server.handlers_take_ctx = handlers_take_ctx
     return server
 
@@ -206,4 +206,4 @@ def quiet_server(handlers_take_ctx: bool) -> Any:
     ],
 )
 def test_auto_resolves_to_json_only_when_no_handler_takes_ctx(server: Any, mode: str, json_bodies: bool) -> None:
-    assert _serving.json_responses(server, mode) is json_bodies
+    assert _http.json_responses(server, mode) is json_bodies

@@ -26,7 +26,7 @@ GOLDEN_PACKAGES = {
     "approval": (ROOT / "golden" / "approval" / "approval_server", "../../specs/approval.toml"),
 }
 # Third-party imports a runtime module may have; the optional ones only inside try/except ImportError.
-# starlette and uvicorn come with mcp (its streamable HTTP transport); only _serving uses them, for --http.
+# starlette and uvicorn come with mcp (its streamable HTTP transport); only _http uses them, for --http.
 # jwt: mcp requires pyjwt[crypto] (its OAuth client); _auth verifies bearer JWTs with it.
 # opentelemetry: mcp requires its API; its SDK (the `otel` extra) is imported only by --otel, guarded.
 REQUIRED_THIRD_PARTY = {"mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn", "opentelemetry", "jwt"}

@@ -119,6 +119,7 @@ def test_a_server_without_auth_does_not_import_the_verifiers_on_stdio(plain: Pat
     assert b'"note_get"' in answers  # it really served: the tools/list answer came back
     assert "plain_server.server" in modules and "plain_server._serving" in modules
     assert "plain_server._auth" not in modules
+    assert "plain_server._http" not in modules  # the HTTP transport's module: imported only with --http
     assert beyond_the_sdk(modules, sdk) == []
 
 

@@ -270,7 +270,7 @@ def test_session_fairness_extends_the_sdk_only_inside_the_fence(
     start-up prints it)."""
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-    serving = billing.module("_serving")
+    http = billing.module("_http")  # where --http installs session fairness
     installed = importlib.metadata.version
 
     def served() -> Any:
@@ -279,24 +279,24 @@ def test_session_fairness_extends_the_sdk_only_inside_the_fence(
         return server
 
     fair = served()
-    assert serving.session_fairness_problem(fair, 4) is None
+    assert http.session_fairness_problem(fair, 4) is None
     assert type(fair._session_manager).__name__ == "FairSessions" and fair._session_manager.per_client == 4
 
-    assert serving.session_fairness_problem(billing.create_server(), 4).startswith(
+    assert http.session_fairness_problem(billing.create_server(), 4).startswith(
         "the server holds no streamable HTTP session manager"
     )
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "2.3.9" if name == "mcp" else installed(name))
     untested = served()
-    assert serving.session_fairness_problem(untested, 4) == "mcp 2.3.9 is not a version it was tested on (2.3.0)"
+    assert http.session_fairness_problem(untested, 4) == "mcp 2.3.9 is not a version it was tested on (2.3.0)"
     assert type(untested._session_manager) is StreamableHTTPSessionManager
     monkeypatch.undo()
 
     monkeypatch.delattr(StreamableHTTPSessionManager, "_admit_session")
-    assert serving.session_fairness_problem(served(), 4) == "the SDK's session manager has no _admit_session"
+    assert http.session_fairness_problem(served(), 4) == "the SDK's session manager has no _admit_session"
     monkeypatch.undo()
 
     monkeypatch.setitem(sys.modules, f"{billing.package_name}._fast_path", None)
-    assert serving.session_fairness_problem(served(), 4).startswith("the SDK lacks what it relies on")
+    assert http.session_fairness_problem(served(), 4).startswith("the SDK lacks what it relies on")
 
 
 # --- the stdio session's tool-call lane (_fast_path.py) ---------------------------------------------------------

@@ -53,7 +53,7 @@ PACKAGE_TEMPLATES: tuple[tuple[str, str, Needed], ...] = (
 # The runtime modules each generated module draws names from (`codegen.imports` imports what its code uses of
 # them, from those its server ships); a name two of them offer must be drawn from one only.
 RUNTIME_SOURCES: dict[str, tuple[str, ...]] = {
-    "__main__.py": ("_serving", "_surface", "state_store"),
+    "__main__.py": ("_cli", "_observability", "_serving", "_surface", "state_store"),
     "inputs.py": ("_runtime", "_values"),
     "presenters.py": ("_expressions", "_runtime", "_values"),
     "server.py": ("_auth", "_catalog", "_gate", "_grouping", "_runtime", "_surface", "_values", "state_store"),

@@ -7,7 +7,7 @@ image, `pip install --no-deps`): as protobuf's generated code checks its runtime
 checks the installed versions of what it always needs (`REQUIRED`) and fails with an ImportError naming the
 distribution and the range, rather than with an AttributeError deep in a call. What only some deployments use
 (`EXTRAS`: HTTP, bearer tokens, tracing, Redis, the faster serializer and event loop) is checked when the
-command line asks for it (`check_extras` in `_serving.py`); a distribution that is not installed at all is not
+command line asks for it (`check_extras` in `_cli.py`); a distribution that is not installed at all is not
 this module's business (its import fails, or the feature says which extra to install).
 
 Each range is the one fusiongen's tests ran: the `mcp` minor exactly (the serving fast path in `_fast_path.py`

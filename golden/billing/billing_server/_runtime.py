@@ -712,7 +712,7 @@ class HandlerServer(Server[Any]):
     """The SDK's low-level Server, knowing one thing more: whether any of its handlers takes `ctx`
     (`Handlers.taking_ctx`). If none does, nothing is ever sent during a call but its result, so HTTP with
     `--http-response auto` answers each request with one JSON body, which costs about half the server CPU of an
-    SSE stream (_serving.json_responses)."""
+    SSE stream (_http.json_responses)."""
 
     handlers_take_ctx: bool = True  # until create_server says otherwise: SSE streams drop nothing
 
