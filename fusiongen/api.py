@@ -291,7 +291,7 @@ def budget_text(ir: ServerIR) -> str:
 
 def generate(spec_path: Path, out_dir: Path, *, syntax_check: bool = True) -> Generation:
     """Every file the spec generates into `out_dir`, tidied and (unless the caller will do it for the
-    files it needs, as `check` does) parse-checked with libcst."""
+    files it needs, as `check` does) parse-checked by compiling it."""
     from fusiongen.codegen.render import CompiledModules, headers, parse_check, render
 
     loaded, ir, warnings = validate(spec_path)

@@ -84,3 +84,11 @@ def test_a_parenthesised_import_is_rewritten_whole() -> None:
         (),
     )
     assert text == "from typing import Final\n\nX: Final = 1\n"
+
+
+def test_every_generated_module_but_the_package_init_gets_its_imports_written() -> None:
+    from fusiongen.codegen.render import PACKAGE_TEMPLATES, RUNTIME_SOURCES
+    from fusiongen.names import RUNTIME_MODULES
+
+    assert set(RUNTIME_SOURCES) == {name for _, name, _ in PACKAGE_TEMPLATES} - {"__init__.py"}
+    assert {m for sources in RUNTIME_SOURCES.values() for m in sources} <= set(RUNTIME_MODULES)

@@ -145,39 +145,21 @@ def _is_all(node: Statement) -> bool:
 
 
 def _mentioned(nodes: list[ast.AST]) -> set[str]:
-    """The names a runtime module's `nodes` mention. Deliberately not shared with tests/support/callgraph.py,
-    which walks the shipped package the same way but with the opposite bias: there, a module's imports and its
-    `__all__` count (so it calls less unreachable), and the test asserts it finds nothing left to prune, an
-    independent check on this walk rather than the walk agreeing with itself.
-
-    One walk of its own rather than `ast.walk` (several times faster), which steps over docstrings as it goes."""
+    """The names a runtime module's `nodes` mention (read once per process: `_analysed`). Deliberately not shared
+    with tests/support/callgraph.py, which walks the shipped package the same way but with the opposite bias:
+    there, a module's imports and its `__all__` count (so it calls less unreachable), and the test asserts it
+    finds nothing left to prune, an independent check on this walk rather than the walk agreeing with itself. A
+    module's own imports keep nothing here: they name what it uses, not what runs."""
     names: set[str] = set()
-    strings: set[str] = set()
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is ast.Name:
-            names.add(node.id)  # type: ignore[attr-defined]
-            continue
-        if kind is ast.Constant:
-            if type(node.value) is str:  # type: ignore[attr-defined]
-                strings.add(node.value)  # type: ignore[attr-defined]
-            continue
-        if kind is ast.alias:  # a runtime module's own imports keep nothing: they name what it uses, not what runs
-            continue
-        if kind is ast.Attribute:
-            names.add(node.attr)  # type: ignore[attr-defined]
-        docstring = _docstring(node)
-        for field in kind._fields:
-            value = getattr(node, field, None)
-            if type(value) is list:
-                stack.extend(item for item in value if isinstance(item, ast.AST) and item is not docstring)
-            elif isinstance(value, ast.AST):
-                stack.append(value)
-    for text in strings:
-        if _name_like(text):
-            names.update(_IDENTIFIER.findall(text))
+    docstrings = {id(d) for n in nodes for d in _docstrings(n)}
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                names.update(_IDENTIFIER.findall(node.value) if _name_like(node.value) else ())
     return names
 
 
@@ -211,13 +193,14 @@ def _name_like(text: str) -> bool:
     return _NAME_LIKE.fullmatch(re.sub(r"\s*\|\s*", "|", text).replace(", ", ",")) is not None
 
 
-def _docstring(node: ast.AST) -> ast.stmt | None:
-    """The statement that is `node`'s docstring (a module's, a function's or a class's), if it has one."""
-    if isinstance(node, (ast.Module, *DEFINITIONS)) and node.body:
-        first = node.body[0]
-        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-            return first
-    return None
+def _docstrings(root: ast.AST) -> list[ast.Constant]:
+    found = []
+    for node in ast.walk(root):
+        if isinstance(node, (ast.Module, *DEFINITIONS)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.append(first.value)
+    return found
 
 
 def _without(text: str, tree: ast.Module, reached: set[str]) -> Trimmed:

@@ -50,12 +50,14 @@ PACKAGE_TEMPLATES: tuple[tuple[str, str, Needed], ...] = (
     ("shapes.py.j2", "shapes.py", lambda view: bool(view.shapes or view.output_constants)),
     ("workflows.py.j2", "workflows.py", lambda view: bool(view.workflows)),
 )
-# The runtime modules each generated module draws names from (`codegen.imports` imports what its code uses of
-# them, from those its server ships); a name two of them offer must be drawn from one only.
+# The generated modules whose imports `codegen.imports` writes from what their code uses, each with the runtime
+# modules it draws names from (of those its server ships); a name two of them offer must be drawn from one only.
+# `__init__.py` is not one: its imports are the package's interface, each written on purpose.
 RUNTIME_SOURCES: dict[str, tuple[str, ...]] = {
     "__main__.py": ("_cli", "_observability", "_serving", "_surface", "state_store"),
     "inputs.py": ("_runtime", "_values"),
     "presenters.py": ("_expressions", "_runtime", "_values"),
+    "schemas.py": (),
     "server.py": ("_auth", "_catalog", "_gate", "_grouping", "_runtime", "_surface", "_values", "state_store"),
     "shapes.py": ("_runtime", "_values"),
     "workflows.py": ("_gate",),
@@ -101,8 +103,8 @@ def render(
         if needed(view):
             path = f"{ir.package}/{name}"
             text = _normalise(header + _template(template).render(view=view))
-            if name != "__init__.py":  # its imports are the package's interface, each written on purpose
-                sources = [RuntimeSource(m, runtime_exports(m)) for m in RUNTIME_SOURCES.get(name, ()) if m in shipped]
+            if name in RUNTIME_SOURCES:
+                sources = [RuntimeSource(m, runtime_exports(m)) for m in RUNTIME_SOURCES[name] if m in shipped]
                 text = with_imports(path, text, sources)
             rendered[path] = text
     copied = {f"{ir.package}/{module}.py": runtime_file(module, header) for module in shipped}

@@ -71,8 +71,8 @@ def shipped_copies(
 ) -> dict[str, str]:
     """The runtime copies as a server ships them: without what its generated modules (`code_of`: compiled,
     `render.CompiledModules`) cannot reach
-    (`codegen.prune`), then without the imports only that used (ruff's F401, as for rendered modules), and
-    formatted (only blank lines can change)."""
+    (`codegen.prune`), then without the imports only that used (ruff's F401), and formatted (only blank lines
+    can change)."""
 
     def shipped(path: str, copy: Trimmed) -> str:
         if not copy.left_out:
