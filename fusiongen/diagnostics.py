@@ -173,6 +173,8 @@ CODES: dict[str, str] = {
     "FG200": "invalidates names no tool (or a glob matches none)",
     "FG201": "invalidates on a query, immutable off a query, or invalidates naming a non-query or immutable tool",
     "FG202": "[server] registry_name is not the MCP registry's namespace/name",
+    "FG203": "[server] transports leaves out stdio or lists one twice",
+    "FG204": "[auth] on a server without the http transport",
     # fusiongen import openapi: what an OpenAPI document has that the spec cannot say (warnings), by JSON pointer
     "FG300": "OpenAPI document cannot be read or parsed",
     "FG301": "not an OpenAPI 3.0 or 3.1 document",

@@ -390,6 +390,7 @@ class ServerIR:
     max_list_tokens: int | None = None  # [server] max_list_tokens: each tools/list entry's budget (api checks it)
     max_result_tokens: int | None = None  # [server] max_result_tokens: each tool's worst-case result (api checks it)
     output_schemas: bool = True  # [server] output_schemas = "none": tools/list carries no outputSchema
+    http: bool = True  # [server] transports lists "http": the server can serve streamable HTTP (--http) and --auth
 
     def model(self, name: str) -> ModelIR:
         return next(m for m in self.models if m.name == name)

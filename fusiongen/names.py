@@ -425,10 +425,10 @@ class RuntimeModule:
     public_entry_points: bool = False
 
 
-RUNTIME_CONDITIONS = ("always", "workflows", "expressions", "grouped", "catalog")
+RUNTIME_CONDITIONS = ("always", "workflows", "expressions", "grouped", "catalog", "http", "auth")
 RUNTIME: tuple[RuntimeModule, ...] = (
     RuntimeModule("_catalog", "catalog", "resources, prompts and completion (only a spec with resources or prompts)"),
-    RuntimeModule("_auth", "always", "bearer-token verifiers for --auth (HTTP), and the spec's requires checks"),
+    RuntimeModule("_auth", "auth", "bearer-token verifiers for --auth (HTTP), and the spec's requires checks"),
     RuntimeModule("_dependencies", "always", "the version ranges pyproject.toml declares, checked at import"),
     RuntimeModule("_expressions", "expressions", "the total helpers compiled presenter expressions call"),
     RuntimeModule("_fast_path", "always", "the serving fast path, fenced; imported only when serving"),
@@ -437,7 +437,7 @@ RUNTIME: tuple[RuntimeModule, ...] = (
     RuntimeModule("_identity", "always", "the caller's identity as a tool call sees it"),
     RuntimeModule("_runtime", "always", "results and errors, the call log, handler binding, run_tool, presenting"),
     RuntimeModule("_cli", "always", "python -m's command line: the options, checked as parsed, and their extras"),
-    RuntimeModule("_http", "always", "streamable HTTP (--http): Host/Origin checks, the app, session fairness"),
+    RuntimeModule("_http", "http", "streamable HTTP (--http): Host/Origin checks, the app, session fairness"),
     RuntimeModule("_observability", "always", "logging with credentials redacted, tracing (--otel), store readiness"),
     RuntimeModule("_serving", "always", "python -m: serving over stdio (HTTP in _http, imported with --http), signals"),
     RuntimeModule("_stdio", "always", "the stdio transport on the event loop"),

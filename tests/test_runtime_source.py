@@ -45,8 +45,8 @@ def test_the_runtime_modules_are_the_ones_copied() -> None:
 
 # What each golden spec has, of the registry's conditions.
 GOLDEN_CONDITIONS = {
-    "billing": {"always", "workflows", "expressions", "catalog"},
-    "approval": {"always", "workflows"},
+    "billing": {"always", "workflows", "expressions", "catalog", "http", "auth"},
+    "approval": {"always", "workflows", "http", "auth"},
 }
 # How docs/spec.md §11.1 says each condition, in its "when" column.
 SPEC_WHEN = {
@@ -55,6 +55,8 @@ SPEC_WHEN = {
     "expressions": "when presenters have expressions",
     "grouped": 'with exposition = "grouped"',
     "catalog": "with resources or prompts",
+    "http": "with the http transport (the default)",
+    "auth": "with the http transport, or with requires",
 }
 
 

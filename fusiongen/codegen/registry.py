@@ -1,11 +1,11 @@
 """`server.json`: the generated server as the MCP registry describes servers (docs/spec.md §11.7).
 
 Written from the IR like every generated file: the registry name (`[server] registry_name`), a description, the
-version, and one PyPI package (the generated project's distribution) twice, once per transport it can serve —
-stdio (`python -m <package>`, the console script with no flag) and streamable HTTP (`--http`, at the default
-`http://127.0.0.1:8000/mcp`) — with the environment variables its handlers read, as the handler module's
-effects name them (a variable read as `os.environ[...]` is required). Validated in the tests against the
-registry's published schema (tests/fixtures/registry/).
+version, and one PyPI package (the generated project's distribution) once per transport it can serve — stdio
+(`python -m <package>`, the console script with no flag) and, unless `[server] transports` leaves it out,
+streamable HTTP (`--http`, at the default `http://127.0.0.1:8000/mcp`) — with the environment variables its
+handlers read, as the handler module's effects name them (a variable read as `os.environ[...]` is required).
+Validated in the tests against the registry's published schema (tests/fixtures/registry/).
 
 JSON has no comments, so the ownership header (the first line `build` and `check` look for) is the first member,
 `_meta`'s publisher-provided object, which the schema leaves open: the rest follows indented as usual.
@@ -76,10 +76,9 @@ def server_json(ir: ServerIR, header: str) -> str:
         "name": ir.registry_name,
         "description": description(ir),
         "version": ir.version,
-        "packages": [
-            package({"type": "stdio"}, []),
-            package({"type": "streamable-http", "url": HTTP_URL}, [http_flag]),
-        ],
+        "packages": [package({"type": "stdio"}, [])],
     }
+    if ir.http:  # built with the http transport (`[server] transports`, both by default)
+        body["packages"] = [*body["packages"], package({"type": "streamable-http", "url": HTTP_URL}, [http_flag])]
     rest = json.dumps(body, indent=2, ensure_ascii=False)
     return header + rest[1:].lstrip("\n") + "\n"

@@ -69,6 +69,8 @@ RUNTIME_CONDITIONS: dict[str, Needed] = {
     "expressions": lambda view: view.uses_expressions,
     "grouped": lambda view: view.groups_literal is not None,
     "catalog": lambda view: bool(view.surface.resources or view.surface.prompts),
+    "http": lambda view: view.http,
+    "auth": lambda view: view.http or view.guarded,  # --auth's verifiers, or the spec's requires checks
 }
 # (runtime module, which specs need it): copied from fusiongen/runtime/, then trimmed (runtime_copy.shipped_copies).
 RUNTIME_COPIES: tuple[tuple[str, Needed], ...] = tuple((m.name, RUNTIME_CONDITIONS[m.when]) for m in RUNTIME)

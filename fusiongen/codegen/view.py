@@ -32,6 +32,11 @@ from fusiongen.ir import ServerIR, ToolIR
 from fusiongen.names import group_and_action, pascal_case, snake_case
 from fusiongen.pyliteral import PyName, comment_text, markdown_text, py_literal, py_string, toml_string
 
+# What only the http transport imports: a server built without it (`[server] transports = ["stdio"]`) declares
+# neither these extras nor, in `fast`, the HTTP parser and event loop uvicorn would use.
+_HTTP_EXTRAS = frozenset({"http", "auth"})
+_SERVE_HTTP_ONLY = ("httptools", "uvloop")
+
 
 @dataclass(frozen=True)
 class ToolView:
@@ -59,7 +64,7 @@ class ToolView:
     modern_description_literal: str  # 2026-07-28: the stable list says what a bound tool needs
     compact_description_literal: str | None
     errors_literal: str | None  # the codes its spec declares, for run_tool: `frozenset({...})`
-    stale_literal: str | None  # the tools its success makes stale (spec names, run_tool maps them to wire names)
+    stale_literal: str | None  # the tools its success makes stale (spec names, with_stale maps them to wire names)
     title_literal: str | None = None  # MCP Tool.title
     # `fields_set` of its input object: the arguments sent, but a null for an optional field that is not
     # nullable, which is that field left out (docs/spec.md §5.3).
@@ -121,6 +126,7 @@ class ServerView:
     roles_claim_literal: str = '"roles"'
     tenant_claim_literal: str = "None"
     auth_declared: bool = False  # the spec has an [auth] table
+    http: bool = True  # [server] transports lists "http": --http, its options and --auth exist
 
     @property
     def guarded(self) -> bool:
@@ -280,9 +286,10 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
     return ServerView(
         dependencies_toml=tuple(toml_string(r) for r in required),
         extras_toml=tuple(
-            (extra, tuple(toml_string(r) for r in requirements))
+            (extra, tuple(toml_string(r) for r in requirements if server.http or not r.startswith(_SERVE_HTTP_ONLY)))
             for extra, requirements in sorted(extras.items())
             if extra != "redis" or workflows  # only a server with workflows has a state store to keep in Redis
+            if extra not in _HTTP_EXTRAS or server.http
         ),
         distribution=distribution,
         distribution_literal=toml_string(distribution),
@@ -323,6 +330,7 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
         tool_names_literal=_tool_names_literal(server, workflows),
         groups_literal=_groups_literal(server, workflows),
         auth_declared=server.auth is not None,
+        http=server.http,
         requires=tuple(
             (py_string(t.wire), _frozenset_literal(t.requires.scopes), _frozenset_literal(t.requires.roles))
             for t in server.tools

@@ -80,6 +80,10 @@ FieldDecl = Annotated[FieldSpec, BeforeValidator(_field_short_form, json_schema_
 FieldSpec.model_rebuild()  # `items` and `fields` are FieldDecls: the model refers to itself
 
 
+Transport = Literal["stdio", "http"]
+TRANSPORTS: tuple[Transport, ...] = ("stdio", "http")  # [server] transports' default: both
+
+
 class ServerSpec(_Strict):
     name: str = Field(description="The server's name, [a-z][a-z0-9_-]*.")
     state_handle_key: str = Field(default="workflow_id", description="The workflow state-handle argument.")
@@ -119,6 +123,11 @@ class ServerSpec(_Strict):
         description="Budget for each tool's worst-case result, in tokens estimated as bytes / 4: a bounded result "
         "over it is a build error (FG501); a result with no bound (a string without max_length, a list without "
         "max_items...) is a warning naming what to bound (FG502).",
+    )
+    transports: list[Transport] = Field(
+        default_factory=lambda: list(TRANSPORTS),
+        description='What the server can serve: stdio (always) and streamable HTTP ("http", with --http). ["stdio"] '
+        "ships a server without the HTTP transport, its options and --auth: smaller, for local hosts only.",
     )
     output_schemas: Literal["full", "none"] = Field(
         default="full",

@@ -74,6 +74,7 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
             value=True,
             hint='reverse-DNS namespace, one slash, then the name: "io.github.acme/billing"',
         )
+    http = _lower_transports(ctx)
     # A default derived from a name already reported as invalid would only repeat that mistake.
     if (server.handlers is not None or package_ok) and (
         not MODULE.match(handlers) or any(keyword.iskeyword(p) for p in handlers.split("."))
@@ -150,4 +151,38 @@ def _lower_server(ctx: LowerContext) -> ServerIR:
         max_list_tokens=server.max_list_tokens,
         max_result_tokens=server.max_result_tokens,
         output_schemas=server.output_schemas == "full",
+        http=http,
     )
+
+
+def _lower_transports(ctx: LowerContext) -> bool:
+    """Whether the server serves streamable HTTP too: `[server] transports`. stdio is always served (local hosts,
+    `fusiongen inspect` and the user's tests reach every server through it), and `[auth]` describes the bearer
+    tokens only HTTP carries, so a server without HTTP has no use for it."""
+    transports = ctx.spec.server.transports
+    for i, transport in enumerate(transports):
+        if transport in transports[:i]:
+            ctx.error(
+                "FG203",
+                f'transport "{transport}" is listed twice',
+                ("server", "transports", i),
+                value=True,
+                hint="list each transport once",
+            )
+    if "stdio" not in transports:
+        ctx.error(
+            "FG203",
+            "transports leaves out stdio, which every server serves",
+            ("server", "transports"),
+            value=True,
+            hint='list it: transports = ["stdio", "http"], or ["stdio"] for a server without HTTP',
+        )
+    http = "http" in transports
+    if not http and ctx.spec.auth is not None:
+        ctx.error(
+            "FG204",
+            "[auth] describes bearer tokens, which only HTTP carries, and this server serves stdio only",
+            ("auth",),
+            hint='add "http" to [server] transports, or remove [auth] (stdio is the local user\'s own process)',
+        )
+    return http

@@ -28,7 +28,58 @@ HTTP_RESPONSE_MODES = ["auto", "sse", "json"]  # --http-response
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of every generated server: transport, who may connect, HTTP limits, logging."""
+    """The options of every generated server, whatever it serves: request limits, tracing, logging, the audit
+    log. `--http` is off unless `add_http_arguments` adds it (a server built without the http transport)."""
+    parser.set_defaults(http=False)
+    parser.add_argument(
+        "--max-request-body",
+        type=count_argument,
+        default=DEFAULT_MAX_REQUEST_BODY_SIZE,
+        metavar="BYTES",
+        help="largest request accepted: an HTTP body (a larger one gets 413) or a stdio line (a longer one is "
+        f"skipped with a warning on stderr) (default {DEFAULT_MAX_REQUEST_BODY_SIZE})",
+    )
+    parser.add_argument(
+        "--max-in-flight",
+        type=count_argument,
+        default=64,
+        metavar="N",
+        help="stdio: requests read and not yet answered at most; while N are, stdin is not read further, so "
+        "a client that keeps writing blocks (default 64)",
+    )
+    parser.add_argument(
+        "--otel",
+        action=TracingOption,
+        help="export OpenTelemetry traces (a span per request, tool calls with fusiongen.* attributes) over "
+        "OTLP/HTTP, configured by the standard OTEL_* environment variables (OTEL_EXPORTER_OTLP_ENDPOINT, "
+        "OTEL_SERVICE_NAME defaulting to the server's name, ...); needs the [otel] extra",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=LOG_LEVELS,
+        help="log level of this server and its handler module (default warning); logs go to "
+        "stderr (stdout carries the protocol on stdio)",
+    )
+    parser.add_argument(
+        "--dependency-log-level",
+        default="warning",
+        choices=LOG_LEVELS,
+        help="log level of every other logger: mcp, uvicorn, sse_starlette, ... (default "
+        "warning); at debug they dump whole messages, data meant only for the user included",
+    )
+    parser.add_argument(
+        "--audit-log",
+        metavar="FILE",
+        type=audit_log_argument,
+        help="append one JSON line per tool call to FILE: time, subject, tenant, tool, outcome code and a SHA-256 "
+        "of the arguments (never a value)",
+    )
+
+
+def add_http_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a server with the http transport (the default): `--http`, who may connect, HTTP limits,
+    and `--auth`."""
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=port_argument, default=8000, help="HTTP port, 1-65535 (default 8000)")
@@ -80,14 +131,6 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         f"authentication; more get 431 and the connection is closed (default {DEFAULT_MAX_HEADER_SIZE})",
     )
     parser.add_argument(
-        "--max-request-body",
-        type=count_argument,
-        default=DEFAULT_MAX_REQUEST_BODY_SIZE,
-        metavar="BYTES",
-        help="largest request accepted: an HTTP body (a larger one gets 413) or a stdio line (a longer one is "
-        f"skipped with a warning on stderr) (default {DEFAULT_MAX_REQUEST_BODY_SIZE})",
-    )
-    parser.add_argument(
         "--http-response",
         choices=HTTP_RESPONSE_MODES,
         default="auto",
@@ -96,42 +139,6 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         "about half the server CPU per call; those are then dropped). auto (default): json when no handler takes "
         "ctx (none can send anything during its call), else sse. tools/list_changed goes on the session's GET "
         "stream in all",
-    )
-    parser.add_argument(
-        "--max-in-flight",
-        type=count_argument,
-        default=64,
-        metavar="N",
-        help="stdio: requests read and not yet answered at most; while N are, stdin is not read further, so "
-        "a client that keeps writing blocks (default 64)",
-    )
-    parser.add_argument(
-        "--otel",
-        action=TracingOption,
-        help="export OpenTelemetry traces (a span per request, tool calls with fusiongen.* attributes) over "
-        "OTLP/HTTP, configured by the standard OTEL_* environment variables (OTEL_EXPORTER_OTLP_ENDPOINT, "
-        "OTEL_SERVICE_NAME defaulting to the server's name, ...); needs the [otel] extra",
-    )
-    parser.add_argument(
-        "--log-level",
-        default="warning",
-        choices=LOG_LEVELS,
-        help="log level of this server and its handler module (default warning); logs go to "
-        "stderr (stdout carries the protocol on stdio)",
-    )
-    parser.add_argument(
-        "--dependency-log-level",
-        default="warning",
-        choices=LOG_LEVELS,
-        help="log level of every other logger: mcp, uvicorn, sse_starlette, ... (default "
-        "warning); at debug they dump whole messages, data meant only for the user included",
-    )
-    parser.add_argument(
-        "--audit-log",
-        metavar="FILE",
-        type=audit_log_argument,
-        help="append one JSON line per tool call to FILE: time, subject, tenant, tool, outcome code and a SHA-256 "
-        "of the arguments (never a value)",
     )
     add_auth_arguments(parser)
 

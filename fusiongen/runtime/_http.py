@@ -69,7 +69,8 @@ def transport_security(arguments: argparse.Namespace) -> TransportSecuritySettin
 
 
 def http_banner(name: str, arguments: argparse.Namespace, server: Server[Any] | None = None) -> str:
-    """`serving_banner` over HTTP: where, and in which responses (as `--http-response` resolves for `server`)."""
+    """The line an HTTP server writes to stderr as it starts (`_serving.serving_banner` on stdio): where, and in
+    which responses (as `--http-response` resolves for `server`)."""
     host = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
     return (
         f"{name}: serving MCP over streamable HTTP at http://{host}:{arguments.port}/mcp (probes: /healthz, "
@@ -338,6 +339,7 @@ async def serve_http(
     after `serve()` would run."""
     import uvicorn
 
+    print(http_banner(name, arguments, server), file=sys.stderr, flush=True)
     security = transport_security(arguments)
     notice = exposure_notice(name, arguments, security)
     if notice is not None:

@@ -1,6 +1,7 @@
-"""Running a generated server: over stdio (over HTTP through `_http.py`, imported only with `--http`), signals,
-the fast path's switch. The same for every spec: `__main__.py` adds what depends on it and calls these; the
-command line is `_cli.py`, logging, tracing and the store's readiness `_observability.py`."""
+"""Running a generated server: over stdio, signals, the fast path's switch, and what every transport does as it
+starts. The same for every spec: `__main__.py` adds what depends on it and calls these, handing in streamable
+HTTP's serving (`_http.py`, imported only with `--http`) when the server has that transport; the command line is
+`_cli.py`, logging, tracing and the store's readiness `_observability.py`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -24,17 +25,17 @@ from ._stdio import Bypass, stdio_is_pipes, stdio_streams
 logger = logging.getLogger(__name__.rpartition(".")[0])
 # Set to `off` to serve through the SDK's public API even where the fast path (_fast_path.py) would serve.
 FAST_PATH_VARIABLE = "MCP_SERVER_FAST_PATH"
+# Streamable HTTP's serving, `_http.serve_http(name, server, arguments, store, on_shutdown, scopes)`: a parameter
+# rather than an import, since a server built without the http transport has no `_http.py`.
+HttpServing = Callable[
+    [str, Server[Any], argparse.Namespace, Any, Callable[[], None] | None, Sequence[str]], Awaitable[None]
+]
 
 
-def serving_banner(name: str, arguments: argparse.Namespace, server: Server[Any] | None = None) -> str:
-    """The one line every server writes to stderr as it starts: what it serves, how and where (over HTTP, in
-    which responses, as `--http-response` resolves for `server`). stderr, because stdout carries the protocol on
-    stdio; MCP hosts show a server's stderr in their logs."""
-    if not arguments.http:
-        return f"{name}: serving MCP over stdio (JSON-RPC on stdin/stdout; logs on stderr)"
-    from ._http import http_banner
-
-    return http_banner(name, arguments, server)
+def serving_banner(name: str) -> str:
+    """The line a stdio server writes to stderr as it starts (over HTTP, `_http.http_banner` says where and how).
+    stderr, because stdout carries the protocol; MCP hosts show a server's stderr in their logs."""
+    return f"{name}: serving MCP over stdio (JSON-RPC on stdin/stdout; logs on stderr)"
 
 
 # --- serving ------------------------------------------------------------------------------------------
@@ -100,21 +101,21 @@ async def serve(
     *,
     tools_changed: bool = False,
     scopes: Sequence[str] = (),
+    http: HttpServing | None = None,
 ) -> None:
-    """Serve over stdio or, with --http, streamable HTTP, until the process ends; with --otel, traced. `scopes`
-    are the spec's, advertised in the protected resource metadata under --auth."""
+    """Serve over stdio or, given `http` (--http), streamable HTTP, until the process ends; with --otel, traced.
+    `scopes` are the spec's, advertised in the protected resource metadata under --auth."""
     tracing = start_tracing(name) if arguments.otel else None
     audit_to(getattr(arguments, "audit_log", None))
     problem = fast_path_problem()
     serving_middleware(server, traced=tracing is not None, fast=problem is None)
-    print(serving_banner(name, arguments, server), file=sys.stderr, flush=True)
+    if http is None:
+        print(serving_banner(name), file=sys.stderr, flush=True)
     if problem is not None:
         print(f"{name}: serving through the SDK's public API (slower, the same answers): {problem}", file=sys.stderr)
     try:
-        if arguments.http:
-            from ._http import serve_http
-
-            await serve_http(name, server, arguments, store, tracing.stop if tracing is not None else None, scopes)
+        if http is not None:
+            await http(name, server, arguments, store, tracing.stop if tracing is not None else None, scopes)
         else:
             options = server.create_initialization_options(
                 NotificationOptions(tools_changed=True) if tools_changed else None

@@ -594,10 +594,10 @@ async def run_tool(
     *,
     errors: frozenset[str] = frozenset(),
     tool_names: Mapping[str, str] | None = None,
-    stale: tuple[str, ...] = (),
+    stale: Callable[[types.CallToolResult], types.CallToolResult] | None = None,
 ) -> types.CallToolResult:
-    """Validate the arguments, run the handler, present what it returned (`stale`: the tools, by spec name,
-    whose earlier results its success makes stale, which the result then names).
+    """Validate the arguments, run the handler, present what it returned (`stale`, given a tool that makes
+    earlier results stale: `with_stale` bound to them, which a successful result goes through).
 
     Each step fails closed into an error result a model can act on: a handler's exception text is never
     shown (it may carry hidden data), and data that does not fit its presenter is not sent at all. Only a
@@ -628,12 +628,12 @@ async def run_tool(
         return handler_failed(tool, exc)
     if present is None:
         done = done_result(tool, raw)
-        return with_stale(done, stale, tool_names) if stale else done
+        return stale(done) if stale is not None else done
     if raw is None:
         return no_result(tool)
     try:
         result = presented_as(caller.identity, present, raw)  # by_role and `ctx.*` expressions read the caller
-        return with_stale(result, stale, tool_names) if stale and not result.is_error else result
+        return stale(result) if stale is not None and not result.is_error else result
     except OutputError as exc:
         return output_invalid(tool, exc)
     except BaseException as exc:  # reading the handler's data raised (a property, a lazy ORM attribute...)

@@ -34,6 +34,7 @@ from ._runtime import (
     run_tool,
     sent_user_blocks,
     unknown_tool_call,
+    with_stale,
 )
 from ._surface import exposed_tools
 from .state_store import StateStore, open_store
@@ -346,7 +347,7 @@ def create_server(
             inputs.parse_invoice_update,
             partial(presenters.present_invoice, user=user),
             functions.bind("update_invoice", "invoice_update"),
-            stale=("invoice.get", "invoice.list"),
+            stale=partial(with_stale, stale=("invoice.get", "invoice.list"), tool_names=TOOL_NAMES),
             tool_names=TOOL_NAMES,
         ),
         "customer_get": partial(

@@ -12,21 +12,31 @@ from collections.abc import Sequence
 
 import anyio
 
-from ._cli import add_server_arguments, check_extras, token_verifier
+from ._cli import add_http_arguments, add_server_arguments, check_extras, token_verifier
 from ._observability import serving_logging
-from ._serving import event_loop_options, serve
+from ._serving import HttpServing, event_loop_options, serve
 from ._surface import add_exposure_arguments
 from .server import HANDLERS_MODULE, NAME, create_server
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m shop_server", description=f"The {NAME} MCP server.")
+    add_http_arguments(parser)
     add_server_arguments(parser)
     add_exposure_arguments(parser)
     arguments = parser.parse_args(argv)
     check_extras(parser, arguments)
     arguments.verifier = token_verifier(parser, arguments)
     return arguments
+
+
+def http_serving(arguments: argparse.Namespace) -> HttpServing | None:
+    """With --http, streamable HTTP's serving: `_http.py`, and starlette and uvicorn under it, load only then."""
+    if not arguments.http:
+        return None
+    from ._http import serve_http
+
+    return serve_http
 
 
 def configure_logging(arguments: argparse.Namespace) -> None:
@@ -36,7 +46,7 @@ def configure_logging(arguments: argparse.Namespace) -> None:
 
 async def run(arguments: argparse.Namespace) -> None:
     server = create_server(expose=arguments.expose, tags=arguments.tags)
-    await serve(NAME, server, arguments)
+    await serve(NAME, server, arguments, http=http_serving(arguments))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

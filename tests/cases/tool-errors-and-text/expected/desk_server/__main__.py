@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import anyio
 
-from ._cli import add_server_arguments, add_store_arguments, check_extras, token_verifier
+from ._cli import add_http_arguments, add_server_arguments, add_store_arguments, check_extras, token_verifier
 from ._observability import serving_logging, watch_store
-from ._serving import event_loop_options, serve
+from ._serving import HttpServing, event_loop_options, serve
 from ._surface import add_exposure_arguments
 from .server import DISTRIBUTION, HANDLERS_MODULE, NAME, create_server
 from .state_store import open_store
@@ -23,6 +23,7 @@ from .state_store import open_store
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m desk_server", description=f"The {NAME} MCP server.")
+    add_http_arguments(parser)
     add_server_arguments(parser)
     add_exposure_arguments(parser)
     add_store_arguments(parser)
@@ -40,6 +41,15 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     except (ValueError, OSError, sqlite3.Error) as exc:  # a bad URL, no redis-py, or a database that cannot be opened
         parser.error(f"--state-store: {exc}")
     return arguments
+
+
+def http_serving(arguments: argparse.Namespace) -> HttpServing | None:
+    """With --http, streamable HTTP's serving: `_http.py`, and starlette and uvicorn under it, load only then."""
+    if not arguments.http:
+        return None
+    from ._http import serve_http
+
+    return serve_http
 
 
 def configure_logging(arguments: argparse.Namespace) -> None:
@@ -60,7 +70,7 @@ async def run(arguments: argparse.Namespace) -> None:
                 expose=arguments.expose,
                 tags=arguments.tags,
             )
-            await serve(NAME, server, arguments, store, tools_changed=True)
+            await serve(NAME, server, arguments, store, tools_changed=True, http=http_serving(arguments))
             group.cancel_scope.cancel()
     finally:
         await store.close()

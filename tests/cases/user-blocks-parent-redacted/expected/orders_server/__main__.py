@@ -12,15 +12,16 @@ from collections.abc import Sequence
 
 import anyio
 
-from ._cli import add_presenter_arguments, add_server_arguments, check_extras, token_verifier
+from ._cli import add_http_arguments, add_presenter_arguments, add_server_arguments, check_extras, token_verifier
 from ._observability import serving_logging
-from ._serving import event_loop_options, serve
+from ._serving import HttpServing, event_loop_options, serve
 from ._surface import add_exposure_arguments
 from .server import HANDLERS_MODULE, NAME, create_server
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m orders_server", description=f"The {NAME} MCP server.")
+    add_http_arguments(parser)
     add_server_arguments(parser)
     add_exposure_arguments(parser)
     add_presenter_arguments(parser)
@@ -30,6 +31,15 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return arguments
 
 
+def http_serving(arguments: argparse.Namespace) -> HttpServing | None:
+    """With --http, streamable HTTP's serving: `_http.py`, and starlette and uvicorn under it, load only then."""
+    if not arguments.http:
+        return None
+    from ._http import serve_http
+
+    return serve_http
+
+
 def configure_logging(arguments: argparse.Namespace) -> None:
     """Only this package and the handler module follow --log-level (see _observability.serving_logging)."""
     serving_logging(arguments, (create_server.__module__.rpartition(".")[0], HANDLERS_MODULE))
@@ -37,7 +47,7 @@ def configure_logging(arguments: argparse.Namespace) -> None:
 
 async def run(arguments: argparse.Namespace) -> None:
     server = create_server(user_blocks=arguments.user_blocks, expose=arguments.expose, tags=arguments.tags)
-    await serve(NAME, server, arguments)
+    await serve(NAME, server, arguments, http=http_serving(arguments))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,2 @@
+def note_get(args):
+    return {"id": args.id, "text": "a note"}
