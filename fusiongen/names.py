@@ -14,7 +14,7 @@ TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,127}\Z")
 # What LLM APIs accept as a function name (OpenAI's rule, the strictest common one): `[server] tool_names = "snake"`.
 WIRE_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 # A domain error code a tool declares (`errors`): as the runtime's ToolError checks it when raised
-# (runtime/_runtime.py; tests/test_tool_errors.py compares the two).
+# (runtime/_results.py; tests/test_tool_errors.py compares the two).
 ERROR_CODE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\Z")
 ERROR_CODE_MAX_LENGTH = 64
 RESERVED_ERROR_CODES = frozenset({"INTERNAL_ERROR", "OUTPUT_INVALID", "VALIDATION_ERROR", "IN_DOUBT"})
@@ -435,7 +435,9 @@ RUNTIME: tuple[RuntimeModule, ...] = (
     RuntimeModule("_gate", "workflows", "the workflow gate, W.start/W.status, per-session listing"),
     RuntimeModule("_grouping", "grouped", "grouped exposition: one tool per group, its action an argument"),
     RuntimeModule("_identity", "always", "the caller's identity as a tool call sees it"),
-    RuntimeModule("_runtime", "always", "results and errors, the call log, handler binding, run_tool, presenting"),
+    RuntimeModule("_presenting", "always", "how a presented result reads: envelope, guidance, UI blocks, stale notice"),
+    RuntimeModule("_results", "always", "what a call answers: result builders, errors, the handler's ToolError"),
+    RuntimeModule("_runtime", "always", "the call path: the call and audit logs, handler binding, run_tool"),
     RuntimeModule("_cli", "always", "python -m's command line: the options, checked as parsed, and their extras"),
     RuntimeModule("_http", "http", "streamable HTTP (--http): Host/Origin checks, the app, session fairness"),
     RuntimeModule("_observability", "always", "logging with credentials redacted, tracing (--otel), store readiness"),

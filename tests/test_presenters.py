@@ -598,7 +598,7 @@ async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
         assert tagged(on_time, "action_suggestions") == []
         assert texts(late_again) == texts(late)
         present = fixed.module("presenters").present_order_card
-        built = fixed.module("_runtime")._fixed_guidance_text
+        built = fixed.module("_presenting")._fixed_guidance_text
         first = present(order("late"))
         before = built.cache_info()
         second = present(order("late"))
@@ -619,7 +619,7 @@ async def test_spec_text_guidance_blocks_are_built_once_and_say_the_same(
         assert tagged(counted, "domain_rules") == [rules_block("3 orders.")]
     # The rules fixture's presenter interpolates data into its rules: its blocks are built per call, never kept.
     assert "fixed_guidance" not in inspect.getsource(rules.module("presenters"))
-    runtime = rules.module("_runtime")
+    runtime = rules.module("_presenting")
     runtime._fixed_guidance_text.cache_clear()
     await call(rules, "ship_get", shipment(7))
     assert runtime._fixed_guidance_text.cache_info().currsize == 0

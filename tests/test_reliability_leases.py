@@ -23,7 +23,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from fusiongen.runtime import _gate, _runtime, _store_base, redis_store, state_store
+from fusiongen.runtime import _gate, _results, _store_base, redis_store, state_store
 from tests.support.build import SPECS, build
 from tests.support.client import MODERN, connect
 from tests.support.processes import free_port, http_server, logged, server_env, wait_for_port
@@ -207,11 +207,11 @@ async def test_a_handler_slower_than_the_lease_commits_exactly_once(make_store: 
         ran.append("slow")
         first_running.set()
         await renewals(12)  # outlives four lease periods
-        return _runtime.done_result("expense.submit")
+        return _results.done_result("expense.submit")
 
     async def fast(arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
         ran.append("fast")
-        return _runtime.done_result("expense.submit")
+        return _results.done_result("expense.submit")
 
     first = asyncio.create_task(gate_a.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), slow))
     await asyncio.wait_for(first_running.wait(), WAIT)
@@ -241,7 +241,7 @@ async def test_a_caller_whose_lease_was_taken_over_gets_an_error(make_store: Cal
         await asyncio.wait_for(taken.wait(), WAIT)
         finish.set()
         await thief
-        return _runtime.done_result("expense.submit")
+        return _results.done_result("expense.submit")
 
     result = await gate_a.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), stalled)
     assert result.is_error, "a caller whose transition was lost was told it succeeded"

@@ -20,7 +20,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from fusiongen.runtime import _gate, _runtime, _values, state_store
+from fusiongen.runtime import _gate, _results, _values, state_store
 from tests.support.redis_server import start_redis
 from tests.test_runtime_gate import HANDLE_KEY, HANDSHAKE, MACHINE, Ctx, Route, text_of
 
@@ -88,7 +88,7 @@ async def state_of(gate: _gate.Gate, handle: str) -> dict[str, Any]:
 
 def crashed() -> Route:
     """A handler that raised: its effects may or may not have happened."""
-    return Route(result=_runtime.handler_failed("t", RuntimeError("boom")))
+    return Route(result=_results.handler_failed("t", RuntimeError("boom")))
 
 
 async def to_approved(gate: _gate.Gate, handle: str) -> None:
@@ -140,7 +140,7 @@ async def test_a_call_that_fires_no_transition_gets_no_key_and_leaves_a_pending_
 
 async def test_invalid_arguments_leave_nothing_pending(gate: _gate.Gate) -> None:
     handle = await started(gate)
-    refused = _runtime.validation_error("expense.submit", [_values.FieldError("amount", "m")])
+    refused = _results.validation_error("expense.submit", [_values.FieldError("amount", "m")])
     assert await call(gate, "expense.submit", handle, Route(result=refused)) is refused
     assert (await state_of(gate, handle))["pending"] is None
     again = Route()

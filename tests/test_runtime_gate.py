@@ -18,7 +18,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from fusiongen.runtime import _gate, _runtime, _values, state_store
+from fusiongen.runtime import _gate, _results, _values, state_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -91,7 +91,7 @@ class Ctx:
 class Route:
     """Stands in for `run_tool`: records its calls and returns `result` (or raises `raises`)."""
 
-    result: types.CallToolResult = field(default_factory=lambda: _runtime.done_result("t"))
+    result: types.CallToolResult = field(default_factory=lambda: _results.done_result("t"))
     raises: BaseException | None = None
     calls: list[tuple[dict[str, Any], Any]] = field(default_factory=list)
 
@@ -313,7 +313,7 @@ async def test_refusal_in_a_state_without_tools(store: state_store.MemoryStore) 
 
 async def test_transition_not_fired_when_the_handler_fails(gate: _gate.Gate, store: state_store.MemoryStore) -> None:
     handle = await start(gate)
-    failed = _runtime.handler_failed("expense.submit", RuntimeError("x"))
+    failed = _results.handler_failed("expense.submit", RuntimeError("x"))
     route = Route(result=failed)
     result = await gate.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), route)
     assert result is failed
@@ -337,7 +337,7 @@ async def test_transition_not_fired_when_the_route_raises(gate: _gate.Gate, stor
 
 async def test_validation_error_of_the_route_fires_nothing(gate: _gate.Gate, store: state_store.MemoryStore) -> None:
     handle = await start(gate)
-    refused = _runtime.validation_error("expense.submit", [_values.FieldError("amount", "m")])
+    refused = _results.validation_error("expense.submit", [_values.FieldError("amount", "m")])
     assert await gate.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), Route(result=refused)) is refused
     assert await store.load(handle) == state_store.Record("expense", "draft", 1)
 
@@ -425,7 +425,7 @@ async def test_concurrent_calls_run_one_transition(gate: _gate.Gate, store: stat
     async def slow(arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
         ran.append(1)
         await anyio.sleep(0.05)
-        return _runtime.done_result("expense.submit")
+        return _results.done_result("expense.submit")
 
     async def one() -> None:
         results.append(await gate.call("expense.submit", {HANDLE_KEY: handle}, Ctx(), slow))
@@ -447,7 +447,7 @@ async def test_lost_transition_is_logged(
     async def meddling(arguments: Mapping[str, Any], ctx: Any) -> types.CallToolResult:
         # as if the lock had expired and another replica moved the workflow meanwhile
         assert await store.compare_and_set(handle, 1, "rejected") is not None
-        return _runtime.done_result("expense.submit")
+        return _results.done_result("expense.submit")
 
     ctx = Ctx(HANDSHAKE, "s9")
     result = await gate.call("expense.submit", {}, ctx, meddling)
@@ -514,7 +514,7 @@ async def test_session_refusal_and_no_change_send_no_list_changed(gate: _gate.Ga
     assert ctx.session.list_changed == 1 and await gate.held_states(ctx) == {"expense": "draft"}
     await gate.call("expense.approve", {}, ctx, Route())  # refused
     await gate.call("expense.peek", {}, ctx, Route())  # no event
-    failed = _runtime.error_result("x")
+    failed = _results.error_result("x")
     await gate.call("expense.submit", {}, ctx, Route(result=failed))  # handler failed
     assert ctx.session.list_changed == 1
     await gate.call("expense.submit", {}, ctx, Route())

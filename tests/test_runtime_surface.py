@@ -11,7 +11,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from fusiongen.runtime._catalog import PromptRoute, ResourceRoute, render_prompt, resource_result
-from fusiongen.runtime._runtime import Notes, presented_result, tool_error
+from fusiongen.runtime._presenting import Notes, presented_result
+from fusiongen.runtime._results import tool_error
 from fusiongen.runtime._surface import (
     exposed_tools,
     tag_list,

@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 
 from fusiongen import names
-from fusiongen.runtime import _runtime
+from fusiongen.runtime import _results
 from tests.support.build import GeneratedServer, build
 from tests.support.client import MODERN, MODES, connect, stdio_params
 
@@ -140,9 +140,9 @@ def raising(desk: GeneratedServer, tool: str, outcome: object) -> None:
 
 
 def test_the_generator_checks_codes_as_the_runtime_does() -> None:
-    assert names.ERROR_CODE.pattern == _runtime.ERROR_CODE.pattern
-    assert names.RESERVED_ERROR_CODES == _runtime.RESERVED_ERROR_CODES
-    assert names.ERROR_CODE_MAX_LENGTH == _runtime.ERROR_CODE_MAX_LENGTH
+    assert names.ERROR_CODE.pattern == _results.ERROR_CODE.pattern
+    assert names.RESERVED_ERROR_CODES == _results.RESERVED_ERROR_CODES
+    assert names.ERROR_CODE_MAX_LENGTH == _results.ERROR_CODE_MAX_LENGTH
 
 
 @pytest.mark.parametrize(
@@ -160,22 +160,22 @@ def test_the_generator_checks_codes_as_the_runtime_does() -> None:
 )
 def test_a_malformed_tool_error_is_refused_when_raised(arguments: tuple[Any, Any], problem: type[Exception]) -> None:
     with pytest.raises(problem):
-        _runtime.ToolError(*arguments)
+        _results.ToolError(*arguments)
 
 
 @pytest.mark.parametrize("retry_after", [-1, float("nan"), float("inf"), True, "3"])
 def test_retry_after_must_be_seconds(retry_after: Any) -> None:
     with pytest.raises(ValueError, match="retry_after"):
-        _runtime.ToolError("BUSY_NOW", "m", retry_after=retry_after)
+        _results.ToolError("BUSY_NOW", "m", retry_after=retry_after)
 
 
 def test_suggest_must_be_a_list_of_names() -> None:
     with pytest.raises(TypeError, match="suggest"):
-        _runtime.ToolError("GONE", "m", suggest="ticket.list")  # type: ignore[arg-type]
+        _results.ToolError("GONE", "m", suggest="ticket.list")  # type: ignore[arg-type]
 
 
 def test_the_exception_itself_shows_only_the_code() -> None:
-    error = _runtime.ToolError("NOT_FOUND", "No ticket for ada@example.com.")
+    error = _results.ToolError("NOT_FOUND", "No ticket for ada@example.com.")
     assert (str(error), repr(error)) == ("NOT_FOUND", "ToolError('NOT_FOUND')")
 
 
@@ -207,7 +207,7 @@ async def test_an_undeclared_code_is_delivered_and_logged_as_undeclared(
         result = await client.call_tool("ticket_get", {"id": "t-1"})
     assert result.is_error and text(result) == (
         '<tool_error tool="ticket_get" code="QUOTA_EXCEEDED" severity="error"><message>Too many reads today.'
-        f"</message><recovery>{_runtime.DEFAULT_RECOVERY}</recovery>"
+        f"</message><recovery>{_results.DEFAULT_RECOVERY}</recovery>"
         '<details><detail key="retry_after">2</detail></details></tool_error>'
     )
     messages = [r.getMessage() for r in caplog.records if r.name == "desk_server"]

@@ -139,24 +139,24 @@ def sdk_encoded(message: SessionMessage) -> bytes:
 
 def runtime_results(billing: GeneratedServer) -> list[types.CallToolResult]:
     """One result of each builder the runtime has."""
-    runtime = billing.module("_runtime")
-    notes = runtime.Notes()
+    presenting, results = billing.module("_presenting"), billing.module("_results")
+    notes = presenting.Notes()
     notes.rules.append("a rule with <markup> & more")
     notes.suggestions.append(("invoice_get", "look"))
-    notes.blocks.append(runtime.Block("table", "| a |", False))
-    notes.blocks.append(runtime.Block("markdown", "for the user", True))
+    notes.blocks.append(presenting.Block("table", "| a |", False))
+    notes.blocks.append(presenting.Block("markdown", "for the user", True))
     data = {"id": "x", "nested": {"none": None, "list": [1, 2.5, "é\u2028"]}}
     return [
-        runtime.presented_result(dict(data), notes),
-        runtime.presented_collection([dict(data)], 3, runtime.Notes()),
-        runtime.data_result(data, {"value": data}),
-        runtime.error_result("failed"),
-        runtime.validation_error("t", [runtime.FieldError("id", "a string")]),
-        runtime.tool_error("t", "NOT_FOUND", "no such thing", "try another"),
-        runtime.handler_failed("t", RuntimeError("secret")),
-        runtime.no_result("t"),
-        runtime.done_result("t", {"ok": True}),
-        runtime.text_result("plain"),
+        presenting.presented_result(dict(data), notes),
+        presenting.presented_collection([dict(data)], 3, presenting.Notes()),
+        results.data_result(data, {"value": data}),
+        results.error_result("failed"),
+        results.validation_error("t", [billing.module("_values").FieldError("id", "a string")]),
+        results.tool_error("t", "NOT_FOUND", "no such thing", "try another"),
+        results.handler_failed("t", RuntimeError("secret")),
+        results.no_result("t"),
+        results.done_result("t", {"ok": True}),
+        results.text_result("plain"),
         types.CallToolResult(content=[types.TextContent(type="text", text="validated")]),
     ]
 

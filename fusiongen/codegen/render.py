@@ -55,11 +55,22 @@ PACKAGE_TEMPLATES: tuple[tuple[str, str, Needed], ...] = (
 # `__init__.py` is not one: its imports are the package's interface, each written on purpose.
 RUNTIME_SOURCES: dict[str, tuple[str, ...]] = {
     "__main__.py": ("_cli", "_observability", "_serving", "_surface", "state_store"),
-    "inputs.py": ("_runtime", "_values"),
-    "presenters.py": ("_expressions", "_runtime", "_values"),
+    "inputs.py": ("_presenting", "_results", "_runtime", "_values"),
+    "presenters.py": ("_expressions", "_presenting", "_results", "_runtime", "_values"),
     "schemas.py": (),
-    "server.py": ("_auth", "_catalog", "_gate", "_grouping", "_runtime", "_surface", "_values", "state_store"),
-    "shapes.py": ("_runtime", "_values"),
+    "server.py": (
+        "_auth",
+        "_catalog",
+        "_gate",
+        "_grouping",
+        "_presenting",
+        "_results",
+        "_runtime",
+        "_surface",
+        "_values",
+        "state_store",
+    ),
+    "shapes.py": ("_presenting", "_results", "_runtime", "_values"),
     "workflows.py": ("_gate",),
 }
 # Which servers get a runtime module (`names.RUNTIME`, the registry, says which condition each has).

@@ -427,7 +427,7 @@ def _escape(text: str) -> str:
 
 
 def _wire(data: Any, structured: dict[str, Any], notes: _Notes, stamp: dict[str, Any]) -> dict[str, Any]:
-    """As `_runtime._result` and `tool_result_wire` write it (the key order does not change the size), with what a
+    """As `_presenting._presented` and `tool_result_wire` write it (the key order does not change the size), with what a
     2026-07-28 result adds (`stamp`): the larger of the two protocol eras' results, as the list budget counts."""
     rules = [r for r in dict.fromkeys([*notes.descriptions, *notes.rules, *notes.conditional]) if r]
     suggestions = list(dict.fromkeys(notes.suggestions))

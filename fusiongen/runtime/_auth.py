@@ -35,7 +35,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._identity import JWT_ALGORITHMS, IdentifiedToken, Identity, identity_of
-from ._runtime import tool_error
+from ._results import tool_error
 
 if TYPE_CHECKING:  # PyJWT (and the cryptography it loads, ~50 ms) is imported only by --auth jwt
     import jwt

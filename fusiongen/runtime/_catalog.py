@@ -34,7 +34,8 @@ import mcp_types as types
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ._runtime import Handler, SurfaceError, ToolError, audited, call_outcome, settle, tool_error
+from ._results import ToolError, tool_error
+from ._runtime import Handler, SurfaceError, audited, call_outcome, settle
 
 logger = logging.getLogger(__name__)
 

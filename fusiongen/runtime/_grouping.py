@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from ._runtime import unknown_tool, validation_error
+from ._results import unknown_tool, validation_error
 from ._values import FieldError
 
 __all__ = ["ACTION", "Grouping", "group_tool"]

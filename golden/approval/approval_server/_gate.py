@@ -43,7 +43,8 @@ from mcp_types.jsonrpc import INTERNAL_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._identity import identity_of
-from ._runtime import Route, call_outcome, data_result, error_result, escape_attribute, escape_text, validation_error
+from ._results import data_result, error_result, escape_attribute, escape_text, validation_error
+from ._runtime import Route, call_outcome
 from ._values import FieldError
 from .state_store import LockTimeout, Pending, PendingStore, Record, StateStore
 

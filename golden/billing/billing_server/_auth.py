@@ -36,7 +36,7 @@ import mcp_types as types
 from mcp.server.auth.provider import AccessToken
 
 from ._identity import JWT_ALGORITHMS, IdentifiedToken, Identity, identity_of
-from ._runtime import tool_error
+from ._results import tool_error
 
 if TYPE_CHECKING:  # PyJWT (and the cryptography it loads, ~50 ms) is imported only by --auth jwt
     import jwt

@@ -18,7 +18,8 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from ._dependencies import EXTRAS, outside
 from ._identity import JWT_ALGORITHMS
 from ._observability import tracing_missing
-from ._runtime import DEFAULT_LIVE_STARTS, DEFAULT_STARTS_PER_MINUTE, USER_BLOCK_MODES, AuditLog
+from ._presenting import USER_BLOCK_MODES
+from ._runtime import DEFAULT_LIVE_STARTS, DEFAULT_STARTS_PER_MINUTE, AuditLog
 
 if TYPE_CHECKING:  # --auth's verifier type, for annotations only
     from mcp.server.auth.provider import TokenVerifier

@@ -16,7 +16,7 @@ import mcp_types as types
 
 from . import shapes
 from ._expressions import _x_div, _x_fmt, _x_get, _x_in, _x_upper
-from ._runtime import (
+from ._presenting import (
     Block,
     MaskError,
     Notes,

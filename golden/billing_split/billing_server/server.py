@@ -22,6 +22,7 @@ from . import inputs, presenters, schemas
 from ._auth import Requirement, refusal_by, refused, shortfall, visible_tools
 from ._catalog import RESOURCE_ERRORS, PromptRoute, Prompts, ResourceRoute, Resources, completer, found_or_not_found
 from ._gate import Gate, handshake_forms, handshake_listing, is_modern
+from ._presenting import sent_user_blocks, with_stale
 from ._runtime import (
     DEFAULT_LIVE_STARTS,
     DEFAULT_STARTS_PER_MINUTE,
@@ -32,9 +33,7 @@ from ._runtime import (
     import_handlers,
     logged_call,
     run_tool,
-    sent_user_blocks,
     unknown_tool_call,
-    with_stale,
 )
 from ._surface import exposed_tools
 from .state_store import StateStore, open_store

@@ -15,7 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from ._expressions import _x_fmt, _x_gt, _x_in
-from ._runtime import Notes, caller_value, presented_collection, presented_result
+from ._presenting import Notes, caller_value, plain_result, presented_collection, presented_result
 from ._values import MISSING, OutputError, items_of, out_integer, out_string, reader
 
 _TICKET_MANAGER_CENSOR: Final = "[REDACTED]"
@@ -132,8 +132,7 @@ def shape_ticket_agent(src: object, at: str) -> dict[str, Any]:
 
 def present_ticket_agent(raw: object) -> types.CallToolResult:
     data = shape_ticket_agent(raw, "result")
-    notes = Notes()
-    return presented_result(data, notes, fixed_guidance=True)
+    return plain_result(data)
 
 
 def present_ticket_agent_many(raw: object) -> types.CallToolResult:

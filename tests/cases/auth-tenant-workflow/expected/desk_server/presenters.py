@@ -13,10 +13,9 @@ from __future__ import annotations
 import mcp_types as types
 
 from . import shapes
-from ._runtime import Notes, presented_result
+from ._presenting import plain_result
 
 
 def present_caller(raw: object) -> types.CallToolResult:
     data = shapes.shape_caller(raw, "result")
-    notes = Notes()
-    return presented_result(data, notes, fixed_guidance=True)
+    return plain_result(data)

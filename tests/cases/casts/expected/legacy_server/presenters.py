@@ -15,7 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from . import shapes
-from ._runtime import Notes, presented_collection, presented_result
+from ._presenting import Notes, presented_collection, presented_result
 from ._values import items_of
 
 _ROW_DESCRIPTION_RULES: Final = ("quantity: Whole units",)

@@ -15,7 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from . import shapes
-from ._runtime import Notes, presented_result
+from ._presenting import Notes, presented_result
 
 _ACCOUNT_DESCRIPTION_RULES: Final = ("display_name: What other users see",)
 

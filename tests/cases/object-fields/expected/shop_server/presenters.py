@@ -15,7 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from . import shapes
-from ._runtime import MaskError, Notes, expect_list, presented_result
+from ._presenting import MaskError, Notes, expect_list, plain_result, presented_result
 from ._values import MISSING, OutputError, items_of, out_string, reader, shape_items
 
 _ORDER_CARD_DESCRIPTION_RULES: Final = ("address: Where it ships.",)
@@ -88,5 +88,4 @@ def shape_order_summary(src: object, at: str) -> dict[str, Any]:
 
 def present_order_summary(raw: object) -> types.CallToolResult:
     data = shape_order_summary(raw, "result")
-    notes = Notes()
-    return presented_result(data, notes, fixed_guidance=True)
+    return plain_result(data)

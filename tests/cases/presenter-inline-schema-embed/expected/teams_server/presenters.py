@@ -15,7 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from ._expressions import _x_fmt, _x_get, _x_len
-from ._runtime import Block, Notes, presented_result, summary_text
+from ._presenting import Block, Notes, presented_result, summary_text
 from ._values import MISSING, OutputError, items_of, out_string, reader, shape_items
 
 _PERSON_CARD_DESCRIPTION_RULES: Final = ("name: As they like to be called",)

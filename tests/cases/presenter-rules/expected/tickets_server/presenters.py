@@ -16,7 +16,7 @@ import mcp_types as types
 
 from . import shapes
 from ._expressions import _x_fmt, _x_gt, _x_in, _x_le, _x_len, _x_lower, _x_max, _x_upper
-from ._runtime import Notes, presented_collection, presented_result
+from ._presenting import Notes, presented_collection, presented_result
 from ._values import MISSING, OutputError, items_of, out_enum, out_integer, out_string, reader
 
 _TICKET_CARD_DESCRIPTION_RULES: Final = ("priority: 1 is the most urgent",)

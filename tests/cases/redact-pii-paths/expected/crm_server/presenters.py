@@ -16,7 +16,7 @@ import mcp_types as types
 
 from . import shapes
 from ._expressions import _x_fmt, _x_get
-from ._runtime import Block, MaskError, Notes, expect_list, list_text, presented_collection, presented_result
+from ._presenting import Block, MaskError, Notes, expect_list, list_text, presented_collection, presented_result
 from ._values import MISSING, OutputError, items_of, out_string, reader, shape_items
 
 _CLIENT_DESCRIPTION_RULES: Final = ("ssn: Never shown",)

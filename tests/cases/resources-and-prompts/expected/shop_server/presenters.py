@@ -16,7 +16,7 @@ import mcp_types as types
 
 from . import shapes
 from ._expressions import _x_fmt
-from ._runtime import Notes, presented_result
+from ._presenting import Notes, plain_result, presented_result
 from ._values import MISSING, OutputError, out_date, out_enum, out_integer, out_string, reader
 
 
@@ -69,5 +69,4 @@ def shape_catalog(src: object, at: str) -> dict[str, Any]:
 
 def present_catalog(raw: object) -> types.CallToolResult:
     data = shape_catalog(raw, "result")
-    notes = Notes()
-    return presented_result(data, notes, fixed_guidance=True)
+    return plain_result(data)

@@ -13,14 +13,13 @@ from __future__ import annotations
 import mcp_types as types
 
 from . import shapes
-from ._runtime import Notes, presented_collection, presented_result
+from ._presenting import Notes, plain_result, presented_collection
 from ._values import items_of
 
 
 def present_record(raw: object) -> types.CallToolResult:
     data = shapes.shape_record(raw, "result")
-    notes = Notes()
-    return presented_result(data, notes, fixed_guidance=True)
+    return plain_result(data)
 
 
 def present_record_many(raw: object) -> types.CallToolResult:

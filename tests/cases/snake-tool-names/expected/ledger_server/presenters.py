@@ -15,7 +15,7 @@ from typing import Any
 import mcp_types as types
 
 from ._expressions import _x_fmt
-from ._runtime import Notes, presented_result
+from ._presenting import Notes, presented_result
 from ._values import MISSING, OutputError, out_string, reader
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import mcp_types as types
 
 from ._expressions import _x_fmt, _x_ge, _x_mul, _x_round
-from ._runtime import Notes, presented_collection, presented_result
+from ._presenting import Notes, presented_collection, presented_result
 from ._values import MISSING, OutputError, items_of, out_boolean, out_number, out_string, reader
 
 

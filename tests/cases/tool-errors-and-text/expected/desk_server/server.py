@@ -20,13 +20,13 @@ from mcp.server.models import InitializationOptions
 
 from . import inputs, schemas
 from ._gate import Gate, handshake_forms, handshake_listing, is_modern
+from ._results import as_text_result
 from ._runtime import (
     DEFAULT_LIVE_STARTS,
     DEFAULT_STARTS_PER_MINUTE,
     Handlers,
     HandlerServer,
     Route,
-    as_text_result,
     import_handlers,
     logged_call,
     run_tool,

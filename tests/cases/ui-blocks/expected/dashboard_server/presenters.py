@@ -16,7 +16,7 @@ import mcp_types as types
 
 from . import shapes
 from ._expressions import _x_fmt, _x_gt, _x_len, _x_max, _x_min, _x_round, _x_upper
-from ._runtime import (
+from ._presenting import (
     Block,
     Notes,
     fenced,

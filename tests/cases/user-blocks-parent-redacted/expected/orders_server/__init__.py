@@ -26,7 +26,7 @@ from ._dependencies import check_installed  # noqa: E402
 
 check_installed()
 
-from ._runtime import ToolError  # noqa: E402
+from ._results import ToolError  # noqa: E402
 from .server import create_server  # noqa: E402
 
 if _STARTING:

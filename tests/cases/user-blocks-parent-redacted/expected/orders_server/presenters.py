@@ -15,7 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from ._expressions import _x_fmt
-from ._runtime import Block, MaskError, Notes, presented_result
+from ._presenting import Block, MaskError, Notes, presented_result
 from ._values import MISSING, OutputError, out_string, reader
 
 _ORDER_CENSOR: Final = "[REDACTED]"

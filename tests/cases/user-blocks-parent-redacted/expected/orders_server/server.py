@@ -16,16 +16,8 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from . import inputs, presenters, schemas
-from ._runtime import (
-    Handlers,
-    HandlerServer,
-    Route,
-    import_handlers,
-    logged_call,
-    run_tool,
-    sent_user_blocks,
-    unknown_tool_call,
-)
+from ._presenting import sent_user_blocks
+from ._runtime import Handlers, HandlerServer, Route, import_handlers, logged_call, run_tool, unknown_tool_call
 from ._surface import exposed_tools
 
 __all__ = ["HANDLERS_MODULE", "NAME", "TOOLS", "VERSION", "create_server"]

@@ -15,7 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from ._expressions import _x_fmt, _x_get
-from ._runtime import (
+from ._presenting import (
     Block,
     MaskError,
     Notes,
