@@ -19,28 +19,15 @@ from tests.support.build import GeneratedServer, build, built_server
 from tests.support.client import LEGACY, MODERN, connect, stdio_params
 from tests.support.processes import run_python, server_env
 from tests.support.quality import assert_generated_quality
+from tests.test_startup_imports import PLAIN_HANDLERS, PLAIN_SPEC
 
 pytestmark = [pytest.mark.timeout(600)]
 
-SPEC = """
-[server]
-name = "notes"
-transports = ["stdio"]
-
-[models.Note]
-[models.Note.fields]
-id = "string"
-text = "string"
-
-[tools."note.get"]
-kind = "query"
-description = "One note by id."
-returns = "Note"
-[tools."note.get".input]
-id = "string"
-"""
-HANDLERS = 'def note_get(args):\n    return {"id": args.id, "text": "a note"}\n'
+# test_startup_imports' one-tool spec, built for stdio alone.
+SPEC = PLAIN_SPEC.replace('name = "plain"\n', 'name = "plain"\ntransports = ["stdio"]\n')
+HANDLERS = PLAIN_HANDLERS
 GUARDED = SPEC.replace('returns = "Note"\n', 'returns = "Note"\nrequires = { roles = ["editor"] }\n')
+assert SPEC != PLAIN_SPEC and GUARDED != SPEC  # each replace found its text
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +38,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_nothing_of_http_ships(out: Path) -> None:
-    package = out / "notes_server"
+    package = out / "plain_server"
     assert not (package / "_http.py").exists() and not (package / "_auth.py").exists()
     for module in package.glob("*.py"):
         text = module.read_text(encoding="utf-8")
@@ -69,7 +56,7 @@ def test_nothing_of_http_ships(out: Path) -> None:
 
 def test_http_options_are_refused_as_usage_errors(out: Path) -> None:
     for option in ("--http", "--auth=jwt", "--port=8000"):
-        done = run_python(["-m", "notes_server", option], cwd=out, env=server_env(out, out.parent))
+        done = run_python(["-m", "plain_server", option], cwd=out, env=server_env(out, out.parent))
         assert done.returncode == 2, done.stderr
         assert f"unrecognized arguments: {option}" in done.stderr
 
@@ -80,7 +67,7 @@ def test_the_generated_code_passes_the_gate(out: Path, tmp_path: Path) -> None:
 
 
 async def answers(out: Path, mode: str, env: dict[str, str]) -> dict[str, Any]:
-    async with connect(stdio_params(out, package="notes_server", env=env), mode) as client:
+    async with connect(stdio_params(out, package="plain_server", env=env), mode) as client:
         names = [t.name for t in (await client.list_tools()).tools]
         result = await client.call_tool("note_get", {"id": "n1"})
     assert names == ["note_get"] and not result.is_error
@@ -95,15 +82,15 @@ async def test_it_serves_stdio_on_both_paths_with_the_same_answers(out: Path, mo
     fast = await answers(out, mode, server_env(out, out.parent))
     public = await answers(out, mode, server_env(out, out.parent, MCP_SERVER_FAST_PATH="off"))
     assert fast == public
-    assert fast["data"] == {"id": "n1", "text": "a note"}
+    assert fast["data"] == {"id": "n1", "text": "hello"}
 
 
 def test_requires_keeps_its_checks_and_stdio_holds_every_role(tmp_path: Path) -> None:
     """With `requires`, `_auth.py` ships for its checks alone (no verifier, no --auth); the local caller passes."""
     with built_server(GUARDED, tmp_path / "out", handlers=HANDLERS) as server:
-        assert (server.out / "notes_server" / "_auth.py").exists()
-        auth_source = (server.out / "notes_server" / "_auth.py").read_text(encoding="utf-8")
+        assert (server.out / "plain_server" / "_auth.py").exists()
+        auth_source = (server.out / "plain_server" / "_auth.py").read_text(encoding="utf-8")
         assert "class JwtVerifier" not in auth_source and "class StaticTokens" not in auth_source
-        assert 'frozenset({"editor"})' in (server.out / "notes_server" / "server.py").read_text(encoding="utf-8")
+        assert 'frozenset({"editor"})' in (server.out / "plain_server" / "server.py").read_text(encoding="utf-8")
         outcome = server.module("testing").call_tool("note.get", {"id": "n1"}, server=server.create_server())
-    assert outcome.error is None and outcome.data == {"id": "n1", "text": "a note"}
+    assert outcome.error is None and outcome.data == {"id": "n1", "text": "hello"}
