@@ -33,7 +33,7 @@ import sys
 import tempfile
 import tomllib
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any, Literal
 
 import mcp_types as types
@@ -114,6 +114,23 @@ def _import_as(alias: str, package_dir: Path) -> ModuleType:
     # per-call info line (through rich) instead of the tool.
     logging.getLogger(alias).setLevel(logging.WARNING)
     return module
+
+
+# The generated runtime modules whose helpers the benchmarks call, split by concern (docs/spec.md §11.1).
+RUNTIME_HELPERS = ("_values", "_results", "_presenting", "_runtime")
+
+
+def runtime_helpers(package: ModuleType) -> SimpleNamespace:
+    """One namespace of a generated package's runtime helpers (values and checks, results, presenting, the call
+    path), so a benchmark calls the server's own leaf functions wherever the runtime keeps each. A server's
+    copies leave out what it cannot reach (an output check for a type it never returns): those come from
+    fusiongen/runtime/, the same source."""
+    merged: dict[str, Any] = {}
+    for prefix in ("fusiongen.runtime", package.__name__):
+        for name in RUNTIME_HELPERS:
+            module = importlib.import_module(f"{prefix}.{name}")
+            merged.update({key: value for key, value in vars(module).items() if not key.startswith("__")})
+    return SimpleNamespace(**merged)
 
 
 def _handlers_importable() -> None:
@@ -218,7 +235,7 @@ def mcpserver_baseline() -> MCPServer:
 
 def bare_baseline(package: ModuleType, reference: types.CallToolResult) -> Server[Any]:
     """Returns `reference` again, precomputed: only its JSON text is serialized per call; no validation."""
-    dumps = package._runtime.dumps  # the generated server's serializer, so only the work around it differs
+    dumps = package._results.dumps  # the generated server's serializer, so only the work around it differs
     data = reference.structured_content
     assert data is not None
     first = reference.content[0]

@@ -17,9 +17,9 @@ once is prepared once; only what is inherently run-time work is done per call):
   with `eval` (each `ExprIR.python` compiled once with `compile()`, not per call), masks with a
   `PathMasker` (in place: the interpreter owns the dicts it just shaped), and builds the same content
   blocks and structured content as the generated `present_<name>` / `present_<name>_many`. It uses the
-  generated server's `_runtime` helpers (value checks, casts, `Notes`, `presented_result`, table/list
-  text) and `_expressions` helpers, so both sides share the same leaf functions and serialization: the
-  difference measured is interpretation versus compiled straight-line code.
+  generated server's runtime helpers (`baselines.runtime_helpers`: value checks, casts, `Notes`,
+  `presented_result`, table/list text) and `_expressions` helpers, so both sides share the same leaf
+  functions and serialization: the difference measured is interpretation versus compiled straight-line code.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def presenter_paths(server: ServerIR, presenter: PresenterIR) -> list[tuple[tupl
 class PresenterInterpreter:
     """Executes one presenter of `server` from its IR at run time (see the module docstring)."""
 
-    def __init__(self, server: ServerIR, presenter: str, runtime: ModuleType, expressions: ModuleType) -> None:
+    def __init__(self, server: ServerIR, presenter: str, runtime: Any, expressions: ModuleType) -> None:
         self.server = server
         self.presenter = server.presenter(presenter)
         self.rt = runtime

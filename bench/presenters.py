@@ -284,7 +284,7 @@ def _import_as(alias: str, package_dir: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[alias] = module
     spec.loader.exec_module(module)
-    for name in ("presenters", "_runtime", "_expressions", "server"):
+    for name in ("presenters", *baselines.RUNTIME_HELPERS, "_expressions", "server"):
         importlib.import_module(f"{alias}.{name}")
     # As served (--log-level warning): MCPServer's import sets the root logger to INFO, which would time the
     # per-call info line (through rich) instead of the tool.
@@ -317,7 +317,7 @@ def billing_package(golden: bool) -> tuple[ModuleType, str]:
         for name in [n for n in sys.modules if n == alias or n.startswith(alias + ".")]:
             del sys.modules[name]
         package, where = baselines.load_presented(golden)
-        for name in ("presenters", "_runtime", "_expressions", "_gate", "state_store", "workflows"):
+        for name in ("presenters", *baselines.RUNTIME_HELPERS, "_expressions", "_gate", "state_store", "workflows"):
             importlib.import_module(f"{package.__name__}.{name}")
         _BILLING[golden] = package, where
     return _BILLING[golden]
@@ -499,7 +499,7 @@ def _pipeline_row(
     presenters = package.presenters
     p = ir.presenter(presenter)
     generated = getattr(presenters, f"present_{p.snake}_many")
-    interpreter = PresenterInterpreter(ir, presenter, package._runtime, package._expressions)
+    interpreter = PresenterInterpreter(ir, presenter, baselines.runtime_helpers(package), package._expressions)
     expected = _dump(generated(raw))
     got = _dump(interpreter.present_many(raw))
     assert got == expected, f"{label}: the IR interpreter's result differs from present_{p.snake}_many"
@@ -837,7 +837,7 @@ def _schema_validation(listed: dict[str, list[types.Tool]], data: Any, rounds: i
 def _steps(package: ModuleType, handlers: ModuleType, rounds: int) -> Row:
     """Where one generated invoice.get goes (per call, informational), next to the hand-written steps."""
     presenters, inputs = package.presenters, package.inputs
-    rt = package._runtime
+    rt = baselines.runtime_helpers(package)
     raw = handlers.get_invoice(None)
     data = presenters.shape_invoice_card(raw, "result")
     notes = rt.Notes()

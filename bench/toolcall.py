@@ -168,7 +168,7 @@ def _breakdown(core: Any, presented: Any | None, rounds: int) -> Row:
     """Where the generated tool's time goes, step by step (informational, per call)."""
     import billing_handlers
 
-    runtime, inputs, shapes = core._runtime, core.inputs, core.shapes
+    runtime, inputs, shapes = core._results, core.inputs, core.shapes
     args = inputs.parse_invoice_get(baselines.ARGUMENTS)
     raw = billing_handlers.get_invoice(args)
     data = shapes.shape_invoice(raw, "result")
