@@ -470,6 +470,35 @@ def test_kinds_pinned_cover_twenty_kinds() -> None:
     assert len(kinds) >= 20, sorted(kinds)
 
 
+NO_AUTH = BASE[: BASE.index("[auth]")]  # the models, workflow and first tools: [auth] (FG204 without HTTP) on
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            NO_AUTH,
+            NO_AUTH.replace('version = "1.0.0"\n', 'version = "1.0.0"\ntransports = ["stdio"]\n'),
+            {(Impact.BREAKING, "transport-removed")},
+        ),
+        (
+            NO_AUTH.replace('version = "1.0.0"\n', 'version = "1.0.0"\ntransports = ["stdio"]\n'),
+            NO_AUTH,
+            {(Impact.SAFE, "transport-added")},
+        ),
+        (NO_AUTH, NO_AUTH.replace('version = "1.0.0"\n', 'version = "1.0.0"\ntransports = ["stdio", "http"]\n'), set()),
+    ],
+    ids=["http-removed", "http-added", "default-written-out"],
+)
+def test_transports_changes_are_classified(
+    tmp_path: Path, old: str, new: str, expected: set[tuple[Impact, str]]
+) -> None:
+    assert "[auth]" not in NO_AUTH and 'version = "1.0.0"\n' in NO_AUTH
+    changes = diff_specs(_spec(tmp_path, "old", old), _spec(tmp_path, "new", new))
+    assert {(c.impact, c.kind) for c in changes} == expected, [c.message for c in changes]
+    assert all(c.subject == "server" for c in changes)
+
+
 def test_every_facet_of_the_report_has_a_comparer() -> None:
     """A facet added to the exposure report (a tool's `requires`) must say how its changes are classified."""
     assert set(FACET_DIFFS) == {f.key for f in TOOL_FACETS}

@@ -741,6 +741,19 @@ def diff_auth(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
     return changes
 
 
+def diff_transports(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
+    """`[server] transports`: HTTP left out leaves every streamable HTTP client without a server (breaking);
+    HTTP added changes nothing a client or the model sees of the tools (who may connect is the deployment's
+    `--auth` and `--host`)."""
+    if old_ir.http and not new_ir.http:
+        message = 'transport "http" removed: the server has no --http, so streamable HTTP clients cannot connect'
+        return [Change(Impact.BREAKING, "server", "transport-removed", message)]
+    if new_ir.http and not old_ir.http:
+        message = 'transport "http" added: the server can be served over streamable HTTP (--http)'
+        return [Change(Impact.SAFE, "server", "transport-added", message)]
+    return []
+
+
 def diff_output_descriptions(sides: ToolSides) -> list[Change]:
     """The descriptions of the models a result shows, which its outputSchema carries (on each model's object
     schema, or an embedded object's) and a client may show the model: a change is behaviour, never silent."""
@@ -785,6 +798,7 @@ def diff(old_ir: ServerIR, new_ir: ServerIR) -> list[Change]:
     changes += diff_resources(old_ir, old, new_ir, new)
     changes += diff_prompts(old, new)
     changes += diff_auth(old_ir, new_ir)
+    changes += diff_transports(old_ir, new_ir)
     changes += diff_workflows(old, new)
     rank = {impact: index for index, impact in enumerate(IMPACT_ORDER)}
     return sorted(changes, key=lambda c: (rank[c.impact], c.subject, c.kind, c.message))
