@@ -24,6 +24,7 @@ import pytest
 
 from fusiongen.api import init_project
 from fusiongen.codegen.runtime_copy import declared_dependencies
+from fusiongen.runtime import _dependencies
 from tests.support.build import SPECS, build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,6 +92,23 @@ def test_the_generated_projects_declare_the_runtime_table() -> None:
         project = tomllib.loads((GOLDEN / server / "pyproject.toml").read_text(encoding="utf-8"))["project"]
         assert project["dependencies"] == list(required)
         assert project["optional-dependencies"] == {extra: list(r) for extra, r in extras.items()}
+
+
+def test_a_server_without_http_declares_none_of_what_only_http_imports() -> None:
+    """`HTTP_EXTRAS` and `HTTP_DISTRIBUTIONS` name entries of the table (a rename cannot make the filter a no-op),
+    and a server built without the http transport declares everything else, unchanged."""
+    table = vars(_dependencies)
+    required, extras = declared_dependencies()
+    assert set(table["HTTP_EXTRAS"]) <= set(extras)
+    for name in table["HTTP_DISTRIBUTIONS"]:
+        assert any(r.startswith(f"{name}>=") for r in extras["fast"]), name
+    stdio_required, stdio_extras = declared_dependencies(http=False)
+    assert stdio_required == required
+    assert set(stdio_extras) == set(extras) - set(table["HTTP_EXTRAS"])
+    assert stdio_extras["fast"] == tuple(
+        r for r in extras["fast"] if not r.startswith(tuple(f"{n}>=" for n in table["HTTP_DISTRIBUTIONS"]))
+    )
+    assert stdio_extras["fast"] and stdio_extras["otel"] == extras["otel"]
 
 
 def test_a_server_without_workflows_declares_no_redis_extra(tmp_path: Path) -> None:

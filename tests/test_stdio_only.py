@@ -9,11 +9,14 @@ name the module it lacks), and serve a real client over stdio on both serving pa
 from __future__ import annotations
 
 import json
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastmcp import Client as FastMCPClient
+from fastmcp.client.transports import StdioTransport
 
 from tests.support.build import GeneratedServer, build, built_server
 from tests.support.client import LEGACY, MODERN, connect, stdio_params
@@ -83,6 +86,20 @@ async def test_it_serves_stdio_on_both_paths_with_the_same_answers(out: Path, mo
     public = await answers(out, mode, server_env(out, out.parent, MCP_SERVER_FAST_PATH="off"))
     assert fast == public
     assert fast["data"] == {"id": "n1", "text": "hello"}
+
+
+@pytest.mark.anyio
+async def test_a_fastmcp_client_with_its_defaults_reads_the_result(out: Path) -> None:
+    """What agents run on: fastmcp's Client, nothing set but the command. It checks structuredContent against
+    the tool's outputSchema and parses it into `.data`: the plain presenter's envelope must satisfy both."""
+    transport = StdioTransport(command=sys.executable, args=["-m", "plain_server"], cwd=str(out), env=server_env(out))
+    async with FastMCPClient(transport) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool("note_get", {"id": "n1"})
+    assert [t.name for t in tools] == ["note_get"] and tools[0].output_schema is not None
+    assert result.is_error is False and result.data is not None
+    assert (result.data.data.id, result.data.data.text) == ("n1", "hello")
+    assert list(result.data.rules) == [] and list(result.data.suggestions) == []
 
 
 def test_requires_keeps_its_checks_and_stdio_holds_every_role(tmp_path: Path) -> None:

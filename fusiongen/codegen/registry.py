@@ -70,15 +70,16 @@ def server_json(ir: ServerIR, header: str) -> str:
             entry["environmentVariables"] = env
         return entry
 
-    http_flag = {"type": "named", "name": "--http", "description": "Serve streamable HTTP instead of stdio."}
+    packages = [package({"type": "stdio"}, [])]
+    if ir.http:  # built with the http transport (`[server] transports`, both by default)
+        http_flag = {"type": "named", "name": "--http", "description": "Serve streamable HTTP instead of stdio."}
+        packages.append(package({"type": "streamable-http", "url": HTTP_URL}, [http_flag]))
     body = {
         "$schema": REGISTRY_SCHEMA,
         "name": ir.registry_name,
         "description": description(ir),
         "version": ir.version,
-        "packages": [package({"type": "stdio"}, [])],
+        "packages": packages,
     }
-    if ir.http:  # built with the http transport (`[server] transports`, both by default)
-        body["packages"] = [*body["packages"], package({"type": "streamable-http", "url": HTTP_URL}, [http_flag])]
     rest = json.dumps(body, indent=2, ensure_ascii=False)
     return header + rest[1:].lstrip("\n") + "\n"

@@ -37,18 +37,23 @@ def runtime_file(module: str, header: str) -> str:
 
 
 @functools.cache
-def declared_dependencies() -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+def declared_dependencies(http: bool = True) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
     """(required, {extra: requirements}) as the generated pyproject.toml declares them (`name[extras]>=low,<high`),
     read from `REQUIRED` and `EXTRAS` in runtime/_dependencies.py: the table the server checks itself against at
-    import is the one its project declares, so the two cannot disagree."""
+    import is the one its project declares, so the two cannot disagree. Without `http` (a server built without
+    the http transport), what the same module lists as HTTP's alone is left out."""
     tables: dict[str, object] = {}
     for node in ast.parse(runtime_source("_dependencies")).body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             tables[node.target.id] = ast.literal_eval(node.value)
     required: tuple[tuple[str, str, str, str], ...] = tables["REQUIRED"]  # type: ignore[assignment]
     extras: dict[str, tuple[tuple[str, str, str, str], ...]] = tables["EXTRAS"]  # type: ignore[assignment]
+    http_extras: tuple[str, ...] = () if http else tables["HTTP_EXTRAS"]  # type: ignore[assignment]
+    http_distributions: tuple[str, ...] = () if http else tables["HTTP_DISTRIBUTIONS"]  # type: ignore[assignment]
     return tuple(_specifier(r) for r in required), {
-        extra: tuple(_specifier(r) for r in requirements) for extra, requirements in extras.items()
+        extra: tuple(_specifier(r) for r in requirements if r[0] not in http_distributions)
+        for extra, requirements in extras.items()
+        if extra not in http_extras
     }
 
 

@@ -32,11 +32,6 @@ from fusiongen.ir import ServerIR, ToolIR
 from fusiongen.names import group_and_action, pascal_case, snake_case
 from fusiongen.pyliteral import PyName, comment_text, markdown_text, py_literal, py_string, toml_string
 
-# What only the http transport imports: a server built without it (`[server] transports = ["stdio"]`) declares
-# neither these extras nor, in `fast`, the HTTP parser and event loop uvicorn would use.
-_HTTP_EXTRAS = frozenset({"http", "auth"})
-_SERVE_HTTP_ONLY = ("httptools", "uvloop")
-
 
 @dataclass(frozen=True)
 class ToolView:
@@ -282,14 +277,13 @@ def build_view(server: ServerIR, handlers_dir: str, spec_path: str) -> ServerVie
             resolve_input = py_literal(resolve_schema(server), 0, 45)
             state_constants += (ConstantView("WORKFLOW_RESOLVE_INPUT", "dict[str, Any]", resolve_input),)
     distribution = server.package.replace("_", "-")
-    required, extras = declared_dependencies()
+    required, extras = declared_dependencies(server.http)
     return ServerView(
         dependencies_toml=tuple(toml_string(r) for r in required),
         extras_toml=tuple(
-            (extra, tuple(toml_string(r) for r in requirements if server.http or not r.startswith(_SERVE_HTTP_ONLY)))
+            (extra, tuple(toml_string(r) for r in requirements))
             for extra, requirements in sorted(extras.items())
             if extra != "redis" or workflows  # only a server with workflows has a state store to keep in Redis
-            if extra not in _HTTP_EXTRAS or server.http
         ),
         distribution=distribution,
         distribution_literal=toml_string(distribution),

@@ -40,6 +40,11 @@ EXTRAS: Final[dict[str, tuple[Requirement, ...]]] = {
     "redis": (("redis", "", "5.0.8", "9"),),
 }
 
+# What only the http transport imports: a server built without it (`[server] transports = ["stdio"]`) declares
+# neither these extras nor these distributions of `fast` (fusiongen reads both when it writes pyproject.toml).
+HTTP_EXTRAS: Final[tuple[str, ...]] = ("auth", "http")
+HTTP_DISTRIBUTIONS: Final[tuple[str, ...]] = ("httptools", "uvloop")
+
 _PACKAGE = __name__.rpartition(".")[0]
 
 

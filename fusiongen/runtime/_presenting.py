@@ -16,7 +16,7 @@ from typing import Any, Final, NamedTuple
 import mcp_types as types
 
 from ._identity import caller_value as caller_value  # re-exported: presenters' `ctx.*` expressions call it
-from ._results import dumps, escape_text
+from ._results import data_result, dumps, escape_text
 from ._values import OutputError
 
 
@@ -173,9 +173,7 @@ def presented_collection(
 def plain_result(data: dict[str, Any]) -> types.CallToolResult:
     """One presented item of a presenter that adds nothing besides its data (no rules, suggestions or UI blocks,
     nor do its embeds): what `presented_result` writes for empty notes, without collecting any."""
-    structured = {"data": data, "rules": [], "suggestions": []}
-    text = types.TextContent(type="text", text=dumps(data))
-    return types.CallToolResult(content=[text], structured_content=structured, is_error=False)
+    return data_result(data, {"data": data, "rules": [], "suggestions": []})
 
 
 def _guidance(notes: Notes) -> tuple[list[str], list[tuple[str, str]]]:
